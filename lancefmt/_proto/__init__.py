@@ -1,0 +1,1 @@
+"""Protobuf modules generated at build time from ``protos/*.proto`` (never edited by hand)."""

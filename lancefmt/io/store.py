@@ -1,0 +1,456 @@
+"""Object stores: the only code in lancefmt that touches storage.
+
+``ObjectStore.for_uri(uri, storage_options)`` returns a store for the URI's scheme. All
+methods take full URIs (so a multi-base dataset can mix buckets and credentials freely) and
+the store maps them to its own paths.
+
+The one operation the commit protocol depends on is :meth:`ObjectStore.put_if_absent`: it
+makes an object visible *whole* and *only if* nothing is there yet, atomically:
+
+* local files: write a temporary file beside the target, then ``os.link`` it to the final
+  name (``link`` fails if the name exists; readers never see a partial file);
+* ``memory://``: a check and a write under one process-wide lock;
+* ``s3://``: a conditional PUT with ``If-None-Match: *``.
+"""
+from __future__ import annotations
+
+import abc
+import errno
+import os
+import threading
+import uuid as _uuid
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import fsspec
+
+from ..errors import LanceError
+from .uri import split_uri, join_uri
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One listed object: its URI, base name, size in bytes, and whether it is a directory."""
+
+    uri: str
+    name: str
+    size: int
+    is_dir: bool = False
+
+
+def _freeze(options: dict | None):
+    if not options:
+        return ()
+    return tuple(sorted((k, repr(v)) for k, v in options.items()))
+
+
+_STORES: dict = {}
+_STORES_LOCK = threading.Lock()
+
+
+class ObjectStore(abc.ABC):
+    """Storage behind one URI scheme (and one set of ``storage_options``)."""
+
+    protocol: str = ""
+
+    def __init__(self, protocol: str, storage_options: dict | None = None):
+        self.protocol = protocol
+        self.storage_options = dict(storage_options or {})
+
+    # -- construction -------------------------------------------------------------------
+    @staticmethod
+    def for_uri(uri, storage_options: dict | None = None) -> "ObjectStore":
+        protocol = split_uri(uri).protocol
+        key = (protocol, _freeze(storage_options))
+        store = _STORES.get(key)
+        if store is None:
+            with _STORES_LOCK:
+                store = _STORES.get(key)
+                if store is None:
+                    if protocol == "file":
+                        store = LocalStore(storage_options)
+                    elif protocol == "memory":
+                        store = MemoryStore(storage_options)
+                    else:
+                        store = FsspecStore(protocol, storage_options)
+                    _STORES[key] = store
+        return store
+
+    def __reduce__(self):
+        return (ObjectStore.for_uri, (join_uri(self.protocol, "/"), self.storage_options or None))
+
+    def _path(self, uri: str) -> str:
+        proto, path = split_uri(uri)
+        if proto != self.protocol:
+            raise LanceError(f"{uri} is not a {self.protocol} URI")
+        return path
+
+    def _uri(self, path: str) -> str:
+        return join_uri(self.protocol, path)
+
+    # -- the interface (implemented by subclasses) ---------------------------------------
+    @abc.abstractmethod
+    def read(self, uri: str) -> bytes:
+        """Implemented by each store."""
+
+    @abc.abstractmethod
+    def read_range(self, uri: str, start: int, length: int) -> bytes:
+        """Implemented by each store."""
+
+    def read_ranges(self, uri: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        return [self.read_range(uri, s, n) for s, n in ranges]
+
+    @abc.abstractmethod
+    def size(self, uri: str) -> int:
+        """Implemented by each store."""
+
+    @abc.abstractmethod
+    def exists(self, uri: str) -> bool:
+        """Implemented by each store."""
+
+    @abc.abstractmethod
+    def list(self, uri: str) -> list[FileInfo]:
+        """Direct children of the directory/prefix ``uri`` (empty if it does not exist)."""
+
+    def walk(self, uri: str) -> Iterator[FileInfo]:
+        """Every file (not directory) below ``uri``, recursively."""
+        for info in self.list(uri):
+            if info.is_dir:
+                yield from self.walk(info.uri)
+            else:
+                yield info
+
+    @abc.abstractmethod
+    def put(self, uri: str, data: bytes) -> None:
+        """Write ``data`` at ``uri``, replacing what is there."""
+
+    @abc.abstractmethod
+    def put_if_absent(self, uri: str, data: bytes) -> bool:
+        """Atomically create ``uri`` with ``data``; False (and nothing written) if it exists."""
+
+    @abc.abstractmethod
+    def delete(self, uri: str, missing_ok: bool = True) -> None:
+        """Implemented by each store."""
+
+    def delete_many(self, uris: Iterable[str]) -> None:
+        for u in uris:
+            self.delete(u)
+
+    @abc.abstractmethod
+    def copy(self, src: str, dst: str) -> None:
+        """Implemented by each store."""
+
+    @abc.abstractmethod
+    def open_output(self, uri: str):
+        """A writable binary file object; the object appears (whole) when it is closed."""
+
+    @abc.abstractmethod
+    def open_input(self, uri: str):
+        """A seekable readable binary file object."""
+
+    def read_tail(self, uri: str, n: int, size: int | None = None) -> tuple[bytes, int]:
+        """The last ``min(n, size)`` bytes of the object, and its total size."""
+        if size is None:
+            size = self.size(uri)
+        start = max(0, size - n)
+        return self.read_range(uri, start, size - start), size
+
+
+class LocalStore(ObjectStore):
+    """Local file system, with plain ``os`` calls (``pread`` for ranged reads)."""
+
+    def __init__(self, storage_options=None):
+        super().__init__("file", storage_options)
+
+    def read(self, uri):
+        with open(self._path(uri), "rb") as f:
+            return f.read()
+
+    def read_range(self, uri, start, length):
+        if start < 0 or length < 0:
+            raise ValueError("negative range")
+        fd = os.open(self._path(uri), os.O_RDONLY)
+        try:
+            out = os.pread(fd, length, start)
+            if len(out) < length:  # pread may return short on some file systems
+                parts = [out]
+                got = len(out)
+                while got < length:
+                    more = os.pread(fd, length - got, start + got)
+                    if not more:
+                        break
+                    parts.append(more)
+                    got += len(more)
+                out = b"".join(parts)
+            return out
+        finally:
+            os.close(fd)
+
+    def read_ranges(self, uri, ranges):
+        fd = os.open(self._path(uri), os.O_RDONLY)
+        try:
+            return [os.pread(fd, n, s) for s, n in ranges]
+        finally:
+            os.close(fd)
+
+    def read_tail(self, uri, n, size=None):
+        fd = os.open(self._path(uri), os.O_RDONLY)
+        try:
+            if size is None:
+                size = os.fstat(fd).st_size
+            start = max(0, size - n)
+            return os.pread(fd, size - start, start), size
+        finally:
+            os.close(fd)
+
+    def size(self, uri):
+        return os.stat(self._path(uri)).st_size
+
+    def exists(self, uri):
+        return os.path.exists(self._path(uri))
+
+    def list(self, uri):
+        path = self._path(uri)
+        out = []
+        try:
+            with os.scandir(path) as it:
+                for e in it:
+                    is_dir = e.is_dir()
+                    out.append(FileInfo(path.rstrip("/") + "/" + e.name, e.name,
+                                        0 if is_dir else e.stat().st_size, is_dir))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return out
+
+    def _tmp_beside(self, path):
+        d, name = os.path.split(path)
+        os.makedirs(d, exist_ok=True)
+        return os.path.join(d, f".tmp_{name}_{_uuid.uuid4().hex}")
+
+    def put(self, uri, data):
+        path = self._path(uri)
+        tmp = self._tmp_beside(path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quiet(tmp)
+            raise
+
+    def put_if_absent(self, uri, data):
+        path = self._path(uri)
+        tmp = self._tmp_beside(path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            except OSError as e:
+                if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                    raise
+                # No hard links here: fall back to an exclusive create of the final name.
+                return _exclusive_create(path, data)
+            return True
+        finally:
+            _unlink_quiet(tmp)
+
+    def delete(self, uri, missing_ok=True):
+        try:
+            os.unlink(self._path(uri))
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def copy(self, src, dst):
+        import shutil
+
+        d = os.path.dirname(self._path(dst))
+        os.makedirs(d, exist_ok=True)
+        shutil.copyfile(self._path(src), self._path(dst))
+
+    def open_output(self, uri):
+        return _LocalAtomicWriter(self._path(uri), self._tmp_beside(self._path(uri)))
+
+    def open_input(self, uri):
+        return open(self._path(uri), "rb")
+
+
+def _exclusive_create(path, data) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return True
+
+
+def _unlink_quiet(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class _LocalAtomicWriter:
+    """Writes to a temporary file and renames it into place on a clean close."""
+
+    def __init__(self, final, tmp):
+        self.final, self.tmp = final, tmp
+        self._f = open(tmp, "wb")
+        self.closed = False
+
+    def write(self, data):
+        return self._f.write(data)
+
+    def tell(self):
+        return self._f.tell()
+
+    def close(self):
+        if self.closed:
+            return
+        self._f.close()
+        os.replace(self.tmp, self.final)
+        self.closed = True
+
+    def abort(self):
+        if not self.closed:
+            self._f.close()
+            _unlink_quiet(self.tmp)
+            self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class FsspecStore(ObjectStore):
+    """Any fsspec file system (s3fs for ``s3://``, gcsfs, ...)."""
+
+    def __init__(self, protocol, storage_options=None):
+        super().__init__(protocol, storage_options)
+        self.fs = fsspec.filesystem(protocol, **self.storage_options)
+
+    def read(self, uri):
+        return self.fs.cat_file(self._path(uri))
+
+    def read_range(self, uri, start, length):
+        if length == 0:
+            return b""
+        return self.fs.cat_file(self._path(uri), start=start, end=start + length)
+
+    def read_ranges(self, uri, ranges):
+        if not ranges:
+            return []
+        p = self._path(uri)
+        return self.fs.cat_ranges([p] * len(ranges), [s for s, _ in ranges],
+                                  [s + n for s, n in ranges])
+
+    def size(self, uri):
+        return int(self.fs.size(self._path(uri)))
+
+    def exists(self, uri):
+        return self.fs.exists(self._path(uri))
+
+    def list(self, uri):
+        path = self._path(uri).rstrip("/")
+        try:
+            entries = self.fs.ls(path, detail=True, refresh=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for e in entries:
+            name = e["name"].rstrip("/")
+            if name == path:
+                continue
+            is_dir = e.get("type") == "directory"
+            out.append(FileInfo(self._uri(name), name.rsplit("/", 1)[-1],
+                                int(e.get("size") or 0), is_dir))
+        return out
+
+    def walk(self, uri):
+        path = self._path(uri).rstrip("/")
+        try:
+            found = self.fs.find(path, detail=True)
+        except FileNotFoundError:
+            return
+        for name, e in found.items():
+            if e.get("type") == "directory":
+                continue
+            yield FileInfo(self._uri(name), name.rsplit("/", 1)[-1], int(e.get("size") or 0))
+
+    def put(self, uri, data):
+        self.fs.pipe_file(self._path(uri), data)
+
+    def put_if_absent(self, uri, data):
+        try:
+            self.fs.pipe_file(self._path(uri), data, mode="create")
+        except FileExistsError:
+            return False
+        except OSError as e:
+            text = str(e)
+            if "PreconditionFailed" in text or "Precondition" in text or "ConditionalRequestConflict" in text:
+                return False
+            raise
+        return True
+
+    def delete(self, uri, missing_ok=True):
+        try:
+            self.fs.rm_file(self._path(uri))
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def delete_many(self, uris):
+        paths = [self._path(u) for u in uris]
+        if paths:
+            try:
+                self.fs.rm(paths)
+            except FileNotFoundError:
+                pass
+
+    def copy(self, src, dst):
+        self.fs.copy(self._path(src), self._path(dst))
+
+    def open_output(self, uri):
+        return self.fs.open(self._path(uri), "wb")
+
+    def open_input(self, uri):
+        return self.fs.open(self._path(uri), "rb")
+
+
+class MemoryStore(FsspecStore):
+    """fsspec's process-global in-memory file system (``memory://``), for tests and demos."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, storage_options=None):
+        super().__init__("memory", storage_options)
+
+    def put_if_absent(self, uri, data):
+        path = self._path(uri)
+        with MemoryStore._lock:
+            if self.fs.exists(path):
+                return False
+            self.fs.pipe_file(path, bytes(data))
+            return True
+
+    def put(self, uri, data):
+        with MemoryStore._lock:
+            self.fs.pipe_file(self._path(uri), bytes(data))
+
+    def walk(self, uri):
+        path = self._path(uri).rstrip("/")
+        for name, e in self.fs.find(path, detail=True).items():
+            if e.get("type") != "directory":
+                yield FileInfo(self._uri(name), name.rsplit("/", 1)[-1], int(e.get("size") or 0))

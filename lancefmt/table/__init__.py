@@ -1,0 +1,1 @@
+"""The Lance TABLE format."""

@@ -1,0 +1,82 @@
+"""Build script: generates the protobuf modules from protos/ and compiles the Cython extensions.
+
+Both steps are mandatory. There is no pure-Python fallback for the extensions: a build that
+cannot compile them fails here, and an install without them fails at import time.
+"""
+import glob
+import os
+import re
+import sys
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO_DIR = os.path.join(HERE, "protos")
+PROTO_OUT = os.path.join(HERE, "lancefmt", "_proto")
+
+
+def _stale(proto_files, out_files):
+    if not all(os.path.exists(p) for p in out_files):
+        return True
+    newest_in = max(os.path.getmtime(p) for p in proto_files + [__file__])
+    return any(os.path.getmtime(p) < newest_in for p in out_files)
+
+
+def generate_protos():
+    """Run protoc (from grpcio-tools) over protos/*.proto into lancefmt/_proto/.
+
+    protoc emits absolute imports (``import file_pb2``); they are rewritten to package-relative
+    ones so the generated modules live inside ``lancefmt._proto``.
+    """
+    protos = sorted(glob.glob(os.path.join(PROTO_DIR, "*.proto")))
+    outputs = [
+        os.path.join(PROTO_OUT, os.path.basename(p)[: -len(".proto")] + "_pb2.py") for p in protos
+    ]
+    if not _stale(protos, outputs):
+        return
+    from grpc_tools import protoc
+    import grpc_tools
+
+    well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    args = ["protoc", f"-I{PROTO_DIR}", f"-I{well_known}", f"--python_out={PROTO_OUT}"] + protos
+    if protoc.main(args) != 0:
+        sys.exit("protoc failed on protos/*.proto")
+    local = {os.path.basename(p)[: -len(".proto")] + "_pb2" for p in protos}
+    for out in outputs:
+        with open(out, encoding="utf-8") as f:
+            text = f.read()
+        text = re.sub(
+            r"^import (\w+_pb2) as (\w+)$",
+            lambda m: f"from . import {m.group(1)} as {m.group(2)}" if m.group(1) in local else m.group(0),
+            text,
+            flags=re.M,
+        )
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def extensions():
+    sources = sorted(glob.glob(os.path.join("lancefmt", "**", "*.pyx"), recursive=True))
+    exts = []
+    for src in sources:
+        module = src[: -len(".pyx")].replace(os.sep, ".")
+        exts.append(
+            Extension(
+                module,
+                [src],
+                include_dirs=[numpy.get_include(), "lancefmt"],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                extra_compile_args=["-O3"],
+            )
+        )
+    return cythonize(
+        exts,
+        compiler_directives={"language_level": "3", "embedsignature": True},
+        include_path=["lancefmt"],
+    )
+
+
+generate_protos()
+setup(ext_modules=extensions())
