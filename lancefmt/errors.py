@@ -23,6 +23,11 @@ class CommitConflictError(LanceError):
     """A concurrent commit made this transaction impossible to apply; nothing was committed."""
 
 
+class RetryableCommitConflictError(CommitConflictError):
+    """A concurrent commit invalidated this transaction's inputs; redoing the operation on the
+    new latest version (re-reading, re-planning) can succeed. Nothing was committed."""
+
+
 class FileError(LanceError):
     """An error about one file; ``path`` names it."""
 

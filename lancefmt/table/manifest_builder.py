@@ -1,0 +1,415 @@
+"""Build the next manifest: apply one transaction to the latest manifest.
+
+This is the pure-data half of a commit (no storage access), following Lance's
+``Transaction::build_manifest``: fragment ids continue from ``max_fragment_id`` (also for
+Overwrite, as pylance 14 does), stable row ids are assigned from ``next_row_id``, feature flags
+are recomputed from scratch, and the index list follows the operation's rules. On a retry the
+same transaction is simply applied again to the newer manifest, which re-assigns fragment ids and
+row ids.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .._proto import file_pb2, rowids_pb2, table_pb2
+from .. import __version__
+from ..errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
+from . import feature_flags
+from .transaction import (
+    Append, Clone, CreateIndex, DataReplacement, Delete, Merge, Opaque, Overwrite, Project,
+    ReserveFragments, Restore, Rewrite, Transaction, Update, UpdateBases, UpdateConfig,
+)
+
+WRITER_LIBRARY = "lancefmt"
+
+
+@dataclass
+class BuildOptions:
+    """Settings of the writer, not of the transaction."""
+
+    data_storage_version: str | None = None  # requested on create/overwrite ("2.0", ...)
+    enable_stable_row_ids: bool = False       # only honoured when creating
+    timestamp_ns: int | None = None
+    writer_library: str = WRITER_LIBRARY
+    writer_version: str = __version__
+    extra_config: dict = field(default_factory=dict)
+
+
+def _copy_frag(pb) -> table_pb2.DataFragment:
+    c = table_pb2.DataFragment()
+    c.CopyFrom(pb)
+    return c
+
+
+def _range_sequence(start: int, end: int) -> bytes:
+    seq = rowids_pb2.RowIdSequence()
+    seq.segments.add().range.SetInParent()
+    seq.segments[0].range.start = start
+    seq.segments[0].range.end = end
+    return seq.SerializeToString()
+
+
+def _uniform_versions(num_rows: int, version: int) -> bytes:
+    seq = rowids_pb2.RowDatasetVersionSequence()
+    run = seq.runs.add(version=version)
+    run.span.range.start = 0
+    run.span.range.end = num_rows
+    return seq.SerializeToString()
+
+
+def _sequence_length(data: bytes) -> int:
+    """Number of row ids in a serialized sequence (cheap when it is all ranges)."""
+    seq = rowids_pb2.RowIdSequence()
+    seq.ParseFromString(data)
+    if all(s.WhichOneof("segment") == "range" for s in seq.segments):
+        return sum(s.range.end - s.range.start for s in seq.segments)
+    from .rowids import decode_row_ids
+
+    return len(decode_row_ids(data))
+
+
+def _assign_row_ids(next_row_id: int, frags, version: int) -> int:
+    """Give new fragments row ids ``next_row_id..`` and created/updated-at version runs."""
+    for f in frags:
+        n = f.physical_rows
+        if f.WhichOneof("row_id_sequence") == "inline_row_ids" and f.inline_row_ids:
+            have = _sequence_length(f.inline_row_ids)
+            if have > n:
+                raise InvalidArgumentError(f"fragment has {have} row ids for {n} rows")
+            if have < n:
+                import numpy as np
+
+                from .rowids import decode_row_ids, encode_row_ids
+
+                ids = np.concatenate([decode_row_ids(f.inline_row_ids),
+                                      np.arange(next_row_id, next_row_id + n - have, dtype=np.uint64)])
+                f.inline_row_ids = encode_row_ids(ids)
+                next_row_id += n - have
+        else:
+            f.inline_row_ids = _range_sequence(next_row_id, next_row_id + n)
+            next_row_id += n
+        if n > 0:
+            meta = _uniform_versions(n, version)
+            f.inline_created_at_versions = meta
+            f.inline_last_updated_at_versions = meta
+    return next_row_id
+
+
+def _with_new_ids(frags, next_id: int):
+    out = []
+    for f in frags:
+        pb = _copy_frag(f.pb if hasattr(f, "pb") else f)
+        pb.id = next_id
+        next_id += 1
+        out.append(pb)
+    return out, next_id
+
+
+def _data_format_of(frags, requested: str | None) -> str:
+    versions = {(df.file_major_version, df.file_minor_version) for f in frags for df in f.files}
+    if len(versions) > 1:
+        raise InvalidArgumentError(f"data files of several format versions: {sorted(versions)}")
+    if versions:
+        major, minor = versions.pop()
+        found = "0.1" if major == 0 else f"{major}.{minor}"
+        if requested and requested != found:
+            raise InvalidArgumentError(
+                f"requested data storage version {requested} but the data files are {found}")
+        return found
+    return requested or "2.0"
+
+
+def _field_ids(fields) -> set:
+    return {f.id for f in fields}
+
+
+def _retain_relevant_indices(indices, fields):
+    ids = _field_ids(fields)
+    return [i for i in indices if all(fid in ids for fid in i.fields) or i.name.startswith("__lance")]
+
+
+def build_manifest(
+    previous: table_pb2.Manifest | None,
+    previous_indices: list,
+    txn: Transaction,
+    *,
+    version: int,
+    transaction_file: str,
+    options: BuildOptions | None = None,
+    restore_source: tuple | None = None,
+) -> tuple[table_pb2.Manifest, list]:
+    """The manifest (and index list) of ``version`` = ``previous`` + ``txn``.
+
+    ``restore_source`` is ``(manifest, indices)`` of the version a Restore brings back.
+    """
+    options = options or BuildOptions()
+    op = txn.operation
+    if isinstance(op, (Opaque, Clone)):
+        raise UnsupportedFeatureError(f"cannot build a manifest for a {op.name} transaction here")
+    if previous is None and not isinstance(op, Overwrite):
+        raise InvalidArgumentError(f"a new dataset must start with an Overwrite, not {op.name}")
+    if previous is not None:
+        feature_flags.check_writer_flags(previous.writer_feature_flags)
+
+    if isinstance(op, Restore):
+        if restore_source is None:
+            raise InvalidArgumentError("Restore needs the manifest of the restored version")
+        src, src_indices = restore_source
+        manifest = table_pb2.Manifest()
+        manifest.CopyFrom(src)
+        return _finish(manifest, previous, version, transaction_file, options,
+                       stable=bool(src.reader_feature_flags & feature_flags.FLAG_STABLE_ROW_IDS)), \
+            list(src_indices)
+
+    stable = (bool(previous.reader_feature_flags & feature_flags.FLAG_STABLE_ROW_IDS)
+              if previous is not None else options.enable_stable_row_ids)
+    if previous is not None and options.enable_stable_row_ids and not stable:
+        raise InvalidArgumentError("stable row ids can only be enabled when a dataset is created")
+
+    manifest = table_pb2.Manifest()
+    if previous is not None:
+        manifest.CopyFrom(previous)
+        del manifest.fragments[:]
+    next_id = (previous.max_fragment_id + 1) if previous is not None and previous.HasField("max_fragment_id") else 0
+    next_row_id = previous.next_row_id if (previous is not None and stable) else 0
+    indices = list(previous_indices)
+    old = list(previous.fragments) if previous is not None else []
+    final: list = []
+
+    if isinstance(op, Append):
+        new, next_id = _with_new_ids(op.fragments, next_id)
+        if stable:
+            next_row_id = _assign_row_ids(next_row_id, new, version)
+        final = [_copy_frag(f) for f in old] + new
+    elif isinstance(op, Overwrite):
+        for f in op.fragments:
+            if f.deletion_file is not None:
+                raise InvalidArgumentError("an Overwrite cannot carry fragments with deletion files")
+        new, next_id = _with_new_ids(op.fragments, next_id)
+        if stable:
+            next_row_id = _assign_row_ids(next_row_id, new, version)
+        final = new
+        del manifest.fields[:]
+        manifest.fields.extend(op.fields)
+        manifest.schema_metadata.clear()
+        for k, v in op.schema_metadata.items():
+            manifest.schema_metadata[k] = v
+        if previous is None:
+            for b in op.initial_bases or []:
+                manifest.base_paths.add().CopyFrom(b)
+            ids = [b.id for b in manifest.base_paths]
+            if len(ids) != len(set(ids)):
+                raise InvalidArgumentError(f"duplicate base path ids {ids}")
+        elif op.initial_bases:
+            raise InvalidArgumentError("initial_bases can only be registered when creating a dataset")
+        manifest.data_format.file_format = "lance"
+        if previous is None:
+            manifest.data_format.version = _data_format_of(new, options.data_storage_version)
+        elif options.data_storage_version:
+            manifest.data_format.version = options.data_storage_version
+        for k, v in (op.config_upsert_values or {}).items():
+            manifest.config[k] = v
+        indices = []
+    elif isinstance(op, Delete):
+        removed = set(op.deleted_fragment_ids)
+        updated = {f.id: f.pb for f in op.updated_fragments}
+        for f in old:
+            if f.id in removed:
+                continue
+            final.append(_copy_frag(updated.get(f.id, f)))
+        indices = _retain_relevant_indices(indices, manifest.fields)
+    elif isinstance(op, Update):
+        removed = set(op.removed_fragment_ids)
+        updated = {f.id: f.pb for f in op.updated_fragments}
+        for f in old:
+            if f.id in removed:
+                continue
+            final.append(_copy_frag(updated.get(f.id, f)))
+        new, next_id = _with_new_ids(op.new_fragments, next_id)
+        if stable:
+            next_row_id = _assign_row_ids(next_row_id, new, version)
+        final += new
+        if op.fields_modified:
+            _prune_indices(indices, {f.id for f in op.updated_fragments}, set(op.fields_modified))
+    elif isinstance(op, (UpdateConfig, ReserveFragments, UpdateBases, CreateIndex)):
+        final = [_copy_frag(f) for f in old]
+        if isinstance(op, CreateIndex):
+            new_names = {i.name for i in op.new_indices}
+            removed_uuids = {i.uuid.uuid for i in op.removed_indices}
+            indices = [i for i in indices if i.name not in new_names and i.uuid.uuid not in removed_uuids]
+            indices += list(op.new_indices)
+    elif isinstance(op, Rewrite):
+        final, next_id, next_row_id = _apply_rewrite(old, op, next_id, stable, next_row_id)
+    elif isinstance(op, Merge):
+        final = [_copy_frag(f.pb) for f in op.fragments]
+        del manifest.fields[:]
+        manifest.fields.extend(op.fields)
+        for k, v in op.schema_metadata.items():
+            manifest.schema_metadata[k] = v
+        indices = _retain_relevant_indices(indices, manifest.fields)
+    elif isinstance(op, Project):
+        del manifest.fields[:]
+        manifest.fields.extend(op.fields)
+        keep = _field_ids(op.fields)
+        for f in old:
+            pb = _copy_frag(f)
+            kept = [df for df in pb.files if any(fid in keep for fid in df.fields)]
+            del pb.files[:]
+            pb.files.extend(kept)
+            final.append(pb)
+        indices = _retain_relevant_indices(indices, manifest.fields)
+    elif isinstance(op, DataReplacement):
+        final = _apply_data_replacement(old, op)
+    else:  # pragma: no cover - every modelled operation is handled above
+        raise UnsupportedFeatureError(f"cannot apply a {op.name} transaction")
+
+    final.sort(key=lambda f: f.id)
+    for f in final:  # drop data files that only hold tombstoned fields (-2)
+        if any(all(fid == -2 for fid in df.fields) for df in f.files):
+            kept = [df for df in f.files if any(fid != -2 for fid in df.fields)]
+            del f.files[:]
+            f.files.extend(kept)
+    manifest.fragments.extend(final)
+
+    if isinstance(op, UpdateConfig):
+        _apply_update_config(manifest, op)
+    if isinstance(op, UpdateBases):
+        _apply_update_bases(manifest, op)
+    if stable:
+        manifest.next_row_id = next_row_id
+    manifest.tag = txn.tag
+    max_id = max((f.id for f in final), default=None)
+    if isinstance(op, ReserveFragments):
+        base = manifest.max_fragment_id if manifest.HasField("max_fragment_id") else 0
+        manifest.max_fragment_id = base + op.num_fragments
+    elif max_id is not None or next_id > 0:
+        top = max(next_id - 1, max_id if max_id is not None else -1)
+        if manifest.HasField("max_fragment_id"):
+            top = max(top, manifest.max_fragment_id)
+        manifest.max_fragment_id = top
+    return _finish(manifest, previous, version, transaction_file, options, stable), indices
+
+
+def _finish(manifest, previous, version, transaction_file, options, stable):
+    manifest.version = version
+    manifest.transaction_file = transaction_file
+    ts = options.timestamp_ns if options.timestamp_ns is not None else time.time_ns()
+    manifest.timestamp.seconds = ts // 1_000_000_000
+    manifest.timestamp.nanos = ts % 1_000_000_000
+    manifest.writer_version.Clear()
+    manifest.writer_version.library = options.writer_library
+    manifest.writer_version.version = options.writer_version
+    if not manifest.data_format.file_format:
+        manifest.data_format.file_format = "lance"
+    if not manifest.data_format.version:
+        manifest.data_format.version = options.data_storage_version or "2.0"
+    for k, v in options.extra_config.items():
+        manifest.config[k] = v
+    manifest.ClearField("index_section")
+    manifest.ClearField("transaction_section")
+    manifest.ClearField("transaction_section_deprecated")
+    reader, writer = feature_flags.compute_feature_flags(manifest, stable_row_ids=stable)
+    manifest.reader_feature_flags = reader
+    manifest.writer_feature_flags = writer
+    return manifest
+
+
+def _prune_indices(indices, fragment_ids, fields_modified):
+    from pyroaring import BitMap
+
+    for i, idx in enumerate(indices):
+        if any(f in fields_modified for f in idx.fields) and idx.fragment_bitmap:
+            bm = BitMap.deserialize(idx.fragment_bitmap)
+            bm.difference_update(fragment_ids)
+            c = table_pb2.IndexMetadata()
+            c.CopyFrom(idx)
+            c.fragment_bitmap = bm.serialize()
+            indices[i] = c
+
+
+def _apply_rewrite(old, op: Rewrite, next_id, stable, next_row_id):
+    by_id = {f.id: f for f in old}
+    removed = set()
+    added = []
+    for g in op.groups:
+        for f in g.old_fragments:
+            if f.id not in by_id:
+                raise CommitConflictError(f"fragment {f.id} to rewrite no longer exists")
+            removed.add(f.id)
+        new, next_id = _with_new_ids(g.new_fragments, next_id)
+        if stable:
+            for pb in new:
+                if pb.WhichOneof("row_id_sequence") is None:
+                    raise InvalidArgumentError("rewritten fragments must carry their row ids")
+        added += new
+    final = [_copy_frag(f) for f in old if f.id not in removed] + added
+    return final, next_id, next_row_id
+
+
+def _apply_data_replacement(old, op: DataReplacement):
+    by_id = {f.id: _copy_frag(f) for f in old}
+    for g in op.replacements:
+        frag = by_id.get(g.fragment_id)
+        if frag is None:
+            raise InvalidArgumentError(f"fragment {g.fragment_id} being replaced does not exist")
+        covered = set()
+        changed = False
+        for df in frag.files:
+            if list(df.fields) == list(g.new_file.fields) and \
+                    (df.file_major_version, df.file_minor_version) == \
+                    (g.new_file.file_major_version, g.new_file.file_minor_version):
+                df.path = g.new_file.path
+                df.file_size_bytes = g.new_file.file_size_bytes
+                changed = True
+            covered.update(df.fields)
+        if not covered & set(g.new_file.fields):
+            frag.files.add().CopyFrom(g.new_file)
+            changed = True
+        if not changed:
+            raise InvalidArgumentError(f"new data file does not align with fragment {g.fragment_id}")
+    return list(by_id.values())
+
+
+def _apply_update_config(manifest, op: UpdateConfig):
+    if op.config_updates is not None:
+        new = op.config_updates.apply(dict(manifest.config))
+        manifest.config.clear()
+        manifest.config.update(new)
+    if op.table_metadata_updates is not None:
+        new = op.table_metadata_updates.apply(dict(manifest.table_metadata))
+        manifest.table_metadata.clear()
+        manifest.table_metadata.update(new)
+    if op.schema_metadata_updates is not None:
+        current = {k: v.decode("utf-8", "replace") for k, v in manifest.schema_metadata.items()}
+        new = op.schema_metadata_updates.apply(current)
+        manifest.schema_metadata.clear()
+        for k, v in new.items():
+            manifest.schema_metadata[k] = v.encode()
+    by_id = {f.id: f for f in manifest.fields}
+    for fid, update in op.field_metadata_updates.items():
+        f = by_id.get(fid)
+        if f is None:
+            raise InvalidArgumentError(f"field with id {fid} does not exist")
+        current = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
+        new = update.apply(current)
+        f.metadata.clear()
+        for k, v in new.items():
+            f.metadata[k] = v.encode()
+
+
+def _apply_update_bases(manifest, op: UpdateBases):
+    existing = list(manifest.base_paths)
+    for nb in op.new_bases:
+        for b in existing:
+            same_name = nb.HasField("name") and b.HasField("name") and nb.name == b.name
+            if same_name or b.path == nb.path:
+                raise InvalidArgumentError(
+                    f"a base path named {nb.name!r} or at {nb.path!r} already exists (id {b.id})")
+        added = table_pb2.BasePath()
+        added.CopyFrom(nb)
+        if added.id == 0:
+            added.id = max((b.id for b in existing), default=0) + 1
+        existing.append(added)
+    del manifest.base_paths[:]
+    manifest.base_paths.extend(existing)

@@ -1,0 +1,441 @@
+"""Transactions: what one commit changes, as Python objects and as the ``Transaction`` protobuf
+pylance writes to ``_transactions/*.txn`` (so pylance's conflict checks can read ours and ours
+can read pylance's).
+
+``Operation.<Kind>`` mirrors ``lance.LanceOperation.<Kind>``. A schema inside an operation is a
+list of Lance ``Field`` protobufs (plus schema metadata); the dataset layer converts pyarrow
+schemas before building operations.
+"""
+from __future__ import annotations
+
+import uuid as _uuid
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from .._proto import file_pb2, table_pb2, transaction_pb2
+from ..errors import UnsupportedFeatureError
+from .fragment import FragmentMetadata
+
+TxnPb = transaction_pb2.Transaction
+
+
+def _frag_pbs(fragments) -> list:
+    return [f.pb if isinstance(f, FragmentMetadata) else f for f in fragments]
+
+
+def _frags(pbs) -> list:
+    out = []
+    for pb in pbs:
+        copy = table_pb2.DataFragment()
+        copy.CopyFrom(pb)
+        out.append(FragmentMetadata(copy))
+    return out
+
+
+def _fields_copy(fields) -> list:
+    out = []
+    for f in fields:
+        c = file_pb2.Field()
+        c.CopyFrom(f)
+        out.append(c)
+    return out
+
+
+@dataclass
+class UpdateMap:
+    """Key updates for a string map: a value of None deletes the key; ``replace`` clears first."""
+
+    updates: Dict[str, Optional[str]] = field(default_factory=dict)
+    replace: bool = False
+
+    def to_pb(self, pb) -> None:
+        for k, v in self.updates.items():
+            entry = pb.update_entries.add(key=k)
+            if v is not None:
+                entry.value = v
+        pb.replace = self.replace
+
+    @classmethod
+    def from_pb(cls, pb) -> "UpdateMap":
+        return cls({e.key: (e.value if e.HasField("value") else None) for e in pb.update_entries},
+                   pb.replace)
+
+    def apply(self, mapping: dict) -> dict:
+        out = {} if self.replace else dict(mapping)
+        for k, v in self.updates.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = v
+        return out
+
+
+class BaseOperation:
+    """A transaction's operation; ``name`` is the protobuf oneof name."""
+
+    name: str = ""
+
+    def fill(self, txn: TxnPb) -> None:  # pragma: no cover - every subclass overrides
+        raise TypeError(f"{type(self).__name__} cannot be serialized")
+
+
+@dataclass
+class Append(BaseOperation):
+    fragments: List[FragmentMetadata]
+    name = "append"
+
+    def fill(self, txn):
+        txn.append.fragments.extend(_frag_pbs(self.fragments))
+
+
+@dataclass
+class Delete(BaseOperation):
+    updated_fragments: List[FragmentMetadata] = field(default_factory=list)
+    deleted_fragment_ids: List[int] = field(default_factory=list)
+    predicate: str = ""
+    name = "delete"
+
+    def fill(self, txn):
+        txn.delete.SetInParent()
+        txn.delete.updated_fragments.extend(_frag_pbs(self.updated_fragments))
+        txn.delete.deleted_fragment_ids.extend(self.deleted_fragment_ids)
+        txn.delete.predicate = self.predicate
+
+
+@dataclass
+class Overwrite(BaseOperation):
+    """Replace the dataset's fragments and schema (or create the dataset)."""
+
+    fields: List[file_pb2.Field]
+    fragments: List[FragmentMetadata]
+    schema_metadata: Dict[str, bytes] = field(default_factory=dict)
+    config_upsert_values: Optional[Dict[str, str]] = None
+    initial_bases: Optional[list] = None  # list of table_pb2.BasePath
+    name = "overwrite"
+
+    def fill(self, txn):
+        o = txn.overwrite
+        o.SetInParent()
+        o.fragments.extend(_frag_pbs(self.fragments))
+        o.schema.extend(self.fields)
+        for k, v in self.schema_metadata.items():
+            o.schema_metadata[k] = v if isinstance(v, bytes) else str(v).encode()
+        for k, v in (self.config_upsert_values or {}).items():
+            o.config_upsert_values[k] = v
+        if self.initial_bases:
+            o.initial_bases.extend(self.initial_bases)
+
+
+@dataclass
+class Restore(BaseOperation):
+    version: int
+    name = "restore"
+
+    def fill(self, txn):
+        txn.restore.version = self.version
+
+
+@dataclass
+class UpdateConfig(BaseOperation):
+    config_updates: Optional[UpdateMap] = None
+    table_metadata_updates: Optional[UpdateMap] = None
+    schema_metadata_updates: Optional[UpdateMap] = None
+    field_metadata_updates: Dict[int, UpdateMap] = field(default_factory=dict)
+    name = "update_config"
+
+    def fill(self, txn):
+        u = txn.update_config
+        u.SetInParent()
+        if self.config_updates is not None:
+            self.config_updates.to_pb(u.config_updates)
+        if self.table_metadata_updates is not None:
+            self.table_metadata_updates.to_pb(u.table_metadata_updates)
+        if self.schema_metadata_updates is not None:
+            self.schema_metadata_updates.to_pb(u.schema_metadata_updates)
+        for fid, m in self.field_metadata_updates.items():
+            m.to_pb(u.field_metadata_updates[fid])
+
+    def config_keys(self) -> set:
+        return set(self.config_updates.updates) if self.config_updates else set()
+
+
+@dataclass
+class Update(BaseOperation):
+    removed_fragment_ids: List[int] = field(default_factory=list)
+    updated_fragments: List[FragmentMetadata] = field(default_factory=list)
+    new_fragments: List[FragmentMetadata] = field(default_factory=list)
+    fields_modified: List[int] = field(default_factory=list)
+    fields_for_preserving_frag_bitmap: List[int] = field(default_factory=list)
+    update_mode: int = transaction_pb2.Transaction.REWRITE_ROWS
+    name = "update"
+
+    def fill(self, txn):
+        u = txn.update
+        u.SetInParent()
+        u.removed_fragment_ids.extend(self.removed_fragment_ids)
+        u.updated_fragments.extend(_frag_pbs(self.updated_fragments))
+        u.new_fragments.extend(_frag_pbs(self.new_fragments))
+        u.fields_modified.extend(self.fields_modified)
+        u.fields_for_preserving_frag_bitmap.extend(self.fields_for_preserving_frag_bitmap)
+        u.update_mode = self.update_mode
+
+
+@dataclass
+class Clone(BaseOperation):
+    is_shallow: bool
+    ref_name: Optional[str]
+    ref_version: int
+    ref_path: str
+    branch_name: Optional[str] = None
+    name = "clone"
+
+    def fill(self, txn):
+        c = txn.clone
+        c.is_shallow = self.is_shallow
+        if self.ref_name is not None:
+            c.ref_name = self.ref_name
+        c.ref_version = self.ref_version
+        c.ref_path = self.ref_path
+        if self.branch_name is not None:
+            c.branch_name = self.branch_name
+
+
+@dataclass
+class UpdateBases(BaseOperation):
+    """Add base paths, or (our extension, same wire message) replace the paths of existing ones."""
+
+    new_bases: list  # list of table_pb2.BasePath
+    name = "update_bases"
+
+    def fill(self, txn):
+        txn.update_bases.SetInParent()
+        txn.update_bases.new_bases.extend(self.new_bases)
+
+
+@dataclass
+class RewriteGroup:
+    old_fragments: List[FragmentMetadata]
+    new_fragments: List[FragmentMetadata]
+
+
+@dataclass
+class Rewrite(BaseOperation):
+    groups: List[RewriteGroup]
+    name = "rewrite"
+
+    def fill(self, txn):
+        r = txn.rewrite
+        r.SetInParent()
+        for g in self.groups:
+            pg = r.groups.add()
+            pg.old_fragments.extend(_frag_pbs(g.old_fragments))
+            pg.new_fragments.extend(_frag_pbs(g.new_fragments))
+
+
+@dataclass
+class Merge(BaseOperation):
+    fragments: List[FragmentMetadata]
+    fields: List[file_pb2.Field]
+    schema_metadata: Dict[str, bytes] = field(default_factory=dict)
+    name = "merge"
+
+    def fill(self, txn):
+        m = txn.merge
+        m.SetInParent()
+        m.fragments.extend(_frag_pbs(self.fragments))
+        m.schema.extend(self.fields)
+        for k, v in self.schema_metadata.items():
+            m.schema_metadata[k] = v if isinstance(v, bytes) else str(v).encode()
+
+
+@dataclass
+class Project(BaseOperation):
+    fields: List[file_pb2.Field]
+    name = "project"
+
+    def fill(self, txn):
+        txn.project.SetInParent()
+        txn.project.schema.extend(self.fields)
+
+
+@dataclass
+class ReserveFragments(BaseOperation):
+    num_fragments: int
+    name = "reserve_fragments"
+
+    def fill(self, txn):
+        txn.reserve_fragments.num_fragments = self.num_fragments
+
+
+@dataclass
+class DataReplacementGroup:
+    fragment_id: int
+    new_file: table_pb2.DataFile
+
+
+@dataclass
+class DataReplacement(BaseOperation):
+    replacements: List[DataReplacementGroup]
+    name = "data_replacement"
+
+    def fill(self, txn):
+        d = txn.data_replacement
+        d.SetInParent()
+        for g in self.replacements:
+            d.replacements.add(fragment_id=g.fragment_id).new_file.CopyFrom(g.new_file)
+
+
+@dataclass
+class CreateIndex(BaseOperation):
+    new_indices: list  # table_pb2.IndexMetadata
+    removed_indices: list = field(default_factory=list)
+    name = "create_index"
+
+    def fill(self, txn):
+        c = txn.create_index
+        c.SetInParent()
+        c.new_indices.extend(self.new_indices)
+        c.removed_indices.extend(self.removed_indices)
+
+
+@dataclass
+class Opaque(BaseOperation):
+    """An operation lancefmt reads but does not model (e.g. a MemWAL update): kept as protobuf."""
+
+    name: str = ""
+    pb: object = None
+
+
+class Operation:
+    """Namespace mirroring ``lance.LanceOperation``."""
+
+    BaseOperation = BaseOperation
+    Append = Append
+    Delete = Delete
+    Overwrite = Overwrite
+    Restore = Restore
+    UpdateConfig = UpdateConfig
+    UpdateMap = UpdateMap
+    Update = Update
+    Clone = Clone
+    UpdateBases = UpdateBases
+    Rewrite = Rewrite
+    RewriteGroup = RewriteGroup
+    Merge = Merge
+    Project = Project
+    ReserveFragments = ReserveFragments
+    DataReplacement = DataReplacement
+    DataReplacementGroup = DataReplacementGroup
+    CreateIndex = CreateIndex
+
+
+def _op_from_pb(txn: TxnPb) -> BaseOperation:
+    kind = txn.WhichOneof("operation")
+    if kind == "append":
+        return Append(_frags(txn.append.fragments))
+    if kind == "delete":
+        d = txn.delete
+        return Delete(_frags(d.updated_fragments), list(d.deleted_fragment_ids), d.predicate)
+    if kind == "overwrite":
+        o = txn.overwrite
+        bases = []
+        for b in o.initial_bases:
+            c = table_pb2.BasePath()
+            c.CopyFrom(b)
+            bases.append(c)
+        return Overwrite(_fields_copy(o.schema), _frags(o.fragments), dict(o.schema_metadata),
+                         dict(o.config_upsert_values) or None, bases or None)
+    if kind == "restore":
+        return Restore(txn.restore.version)
+    if kind == "update_config":
+        u = txn.update_config
+        op = UpdateConfig(
+            UpdateMap.from_pb(u.config_updates) if u.HasField("config_updates") else None,
+            UpdateMap.from_pb(u.table_metadata_updates) if u.HasField("table_metadata_updates") else None,
+            UpdateMap.from_pb(u.schema_metadata_updates) if u.HasField("schema_metadata_updates") else None,
+            {k: UpdateMap.from_pb(v) for k, v in u.field_metadata_updates.items()},
+        )
+        # Deprecated spellings (older writers): upsert_values / delete_keys / schema_metadata.
+        if op.config_updates is None and (u.upsert_values or u.delete_keys):
+            updates = dict(u.upsert_values)
+            updates.update({k: None for k in u.delete_keys})
+            op.config_updates = UpdateMap(updates)
+        if op.schema_metadata_updates is None and u.schema_metadata:
+            op.schema_metadata_updates = UpdateMap(dict(u.schema_metadata), replace=True)
+        return op
+    if kind == "update":
+        u = txn.update
+        return Update(list(u.removed_fragment_ids), _frags(u.updated_fragments), _frags(u.new_fragments),
+                      list(u.fields_modified), list(u.fields_for_preserving_frag_bitmap), u.update_mode)
+    if kind == "clone":
+        c = txn.clone
+        return Clone(c.is_shallow, c.ref_name if c.HasField("ref_name") else None, c.ref_version,
+                     c.ref_path, c.branch_name if c.HasField("branch_name") else None)
+    if kind == "update_bases":
+        bases = []
+        for b in txn.update_bases.new_bases:
+            c = table_pb2.BasePath()
+            c.CopyFrom(b)
+            bases.append(c)
+        return UpdateBases(bases)
+    if kind == "rewrite":
+        r = txn.rewrite
+        groups = [RewriteGroup(_frags(g.old_fragments), _frags(g.new_fragments)) for g in r.groups]
+        if not groups and (r.old_fragments or r.new_fragments):
+            groups = [RewriteGroup(_frags(r.old_fragments), _frags(r.new_fragments))]
+        return Rewrite(groups)
+    if kind == "merge":
+        m = txn.merge
+        return Merge(_frags(m.fragments), _fields_copy(m.schema), dict(m.schema_metadata))
+    if kind == "project":
+        return Project(_fields_copy(txn.project.schema))
+    if kind == "reserve_fragments":
+        return ReserveFragments(txn.reserve_fragments.num_fragments)
+    if kind == "data_replacement":
+        groups = []
+        for g in txn.data_replacement.replacements:
+            f = table_pb2.DataFile()
+            f.CopyFrom(g.new_file)
+            groups.append(DataReplacementGroup(g.fragment_id, f))
+        return DataReplacement(groups)
+    if kind == "create_index":
+        c = txn.create_index
+        return CreateIndex(list(c.new_indices), list(c.removed_indices))
+    return Opaque(name=kind or "unknown", pb=txn)
+
+
+@dataclass
+class Transaction:
+    """One commit's intent: the version it was planned against and what it changes."""
+
+    read_version: int
+    operation: BaseOperation
+    uuid: str = field(default_factory=lambda: str(_uuid.uuid4()))
+    tag: str = ""
+    transaction_properties: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return self.operation.name
+
+    def to_pb(self) -> TxnPb:
+        if isinstance(self.operation, Opaque):
+            raise UnsupportedFeatureError(f"cannot write a {self.operation.name} transaction")
+        pb = TxnPb(read_version=self.read_version, uuid=self.uuid, tag=self.tag)
+        for k, v in self.transaction_properties.items():
+            pb.transaction_properties[k] = v
+        self.operation.fill(pb)
+        return pb
+
+    def to_bytes(self) -> bytes:
+        return self.to_pb().SerializeToString()
+
+    @classmethod
+    def from_pb(cls, pb: TxnPb) -> "Transaction":
+        return cls(pb.read_version, _op_from_pb(pb), pb.uuid, pb.tag, dict(pb.transaction_properties))
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Transaction":
+        pb = TxnPb()
+        pb.ParseFromString(data)
+        return cls.from_pb(pb)
