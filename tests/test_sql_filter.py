@@ -1,0 +1,88 @@
+"""SQL filter strings evaluate like the equivalent pylance filters."""
+import datetime as dt
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pytest
+
+from lancefmt.errors import InvalidArgumentError
+from lancefmt.sql_filter import parse_sql_filter, referenced_columns, to_expression
+
+TABLE = pa.table({
+    "id": pa.array(range(20), pa.int64()),
+    "x": pa.array([i * 0.5 for i in range(20)]),
+    "name": pa.array([None if i % 5 == 0 else f"n{i}" for i in range(20)]),
+    "flag": pa.array([i % 3 == 0 for i in range(20)]),
+    "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i) for i in range(20)]),
+    "ts": pa.array([dt.datetime(2024, 1, 1, 0, 0, i) for i in range(20)], pa.timestamp("us")),
+    "st": pa.array([{"a": i, "b": str(i)} for i in range(20)]),
+    "weird name": pa.array(range(20)),
+})
+
+CASES = [
+    "id < 10 AND name IS NOT NULL",
+    "id = 3 OR id == 4",
+    "NOT (id >= 5)",
+    "id != 7 AND id <> 8",
+    "name IS NULL",
+    "id IN (1, 2, 3)",
+    "id NOT IN (1, 2, 3)",
+    "id BETWEEN 3 AND 6",
+    "id NOT BETWEEN 3 AND 6",
+    "name LIKE 'n1%'",
+    "name NOT LIKE '%1'",
+    "name ILIKE 'N1_'",
+    "x > 2.5",
+    "x >= 1e1",
+    "id * 2 > 20",
+    "id + 1 = 5",
+    "-id < -15",
+    "id % 3 = 0",
+    "flag",
+    "flag IS TRUE",
+    "flag = false",
+    "day > DATE '2024-01-10'",
+    "ts >= TIMESTAMP '2024-01-01 00:00:10'",
+    "st.a > 15",
+    "`weird name` < 2",
+    "name = 'n11'",
+    "lower(name) = 'n12'",
+    "starts_with(name, 'n1')",
+    "(id < 3 OR id > 17) AND NOT flag",
+]
+
+
+@pytest.mark.parametrize("sql", CASES)
+def test_matches_pylance(sql, tmp_path):
+    lance = pytest.importorskip("lance")
+    ours = pads.dataset(TABLE).to_table(filter=parse_sql_filter(sql, TABLE.schema))
+    uri = str(tmp_path / "ds")
+    theirs = lance.write_dataset(TABLE, uri).to_table(filter=sql)
+    assert ours.column("id").to_pylist() == theirs.column("id").to_pylist(), sql
+
+
+def test_string_literals_coerce_to_temporal_columns():
+    # pylance refuses these; lancefmt converts the string like DataFusion's SQL does.
+    for lenient, strict in [("day > '2024-01-10'", "day > DATE '2024-01-10'"),
+                            ("ts < '2024-01-01 00:00:05'", "ts < TIMESTAMP '2024-01-01 00:00:05'")]:
+        a = pads.dataset(TABLE).to_table(filter=parse_sql_filter(lenient, TABLE.schema))
+        b = pads.dataset(TABLE).to_table(filter=parse_sql_filter(strict, TABLE.schema))
+        assert a.equals(b) and 0 < a.num_rows < 20
+
+
+@pytest.mark.parametrize("bad", ["", "id <", "id = = 3", "nope > 3", "id IN ()", "f(x)", "id LIKE 3",
+                                 "'unterminated", "st.zz > 1", "id BETWEEN 1"])
+def test_bad_filters_are_clear_errors(bad):
+    with pytest.raises(InvalidArgumentError):
+        parse_sql_filter(bad, TABLE.schema)
+
+
+def test_to_expression_passthrough_and_columns():
+    e = pc.field("id") > 3
+    assert to_expression(e) is e
+    assert to_expression(None) is None
+    with pytest.raises(InvalidArgumentError):
+        to_expression(42)
+    assert referenced_columns(parse_sql_filter("id < 3 AND name IS NULL", TABLE.schema), TABLE.schema) == ["id", "name"]
+    assert referenced_columns(pc.field("x") > 1, TABLE.schema) == ["x"]
