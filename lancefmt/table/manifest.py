@@ -392,8 +392,11 @@ class ManifestFile:
 
 
 def timestamp_to_datetime(ns: int) -> datetime:
-    """Nanoseconds since the epoch -> the naive local datetime pylance's ``versions()`` returns."""
-    return datetime.fromtimestamp(ns // 10**9) + timedelta(microseconds=(ns % 10**9) // 1000)
+    """Nanoseconds since the epoch -> the naive local datetime pylance's ``versions()`` returns.
+
+    Uses pylance's own float arithmetic (``ns % 1e9`` loses the last digits of a 19-digit
+    integer), so both give the same microsecond; :attr:`ManifestFile.timestamp_ns` is exact."""
+    return datetime.fromtimestamp(ns // 1e9) + timedelta(microseconds=(ns % 1e9) // 1e3)
 
 
 def read_manifest(uri: str, *, size: int | None = None, store=None,
