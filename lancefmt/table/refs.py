@@ -136,7 +136,8 @@ def decode_tag(name: str, data: bytes, path=None) -> Tag:
     branch = obj.get("branch")
     if branch is not None and not isinstance(branch, str):
         raise CorruptFileError(f"branch must be a string or null, got {branch!r}", path)
-    metadata = obj.get("metadata") or {}
+    metadata = obj.get("metadata")
+    metadata = {} if metadata is None else metadata
     if not isinstance(metadata, dict):
         raise CorruptFileError("metadata must be an object", path)
     return Tag(name, version, branch, _opt_time(obj, "createdAt", path),
@@ -239,7 +240,8 @@ def decode_branch(name: str, data: bytes, path=None) -> Branch:
     identifier = obj.get("identifier")
     if identifier is not None and not isinstance(identifier, dict):
         raise CorruptFileError("identifier must be an object", path)
-    metadata = obj.get("metadata") or {}
+    metadata = obj.get("metadata")
+    metadata = {} if metadata is None else metadata
     if not isinstance(metadata, dict):
         raise CorruptFileError("metadata must be an object", path)
     return Branch(name, parent, parent_version, _opt_int(obj, "createAt", path),
