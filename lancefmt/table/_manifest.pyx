@@ -2,12 +2,13 @@
 """Columnar scan of a Manifest protobuf: one nogil walk over the wire bytes fills numpy columns
 for every fragment and data file, with no Python object per fragment.
 
-The walk runs twice over the same bytes: the first pass validates the whole message and counts
-fragments and data files, the second fills arrays of exactly that size. Every length is checked
-against the end of its enclosing message by the ``_wire.pxd`` cursor; a malformed message raises
-``CorruptFileError`` naming the file.
+A cheap first pass over the top-level fields only counts the fragments (to size the per-fragment
+columns); the full walk then validates and fills everything, growing the per-data-file buffers
+as it goes. Every length is checked against the end of its enclosing message by the
+``_wire.pxd`` cursor; a malformed message raises ``CorruptFileError`` naming the file.
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
+from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -22,11 +23,12 @@ cdef enum:
     ERR_WIRE = 1
     ERR_TYPE = 2
     ERR_UTF8 = 3
+    ERR_NOMEM = 4
 
 cdef struct Out:
-    bint fill
     Py_ssize_t n_frags
     Py_ssize_t n_files
+    Py_ssize_t file_cap
     Py_ssize_t n_spans
     Py_ssize_t err_pos
     uint32_t err_field
@@ -45,7 +47,7 @@ cdef struct Out:
     uint32_t* num_overlays
     int64_t* frag_offset
     int64_t* frag_length
-    # per data file
+    # per data file (malloc'd, grown by _grow_files)
     int64_t* file_base
     uint64_t* file_size
     uint32_t* file_major
@@ -61,7 +63,13 @@ cdef inline bint _utf8_ok(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i = 0
     cdef uint8_t b, b1
     cdef int need, k
+    cdef uint64_t w
     while i < n:
+        if i + 8 <= n:
+            memcpy(&w, s + i, 8)
+            if (w & <uint64_t>0x8080808080808080) == 0:
+                i += 8
+                continue
         b = s[i]
         if b < 0x80:
             i += 1
@@ -115,18 +123,57 @@ cdef int _repeated_varint(WireCursor* c, int wt) noexcept nogil:
     return ERR_TYPE
 
 
+cdef int _grow_files(Out* o) noexcept nogil:
+    cdef Py_ssize_t cap = o.file_cap * 2 if o.file_cap else 1024
+    cdef void* p
+    p = realloc(o.file_base, cap * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    o.file_base = <int64_t*>p
+    p = realloc(o.file_size, cap * sizeof(uint64_t))
+    if p == NULL:
+        return -1
+    o.file_size = <uint64_t*>p
+    p = realloc(o.file_major, cap * sizeof(uint32_t))
+    if p == NULL:
+        return -1
+    o.file_major = <uint32_t*>p
+    p = realloc(o.file_minor, cap * sizeof(uint32_t))
+    if p == NULL:
+        return -1
+    o.file_minor = <uint32_t*>p
+    p = realloc(o.path_offset, cap * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    o.path_offset = <int64_t*>p
+    p = realloc(o.path_length, cap * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    o.path_length = <int64_t*>p
+    o.file_cap = cap
+    return 0
+
+
+cdef void _free_files(Out* o) noexcept nogil:
+    free(o.file_base)
+    free(o.file_size)
+    free(o.file_major)
+    free(o.file_minor)
+    free(o.path_offset)
+    free(o.path_length)
+
+
 cdef int _scan_data_file(WireCursor* c, Out* o, Py_ssize_t k) noexcept nogil:
     cdef uint32_t field
     cdef int wt, rc
     cdef uint64_t v
     cdef Py_ssize_t s, n
-    if o.fill:
-        o.file_base[k] = -1
-        o.file_size[k] = 0
-        o.file_major[k] = 0
-        o.file_minor[k] = 0
-        o.path_offset[k] = 0
-        o.path_length[k] = 0
+    o.file_base[k] = -1
+    o.file_size[k] = 0
+    o.file_major[k] = 0
+    o.file_minor[k] = 0
+    o.path_offset[k] = 0
+    o.path_length[k] = 0
     while not wire_done(c):
         if wire_tag(c, &field, &wt) < 0:
             return ERR_WIRE
@@ -138,9 +185,8 @@ cdef int _scan_data_file(WireCursor* c, Out* o, Py_ssize_t k) noexcept nogil:
                 return ERR_WIRE
             if not _utf8_ok(c.data + s, n):
                 return ERR_UTF8
-            if o.fill:
-                o.path_offset[k] = s
-                o.path_length[k] = n
+            o.path_offset[k] = s
+            o.path_length[k] = n
         elif field == 2 or field == 3:
             rc = _repeated_varint(c, wt)
             if rc != OK:
@@ -150,15 +196,14 @@ cdef int _scan_data_file(WireCursor* c, Out* o, Py_ssize_t k) noexcept nogil:
                 return ERR_TYPE
             if wire_varint(c, &v) < 0:
                 return ERR_WIRE
-            if o.fill:
-                if field == 4:
-                    o.file_major[k] = <uint32_t>v
-                elif field == 5:
-                    o.file_minor[k] = <uint32_t>v
-                elif field == 6:
-                    o.file_size[k] = v
-                else:
-                    o.file_base[k] = <int64_t>(<uint32_t>v)
+            if field == 4:
+                o.file_major[k] = <uint32_t>v
+            elif field == 5:
+                o.file_minor[k] = <uint32_t>v
+            elif field == 6:
+                o.file_size[k] = v
+            else:
+                o.file_base[k] = <int64_t>(<uint32_t>v)
         elif wire_skip(c, wt) < 0:
             return ERR_WIRE
     return OK
@@ -177,42 +222,41 @@ cdef int _scan_deletion_file(WireCursor* c, Out* o, Py_ssize_t i) noexcept nogil
                 return ERR_TYPE
             if wire_varint(c, &v) < 0:
                 return ERR_WIRE
-            if o.fill:
-                if field == 1:
-                    o.deletion_type[i] = <int32_t>v
-                elif field == 2:
-                    o.deletion_read_version[i] = v
-                elif field == 3:
-                    o.deletion_id[i] = v
-                elif field == 4:
-                    o.num_deleted[i] = v
-                else:
-                    o.deletion_base[i] = <int64_t>(<uint32_t>v)
+            if field == 1:
+                o.deletion_type[i] = <int32_t>v
+            elif field == 2:
+                o.deletion_read_version[i] = v
+            elif field == 3:
+                o.deletion_id[i] = v
+            elif field == 4:
+                o.num_deleted[i] = v
+            else:
+                o.deletion_base[i] = <int64_t>(<uint32_t>v)
         elif wire_skip(c, wt) < 0:
             return ERR_WIRE
     return OK
 
 
 cdef int _scan_fragment(WireCursor* c, Out* o, Py_ssize_t i) noexcept nogil:
+    """One DataFragment. A repeated singular message (deletion_file) merges, as protobuf does."""
     cdef uint32_t field
     cdef int wt, rc
     cdef uint64_t v
     cdef Py_ssize_t s, n
     cdef WireCursor sub
     cdef bint first_file = True
-    if o.fill:
-        o.frag_id[i] = 0
-        o.physical_rows[i] = 0
-        o.num_deleted[i] = 0
-        o.has_deletion[i] = 0
-        o.deletion_type[i] = -1
-        o.deletion_read_version[i] = 0
-        o.deletion_id[i] = 0
-        o.deletion_base[i] = -1
-        o.file_start[i] = o.n_files
-        o.first_base[i] = -1
-        o.has_row_ids[i] = 0
-        o.num_overlays[i] = 0
+    o.frag_id[i] = 0
+    o.physical_rows[i] = 0
+    o.num_deleted[i] = 0
+    o.has_deletion[i] = 0
+    o.deletion_type[i] = -1
+    o.deletion_read_version[i] = 0
+    o.deletion_id[i] = 0
+    o.deletion_base[i] = -1
+    o.file_start[i] = o.n_files
+    o.first_base[i] = -1
+    o.has_row_ids[i] = 0
+    o.num_overlays[i] = 0
     while not wire_done(c):
         if wire_tag(c, &field, &wt) < 0:
             return ERR_WIRE
@@ -222,11 +266,10 @@ cdef int _scan_fragment(WireCursor* c, Out* o, Py_ssize_t i) noexcept nogil:
                 return ERR_TYPE
             if wire_varint(c, &v) < 0:
                 return ERR_WIRE
-            if o.fill:
-                if field == 1:
-                    o.frag_id[i] = v
-                else:
-                    o.physical_rows[i] = v
+            if field == 1:
+                o.frag_id[i] = v
+            else:
+                o.physical_rows[i] = v
         elif field == 2 or field == 3 or (field >= 5 and field <= 11):
             if wt != 2:
                 return ERR_TYPE
@@ -234,32 +277,61 @@ cdef int _scan_fragment(WireCursor* c, Out* o, Py_ssize_t i) noexcept nogil:
                 return ERR_WIRE
             wire_init(&sub, c.data, s, s + n)
             if field == 2:
+                if o.n_files >= o.file_cap and _grow_files(o) < 0:
+                    return ERR_NOMEM
                 rc = _scan_data_file(&sub, o, o.n_files)
                 if rc != OK:
                     return rc
-                if o.fill and first_file:
+                if first_file:
                     o.first_base[i] = o.file_base[o.n_files]
                 first_file = False
                 o.n_files += 1
             elif field == 3:
-                if o.fill and not o.has_deletion[i]:
+                if not o.has_deletion[i]:
                     o.deletion_type[i] = 0
                     o.has_deletion[i] = 1
                 rc = _scan_deletion_file(&sub, o, i)
                 if rc != OK:
                     return rc
             elif field == 5 or field == 6:
-                if o.fill:
-                    o.has_row_ids[i] = 1
+                o.has_row_ids[i] = 1
             elif field == 11:
-                if o.fill:
-                    o.num_overlays[i] += 1
+                o.num_overlays[i] += 1
         elif wire_skip(c, wt) < 0:
             return ERR_WIRE
     return OK
 
 
+cdef int _count(const uint8_t* data, Py_ssize_t start, Py_ssize_t end, Out* o) noexcept nogil:
+    """First pass, top level only: count fragments and the runs of other fields."""
+    cdef WireCursor c
+    cdef uint32_t field
+    cdef int wt
+    cdef bint in_span = False
+    o.n_frags = 0
+    o.n_spans = 0
+    wire_init(&c, data, start, end)
+    while not wire_done(&c):
+        o.err_pos = c.pos
+        o.err_field = 0
+        if wire_tag(&c, &field, &wt) < 0:
+            return ERR_WIRE
+        o.err_field = field
+        if field == 2:
+            if wt != 2:
+                return ERR_TYPE
+            o.n_frags += 1
+            in_span = False
+        elif not in_span:
+            o.n_spans += 1
+            in_span = True
+        if wire_skip(&c, wt) < 0:
+            return ERR_WIRE
+    return OK
+
+
 cdef int _scan(const uint8_t* data, Py_ssize_t start, Py_ssize_t end, Out* o) noexcept nogil:
+    """Second pass: the full walk, filling every column."""
     cdef WireCursor c, sub
     cdef uint32_t field
     cdef int wt, rc
@@ -276,21 +348,16 @@ cdef int _scan(const uint8_t* data, Py_ssize_t start, Py_ssize_t end, Out* o) no
         if wire_tag(&c, &field, &wt) < 0:
             return ERR_WIRE
         if field == 2:
-            if wt != 2:
-                o.err_field = 2
-                return ERR_TYPE
             if wire_len(&c, &s, &n) < 0:
                 o.err_field = 2
                 return ERR_WIRE
             if span_start >= 0:
-                if o.fill:
-                    o.spans[2 * o.n_spans] = span_start - start
-                    o.spans[2 * o.n_spans + 1] = field_start - start
+                o.spans[2 * o.n_spans] = span_start - start
+                o.spans[2 * o.n_spans + 1] = field_start - start
                 o.n_spans += 1
                 span_start = -1
-            if o.fill:
-                o.frag_offset[o.n_frags] = s - start
-                o.frag_length[o.n_frags] = n
+            o.frag_offset[o.n_frags] = s - start
+            o.frag_length[o.n_frags] = n
             wire_init(&sub, data, s, s + n)
             o.err_pos = s
             rc = _scan_fragment(&sub, o, o.n_frags)
@@ -305,9 +372,8 @@ cdef int _scan(const uint8_t* data, Py_ssize_t start, Py_ssize_t end, Out* o) no
                 o.err_field = field
                 return ERR_WIRE
     if span_start >= 0:
-        if o.fill:
-            o.spans[2 * o.n_spans] = span_start - start
-            o.spans[2 * o.n_spans + 1] = end - start
+        o.spans[2 * o.n_spans] = span_start - start
+        o.spans[2 * o.n_spans + 1] = end - start
         o.n_spans += 1
     return OK
 
@@ -316,7 +382,17 @@ _MESSAGES = {
     ERR_WIRE: "malformed protobuf (truncated or invalid wire data)",
     ERR_TYPE: "protobuf field has the wrong wire type",
     ERR_UTF8: "data file path is not valid UTF-8",
+    ERR_NOMEM: "out of memory",
 }
+
+
+cdef _copy_out(void* src, Py_ssize_t n, dtype):
+    arr = np.empty(n, dtype)
+    cdef uint8_t[::1] dst
+    if n:
+        dst = arr.view(np.uint8)
+        memcpy(&dst[0], src, n * arr.itemsize)
+    return arr
 
 
 def scan_manifest(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, path=None):
@@ -339,12 +415,12 @@ def scan_manifest(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, path
     memset(&o, 0, sizeof(Out))
     cdef const uint8_t* data = &buf[0] if buf.shape[0] else NULL
     with nogil:
-        rc = _scan(data, start, end, &o)
+        rc = _count(data, start, end, &o)
     if rc != OK:
         raise CorruptFileError(
             f"{_MESSAGES[rc]} in the manifest at byte {o.err_pos - start} of the message "
             f"(field {o.err_field})", path)
-    cdef Py_ssize_t nf = o.n_frags, nd = o.n_files, ns = o.n_spans
+    cdef Py_ssize_t nf = o.n_frags, ns = o.n_spans, nd, i
     cols = {
         "id": np.empty(nf, np.uint64),
         "physical_rows": np.empty(nf, np.uint64),
@@ -360,12 +436,6 @@ def scan_manifest(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, path
         "num_overlays": np.empty(nf, np.uint32),
         "offset": np.empty(nf, np.int64),
         "length": np.empty(nf, np.int64),
-        "file_base_id": np.empty(nd, np.int64),
-        "file_size_bytes": np.empty(nd, np.uint64),
-        "file_major_version": np.empty(nd, np.uint32),
-        "file_minor_version": np.empty(nd, np.uint32),
-        "path_offset": np.empty(nd, np.int64),
-        "path_length": np.empty(nd, np.int64),
         "spans": np.empty(2 * ns, np.int64),
     }
     cdef uint64_t[::1] frag_id = cols["id"], physical_rows = cols["physical_rows"]
@@ -378,13 +448,9 @@ def scan_manifest(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, path
     cdef uint8_t[::1] has_row_ids = cols["has_row_ids"].view(np.uint8)
     cdef uint32_t[::1] num_overlays = cols["num_overlays"]
     cdef int64_t[::1] frag_offset = cols["offset"], frag_length = cols["length"]
-    cdef int64_t[::1] file_base = cols["file_base_id"]
-    cdef uint64_t[::1] file_size = cols["file_size_bytes"]
-    cdef uint32_t[::1] file_major = cols["file_major_version"], file_minor = cols["file_minor_version"]
-    cdef int64_t[::1] path_offset = cols["path_offset"], path_length = cols["path_length"]
     cdef int64_t[::1] spans = cols["spans"]
-    o.fill = True
-    # Zero-length arrays have no element 0; point them at a dummy slot instead (never written).
+    # Zero-length columns have no element 0; the walk never writes them then (no fragment, no
+    # span), so a dummy slot stands in.
     cdef int64_t dummy_i64[1]
     cdef uint64_t dummy_u64[1]
     cdef uint32_t dummy_u32[1]
@@ -412,32 +478,29 @@ def scan_manifest(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, path
         o.deletion_base = o.first_base = o.frag_offset = o.frag_length = dummy_i64
         o.num_overlays = dummy_u32
     o.file_start = &file_start[0]
-    if nd:
-        o.file_base = &file_base[0]
-        o.file_size = &file_size[0]
-        o.file_major = &file_major[0]
-        o.file_minor = &file_minor[0]
-        o.path_offset = &path_offset[0]
-        o.path_length = &path_length[0]
-    else:
-        o.file_base = o.path_offset = o.path_length = dummy_i64
-        o.file_size = dummy_u64
-        o.file_major = o.file_minor = dummy_u32
     o.spans = &spans[0] if ns else dummy_i64
-    with nogil:
-        rc = _scan(data, start, end, &o)
-    if rc != OK or o.n_frags != nf or o.n_files != nd or o.n_spans != ns:
-        raise CorruptFileError("manifest changed between scan passes", path)
-    file_start[nf] = nd
-    if nd:
-        _rebase(path_offset, start)
+    try:
+        with nogil:
+            rc = _scan(data, start, end, &o)
+        if rc != OK:
+            raise CorruptFileError(
+                f"{_MESSAGES[rc]} in the manifest at byte {o.err_pos - start} of the message "
+                f"(field {o.err_field})", path)
+        if o.n_frags != nf or o.n_spans != ns:
+            raise CorruptFileError("manifest changed between scan passes", path)
+        nd = o.n_files
+        file_start[nf] = nd
+        for i in range(nd):
+            o.path_offset[i] -= start
+        cols["file_base_id"] = _copy_out(o.file_base, nd, np.int64)
+        cols["file_size_bytes"] = _copy_out(o.file_size, nd, np.uint64)
+        cols["file_major_version"] = _copy_out(o.file_major, nd, np.uint32)
+        cols["file_minor_version"] = _copy_out(o.file_minor, nd, np.uint32)
+        cols["path_offset"] = _copy_out(o.path_offset, nd, np.int64)
+        cols["path_length"] = _copy_out(o.path_length, nd, np.int64)
+    finally:
+        _free_files(&o)
     return cols
-
-
-cdef void _rebase(int64_t[::1] a, Py_ssize_t start) noexcept:
-    cdef Py_ssize_t i
-    for i in range(a.shape[0]):
-        a[i] -= start
 
 
 def gather_strings(const uint8_t[::1] buf, Py_ssize_t base, const int64_t[::1] offsets,
