@@ -22,6 +22,7 @@ import struct
 from datetime import datetime, timedelta
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .._proto import table_pb2, transaction_pb2
 from ..errors import CorruptFileError, DatasetNotFoundError, UnsupportedFeatureError
@@ -39,22 +40,10 @@ FOOTER_VERSION = (0, 2)
 _FOOTER = struct.Struct("<qhh4s")
 _U32 = struct.Struct("<I")
 
-_DecodeError = None
-
-
-def _decode_error():
-    global _DecodeError
-    if _DecodeError is None:
-        from google.protobuf.message import DecodeError
-
-        _DecodeError = DecodeError
-    return _DecodeError
-
-
 def _parse(cls, data, what: str, path):
     try:
         return cls.FromString(data)
-    except (_decode_error(), ValueError, RuntimeError) as e:
+    except (DecodeError, ValueError, RuntimeError) as e:
         raise CorruptFileError(f"{what} does not decode: {e}", path) from None
 
 
@@ -407,7 +396,7 @@ def read_manifest(uri: str, *, size: int | None = None, store=None,
     store = store or open_store(uri, storage_options)
     try:
         tail, file_size = store.read_tail(uri, PREFETCH_SIZE, size)
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise DatasetNotFoundError(f"manifest {uri} does not exist") from None
     expected = min(PREFETCH_SIZE, file_size)
     if size is not None and (len(tail) != expected or len(tail) < FOOTER_SIZE

@@ -3,10 +3,22 @@ version, several fragments, deletions (.arrow and .bin), stable row ids, multi-b
 directories and dataset roots), tags, a shallow clone, a branch, V1 and V2 manifest naming, an
 index and table config."""
 import os
+import time
+import uuid
 
 import lance
 import pyarrow as pa
 from lance import DatasetBasePath
+
+from lancefmt import __version__
+from lancefmt._proto import table_pb2, transaction_pb2
+from lancefmt.io import open_store
+from lancefmt.io.uri import child
+from lancefmt.table.feature_flags import apply_feature_flags
+from lancefmt.table.manifest import write_manifest_file
+from lancefmt.table.naming import TRANSACTIONS_DIR, transaction_file_name
+from lancefmt.table.version_hint import wants_version_hint, write_version_hint
+from lancefmt.table.versions import latest_manifest, load_manifest, manifest_uri
 
 
 def table(n, start=0):
@@ -83,3 +95,30 @@ def build_datasets(root) -> dict:
     src.create_branch("feat/x", 2)
     out["branch"] = os.path.join(out["v20"], "tree", "feat", "x")
     return out
+
+
+def commit_config_update(uri, key, value, storage_options=None):
+    """Commit version N+1 = version N plus one config entry, as an UpdateConfig transaction."""
+    store = open_store(uri, storage_options)
+    loc = latest_manifest(uri, store=store)
+    old = load_manifest(uri, store=store)
+    old.check_writable()
+    new = table_pb2.Manifest()
+    new.CopyFrom(old.manifest)
+    new.version = old.version + 1
+    now = time.time_ns()
+    new.timestamp.seconds, new.timestamp.nanos = divmod(now, 10**9)
+    new.config[key] = value
+    new.writer_version.Clear()
+    new.writer_version.library = "lancefmt"
+    new.writer_version.version = __version__
+    txn = transaction_pb2.Transaction(read_version=old.version, uuid=str(uuid.uuid4()))
+    txn.update_config.config_updates.update_entries.add(key=key, value=value)
+    new.transaction_file = transaction_file_name(old.version, uuid.UUID(txn.uuid))
+    store.put(child(uri, TRANSACTIONS_DIR, new.transaction_file), txn.SerializeToString())
+    apply_feature_flags(new, fragments=old.fragments)
+    target = manifest_uri(uri, new.version, loc.scheme)
+    assert write_manifest_file(target, new, txn, old.index_section(), store=store) is not None
+    if wants_version_hint(uri):
+        write_version_hint(uri, new.version, store=store)
+    return old.version, new

@@ -2,55 +2,20 @@
 writer (its own inline transaction, V2 or V1 name as the dataset uses, fresh timestamp), and
 pylance opens that version, reads identical data, validates it and commits on top of it."""
 import shutil
-import time
-import uuid
 
 import lance
 import pytest
 
-from lancefmt import __version__
-from lancefmt._proto import table_pb2, transaction_pb2
-from lancefmt.table.feature_flags import apply_feature_flags
+from lancefmt._proto import table_pb2
 from lancefmt.table.manifest import write_manifest_file
-from lancefmt.table.naming import TRANSACTIONS_DIR, transaction_file_name
-from lancefmt.table.version_hint import wants_version_hint, write_version_hint
 from lancefmt.table.versions import latest_manifest, load_manifest, manifest_uri
-from lancefmt.io import open_store
-from lancefmt.io.uri import child
 
-from table_datasets import build_datasets, table
+from table_datasets import build_datasets, commit_config_update, table
 
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory):
     return build_datasets(tmp_path_factory.mktemp("table_roundtrip"))
-
-
-def commit_config_update(uri, key, value):
-    """Commit version N+1 = version N plus one config entry, as an UpdateConfig transaction."""
-    loc = latest_manifest(uri)
-    old = load_manifest(uri)
-    old.check_writable()
-    new = table_pb2.Manifest()
-    new.CopyFrom(old.manifest)
-    new.version = old.version + 1
-    now = time.time_ns()
-    new.timestamp.seconds, new.timestamp.nanos = divmod(now, 10**9)
-    new.config[key] = value
-    new.writer_version.Clear()
-    new.writer_version.library = "lancefmt"
-    new.writer_version.version = __version__
-    txn = transaction_pb2.Transaction(read_version=old.version, uuid=str(uuid.uuid4()))
-    txn.update_config.config_updates.update_entries.add(key=key, value=value)
-    new.transaction_file = transaction_file_name(old.version, uuid.UUID(txn.uuid))
-    store = open_store(uri)
-    store.put(child(uri, TRANSACTIONS_DIR, new.transaction_file), txn.SerializeToString())
-    apply_feature_flags(new, fragments=old.fragments)
-    target = manifest_uri(uri, new.version, loc.scheme)
-    assert write_manifest_file(target, new, txn, old.index_section()) is not None
-    if wants_version_hint(uri):
-        write_version_hint(uri, new.version)
-    return old.version, new
 
 
 @pytest.mark.parametrize("name", ["v20", "v21_rowids", "v22_multibase", "v1_naming",

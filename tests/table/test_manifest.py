@@ -179,6 +179,8 @@ def test_memory_store_and_overwrite(memory_uri):
 def test_missing_manifest(tmp_path):
     with pytest.raises(DatasetNotFoundError):
         read_manifest(str(tmp_path / "none.manifest"))
+    with pytest.raises(DatasetNotFoundError):
+        read_manifest(str(tmp_path))  # a directory is not a manifest
 
 
 # -- corrupt files -----------------------------------------------------------------------------
@@ -320,3 +322,35 @@ def test_paths_array_is_arrow():
     paths = f.fragments.data_file_paths()
     assert paths.type == pa.string()
     assert f.fragments.to_arrow().num_rows == len(f.fragments)
+
+
+def _manifest_with_path(path: bytes) -> bytes:
+    """A manifest with one fragment whose one DataFile.path holds raw ``path`` bytes."""
+    body = b"\x0a" + _varint(len(path)) + path
+    frag = b"\x12" + _varint(len(body)) + body
+    return _with_manifest(b"\x12" + _varint(len(frag)) + frag)
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(max_size=40), st.text(max_size=20).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+def test_path_utf8_check_agrees_with_python(path):
+    try:
+        text = path.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    data = _manifest_with_path(path)
+    if text is None:
+        with pytest.raises(CorruptFileError, match="UTF-8"):
+            parse_manifest_file(data)
+    else:
+        assert parse_manifest_file(data).fragments.data_file_paths().to_pylist() == [text]
