@@ -185,12 +185,20 @@ class FragmentTable:
     # -- single fragments -----------------------------------------------------------------
     def position(self, fragment_id: int) -> int:
         """Position of the fragment with id ``fragment_id`` (KeyError if absent)."""
+        fid = int(fragment_id)
         if self._index is None:
-            self._index = {int(f): i for i, f in enumerate(self.ids.tolist())}
-        try:
-            return self._index[int(fragment_id)]
-        except KeyError:
-            raise KeyError(f"no fragment with id {fragment_id}") from None
+            ids = self.ids
+            # Lance keeps fragments sorted by id: binary search; otherwise a dict, built once.
+            self._index = True if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()) else \
+                {int(f): i for i, f in enumerate(ids.tolist())}
+        if self._index is True:
+            if 0 <= fid < (1 << 64):
+                i = int(np.searchsorted(self.ids, np.uint64(fid)))
+                if i < len(self.ids) and int(self.ids[i]) == fid:
+                    return i
+        elif fid in self._index:
+            return self._index[fid]
+        raise KeyError(f"no fragment with id {fragment_id}")
 
     def fragment_bytes(self, i: int) -> memoryview:
         """The serialized ``DataFragment`` at position ``i``."""

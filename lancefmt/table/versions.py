@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import DatasetNotFoundError
+from ..errors import CorruptFileError, DatasetNotFoundError
 from ..io import open_store
 from ..io.uri import child
 from .manifest import ManifestFile, read_manifest
@@ -102,8 +102,6 @@ def load_manifest(dataset_uri: str, version=None, *, store=None, storage_options
            else locate_manifest(uri, v, store=store))
     m = read_manifest(loc.uri, size=loc.size, store=store)
     if m.version != loc.version:
-        from ..errors import CorruptFileError
-
         raise CorruptFileError(f"manifest is named for version {loc.version} but holds version "
                                f"{m.version}", loc.uri)
     if check:

@@ -317,6 +317,22 @@ def test_arbitrary_manifest_message(body):
     _exercise(_with_manifest(body))
 
 
+def test_position_lookup_sorted_and_unsorted():
+    m = make_manifest(30, 8)
+    view = parse_manifest_file(encode_manifest_file(m)).fragments
+    for i, f in enumerate(m.fragments):
+        assert view.position(f.id) == i
+    with pytest.raises(KeyError):
+        view.position(10**9)
+    with pytest.raises(KeyError):
+        view.position(-1)
+    m.fragments[0].id, m.fragments[5].id = m.fragments[5].id, m.fragments[0].id
+    view = parse_manifest_file(encode_manifest_file(m)).fragments
+    assert view.position(m.fragments[0].id) == 0 and view.position(m.fragments[5].id) == 5
+    with pytest.raises(KeyError):
+        view.position(10**9)
+
+
 def test_paths_array_is_arrow():
     f = parse_manifest_file(_good())
     paths = f.fragments.data_file_paths()
