@@ -23,7 +23,7 @@ test: build
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
 demo: build
-	$(PY) -m lancefmt.demo
+	$(PY) examples/demo.py
 
 bench: build
 	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr

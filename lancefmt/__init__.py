@@ -12,6 +12,7 @@ from .errors import (
     LanceError,
     UnsupportedFeatureError,
 )
+from .table.base_paths import BasePath
 
 __version__ = "0.1.0"
 
@@ -24,5 +25,6 @@ __all__ = [
     "UnsupportedFeatureError",
     "InvalidPathError",
     "InvalidArgumentError",
+    "BasePath",
     "__version__",
 ]
