@@ -120,6 +120,16 @@ def _data_format_of(frags, requested: str | None) -> str:
     return requested or "2.0"
 
 
+def _check_file_versions(frags, data_format: str) -> None:
+    """New data files must match the dataset's storage version (Lance refuses mixtures)."""
+    for f in frags:
+        for df in f.files:
+            found = "0.1" if df.file_major_version == 0 else f"{df.file_major_version}.{df.file_minor_version}"
+            if data_format and found != data_format:
+                raise InvalidArgumentError(
+                    f"data file {df.path} is format {found} but the dataset stores {data_format}")
+
+
 def _field_ids(fields) -> set:
     return {f.id for f in fields}
 
@@ -179,6 +189,7 @@ def build_manifest(
 
     if isinstance(op, Append):
         new, next_id = _with_new_ids(op.fragments, next_id)
+        _check_file_versions(new, manifest.data_format.version)
         if stable:
             next_row_id = _assign_row_ids(next_row_id, new, version)
         final = [_copy_frag(f) for f in old] + new
@@ -227,6 +238,7 @@ def build_manifest(
                 continue
             final.append(_copy_frag(updated.get(f.id, f)))
         new, next_id = _with_new_ids(op.new_fragments, next_id)
+        _check_file_versions(new, manifest.data_format.version)
         if stable:
             next_row_id = _assign_row_ids(next_row_id, new, version)
         final += new
@@ -309,7 +321,7 @@ def _finish(manifest, previous, version, transaction_file, options, stable):
     manifest.ClearField("index_section")
     manifest.ClearField("transaction_section")
     manifest.ClearField("transaction_section_deprecated")
-    reader, writer = feature_flags.compute_feature_flags(manifest, stable_row_ids=stable)
+    reader, writer = feature_flags.compute_feature_flags(manifest, enable_stable_row_ids=stable)
     manifest.reader_feature_flags = reader
     manifest.writer_feature_flags = writer
     return manifest
