@@ -213,13 +213,17 @@ class LocalStore(ObjectStore):
         path = self._path(uri)
         out = []
         try:
-            with os.scandir(path) as it:
-                for e in it:
-                    is_dir = e.is_dir()
-                    out.append(FileInfo(path.rstrip("/") + "/" + e.name, e.name,
-                                        0 if is_dir else e.stat().st_size, is_dir))
+            it = os.scandir(path)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        with it:
+            for e in it:
+                try:  # an entry may vanish between readdir and stat (a concurrent writer's temp file)
+                    is_dir = e.is_dir()
+                    size = 0 if is_dir else e.stat().st_size
+                except FileNotFoundError:
+                    continue
+                out.append(FileInfo(path.rstrip("/") + "/" + e.name, e.name, size, is_dir))
         return out
 
     def _tmp_beside(self, path):

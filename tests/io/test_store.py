@@ -103,3 +103,21 @@ def test_store_pickles(root):
 
     store = open_store(root)
     assert pickle.loads(pickle.dumps(store)) is store
+
+
+def test_local_listing_survives_entries_vanishing(tmp_path, monkeypatch):
+    """A file deleted between readdir and stat (another writer's temp file) is skipped, not fatal."""
+    d = tmp_path / "v"
+    d.mkdir()
+    (d / "keep").write_bytes(b"x")
+    (d / "gone").write_bytes(b"y")
+    real_scandir = os.scandir
+
+    def scandir(path):
+        it = real_scandir(path)
+        os.unlink(d / "gone")
+        return it
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    names = [i.name for i in open_store(str(d)).list(str(d))]
+    assert names == ["keep"]

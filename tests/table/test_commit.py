@@ -150,10 +150,10 @@ def test_four_processes_ten_appends_each(tmp_path):
     procs = [ctx.Process(target=_appender, args=(uri, w, 10, q)) for w in range(4)]
     for p in procs:
         p.start()
-    results = [q.get(timeout=300) for _ in procs]
     for p in procs:
-        p.join()
-    assert results == [10] * 4
+        p.join(timeout=600)
+    assert [p.exitcode for p in procs] == [0] * 4
+    assert [q.get(timeout=5) for _ in procs] == [10] * 4
     ds = lance.dataset(uri)
     assert ds.version == 41
     ds.validate()
