@@ -250,6 +250,9 @@ def parse_deletion_file(data, kind: str, *, physical_rows: int | None = None,
 
 
 def _read_arrow(data, path) -> np.ndarray:
+    view = memoryview(data)
+    if len(view) < 12 or view[:6] != b"ARROW1" or view[-6:] != b"ARROW1":
+        raise CorruptFileError("unreadable Arrow deletion file: no ARROW1 magic at both ends", path)
     try:
         reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(data)))
         if reader.num_record_batches != 1:
