@@ -57,34 +57,96 @@ def live_mask(const uint32_t[::1] deleted, Py_ssize_t num_rows):
     return out
 
 
+cdef enum:
+    BLOCK = 8   # kept_indices writes whole blocks of 8 and advances by the run length
+
+
 def kept_indices(const uint32_t[::1] deleted, Py_ssize_t num_rows, bint wide=False):
-    """Offsets of the live rows (uint32, or uint64 with ``wide``); ``deleted`` sorted, distinct."""
-    cdef Py_ssize_t n = deleted.shape[0], i, k = 0
-    cdef uint64_t cur = 0, stop, d
+    """Offsets of the live rows (uint32, or uint64 with ``wide``); ``deleted`` sorted, distinct.
+
+    Each run of live rows is written in whole blocks of 8 (the buffer has 8 spare slots), so a
+    short run costs one vector store instead of a loop set-up.
+    """
+    cdef Py_ssize_t n = deleted.shape[0], i, b, t, k = 0, cur = 0, stop, run
     check_sorted_offsets(deleted, num_rows)
-    out = np.empty(num_rows - n, dtype=np.uint64 if wide else np.uint32)
+    buf = np.empty(num_rows - n + BLOCK, dtype=np.uint64 if wide else np.uint32)
     cdef uint64_t[::1] o64
     cdef uint32_t[::1] o32
+    cdef uint64_t* p64
+    cdef uint32_t* p32
     if wide:
-        o64 = out
+        o64 = buf
+        p64 = &o64[0]
         with nogil:
             for i in range(n + 1):
-                stop = deleted[i] if i < n else <uint64_t>num_rows
-                while cur < stop:
-                    o64[k] = cur
-                    k += 1
-                    cur += 1
+                stop = deleted[i] if i < n else num_rows
+                run = stop - cur
+                b = 0
+                while b < run:
+                    for t in range(8):
+                        p64[k + b + t] = <uint64_t>(cur + b + t)
+                    b += 8
+                k += run
                 cur = stop + 1
     else:
-        o32 = out
+        o32 = buf
+        p32 = &o32[0]
         with nogil:
             for i in range(n + 1):
-                stop = deleted[i] if i < n else <uint64_t>num_rows
-                while cur < stop:
-                    o32[k] = <uint32_t>cur
-                    k += 1
-                    cur += 1
+                stop = deleted[i] if i < n else num_rows
+                run = stop - cur
+                b = 0
+                while b < run:
+                    for t in range(8):
+                        p32[k + b + t] = <uint32_t>(cur + b + t)
+                    b += 8
+                k += run
                 cur = stop + 1
+    return buf[:num_rows - n]
+
+
+def sorted_unique(const uint32_t[::1] values):
+    """``values`` sorted with duplicates removed (uint32).
+
+    Already strictly increasing input is returned as is; otherwise, when the value range is
+    not much wider than the count, a presence table is filled and read back in order (linear
+    time), else numpy sorts.
+    """
+    cdef Py_ssize_t n = values.shape[0], i, k = 0
+    cdef uint32_t mx = 0
+    cdef uint64_t span
+    if n == 0:
+        return np.empty(0, dtype=np.uint32)
+    with nogil:
+        i = _first_unsorted(values)
+    if i < 0:
+        return np.asarray(values)
+    with nogil:
+        for i in range(n):
+            if values[i] > mx:
+                mx = values[i]
+    span = <uint64_t>mx + 1
+    if span > 16 * <uint64_t>n + (1 << 20):
+        out = np.sort(np.asarray(values))
+        keep = np.empty(n, dtype=np.bool_)
+        keep[0] = True
+        np.not_equal(out[1:], out[:n - 1], out=keep[1:])
+        return out[keep]
+    seen = np.zeros(span, dtype=np.uint8)
+    cdef uint8_t[::1] sv = seen
+    cdef Py_ssize_t count = 0
+    with nogil:
+        for i in range(n):
+            if not sv[values[i]]:
+                sv[values[i]] = 1
+                count += 1
+    out = np.empty(count, dtype=np.uint32)
+    cdef uint32_t[::1] ov = out
+    with nogil:
+        for i in range(<Py_ssize_t>span):
+            if sv[i]:
+                ov[k] = <uint32_t>i
+                k += 1
     return out
 
 

@@ -283,3 +283,14 @@ def test_manifest_count_mismatch(tmp_path):
         load_deletion_vector(str(tmp_path), 1, meta)
     meta.num_deleted_rows = 0  # unknown: accepted
     assert len(load_deletion_vector(str(tmp_path), 1, meta)) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 3000), st.integers(0, 2**32 - 1)), max_size=400))
+def test_sorted_unique_kernel(values):
+    from lancefmt.table import _deletion
+
+    arr = np.array(values, dtype=np.uint32)
+    got = _deletion.sorted_unique(arr)
+    assert got.dtype == np.uint32
+    np.testing.assert_array_equal(got, np.unique(arr))
