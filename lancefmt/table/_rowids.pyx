@@ -22,11 +22,35 @@ cnp.import_array()
 
 cdef extern from *:
     """
+    #include <stdint.h>
     static inline int lf_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
-    static inline int lf_popcount8(unsigned int x) { return __builtin_popcount(x & 0xFFu); }
+    /* popcount by table: without -mpopcnt __builtin_popcount becomes a libgcc call. */
+    static unsigned char lf_popcnt[256];
+    static inline int lf_popcount8(unsigned int x) { return lf_popcnt[x & 0xFFu]; }
+    /* lf_bitpos[b] lists the positions of the set bits of byte b (LSB first), padded with 0.
+       Stored as u64 (16 KiB, stays in L1) so that emitting a byte is 8 plain vector adds. */
+    static uint64_t lf_bitpos[256][8];
+    static void lf_init_bitpos(void) {
+        for (int b = 0; b < 256; b++) {
+            int k = 0;
+            lf_popcnt[b] = (unsigned char)__builtin_popcount((unsigned int)b);
+            for (int i = 0; i < 8; i++) if ((b >> i) & 1) lf_bitpos[b][k++] = (uint64_t)i;
+            for (; k < 8; k++) lf_bitpos[b][k] = 0;
+        }
+    }
+    /* Write 8 values base + position (only the first popcount(b) are meaningful); the caller
+       advances by popcount(b). Branch-free, so random bitmaps do not stall on mispredictions. */
+    static inline void lf_emit_byte(uint64_t* out, uint64_t base, unsigned int b) {
+        const uint64_t* p = lf_bitpos[b & 0xFFu];
+        for (int t = 0; t < 8; t++) out[t] = base + p[t];
+    }
     """
     int lf_ctz64(unsigned long long x) noexcept nogil
     int lf_popcount8(unsigned int x) noexcept nogil
+    void lf_init_bitpos() noexcept nogil
+    void lf_emit_byte(uint64_t* out, uint64_t base, unsigned int b) noexcept nogil
+
+lf_init_bitpos()
 
 # Segment kinds: the field numbers of the U64Segment oneof.
 KIND_RANGE = 1
@@ -466,16 +490,9 @@ cdef void _fill_segment(const uint8_t* d, const uint64_t* row, uint64_t* out) no
             if i == nbytes - 1 and span % 8:
                 byte &= (1u << (span % 8)) - 1
             bitbase = start + 8 * <uint64_t>i
-            if byte == 0xFF and k + 8 <= count:
-                out[k] = bitbase
-                out[k + 1] = bitbase + 1
-                out[k + 2] = bitbase + 2
-                out[k + 3] = bitbase + 3
-                out[k + 4] = bitbase + 4
-                out[k + 5] = bitbase + 5
-                out[k + 6] = bitbase + 6
-                out[k + 7] = bitbase + 7
-                k += 8
+            if k + 8 <= count:
+                lf_emit_byte(out + k, bitbase, byte)
+                k += <uint64_t>lf_popcount8(byte)
             else:
                 b64 = byte
                 while b64 and k < count:
@@ -592,11 +609,15 @@ def expand_bitmap(uint64_t start, uint64_t nbits, const uint8_t[::1] bitmap):
             if i == nbytes - 1 and nbits % 8:
                 byte &= (1u << (nbits % 8)) - 1
             bitbase = start + 8 * <uint64_t>i
-            b64 = byte
-            while b64 and k < count:
-                ov[k] = bitbase + <uint64_t>lf_ctz64(b64)
-                k += 1
-                b64 &= b64 - 1
+            if k + 8 <= count:
+                lf_emit_byte(&ov[k], bitbase, byte)
+                k += <uint64_t>lf_popcount8(byte)
+            else:
+                b64 = byte
+                while b64 and k < count:
+                    ov[k] = bitbase + <uint64_t>lf_ctz64(b64)
+                    k += 1
+                    b64 &= b64 - 1
     return out
 
 
@@ -747,9 +768,10 @@ def mask_runs(const uint8_t[::1] live, Py_ssize_t first, Py_ssize_t n):
     return starts[:k].copy(), lens[:k].copy()
 
 
-cdef inline Py_ssize_t _upper_bound(const uint64_t* a, Py_ssize_t n, uint64_t x) noexcept nogil:
-    """Number of elements <= x in sorted a[0:n]."""
-    cdef Py_ssize_t lo = 0, hi = n, mid
+cdef inline Py_ssize_t _upper_bound(const uint64_t* a, Py_ssize_t lo, Py_ssize_t hi,
+                                    uint64_t x) noexcept nogil:
+    """Index of the first element > x in sorted a[lo:hi] (hi if none)."""
+    cdef Py_ssize_t mid
     while lo < hi:
         mid = (lo + hi) >> 1
         if a[mid] <= x:
@@ -759,16 +781,55 @@ cdef inline Py_ssize_t _upper_bound(const uint64_t* a, Py_ssize_t n, uint64_t x)
     return lo
 
 
+cdef enum:
+    FENCE_SHIFT = 6   # one fence key per 64 sorted keys
+
+
+FENCE_STRIDE = 1 << FENCE_SHIFT
+
+
+cdef inline Py_ssize_t _last_le(const uint64_t* keys, Py_ssize_t n, const uint64_t* fences,
+                                Py_ssize_t nf, uint64_t x) noexcept nogil:
+    """Index of the last key <= x, or -1: a search of the (cache-resident) fences picks the
+    64-key block, then a search inside that block (a few adjacent cache lines)."""
+    cdef Py_ssize_t j = _upper_bound(fences, 0, nf, x) - 1
+    cdef Py_ssize_t lo, hi
+    if j < 0:
+        return -1
+    lo = j << FENCE_SHIFT
+    hi = lo + (1 << FENCE_SHIFT)
+    if hi > n:
+        hi = n
+    return _upper_bound(keys, lo, hi, x) - 1
+
+
+def fences(const uint64_t[::1] keys):
+    """Every 64th key of a sorted array: the first level of the two-level search."""
+    return np.ascontiguousarray(np.asarray(keys)[::FENCE_STRIDE])
+
+
 def lookup(const uint64_t[::1] run_ids, const uint64_t[::1] run_lens, const uint64_t[::1] run_addrs,
-           const uint64_t[::1] sparse_ids, const uint64_t[::1] sparse_addrs,
+           const uint64_t[::1] run_fences, const uint64_t[::1] sparse_ids,
+           const uint64_t[::1] sparse_addrs, const uint64_t[::1] sparse_fences,
            const uint64_t[::1] query, uint64_t missing):
     """Row ids -> row addresses through sorted runs, then sorted single ids; ``missing`` if absent."""
     cdef Py_ssize_t nr = run_ids.shape[0], ns = sparse_ids.shape[0], nq = query.shape[0], i, j
+    cdef Py_ssize_t nrf = run_fences.shape[0], nsf = sparse_fences.shape[0]
     cdef uint64_t q
     cdef const uint64_t* rid = &run_ids[0] if nr > 0 else NULL
     cdef const uint64_t* sid = &sparse_ids[0] if ns > 0 else NULL
+    cdef const uint64_t* rf = &run_fences[0] if nrf > 0 else NULL
+    cdef const uint64_t* sf = &sparse_fences[0] if nsf > 0 else NULL
     if run_lens.shape[0] != nr or run_addrs.shape[0] != nr or sparse_addrs.shape[0] != ns:
         raise ValueError("index arrays have mismatched lengths")
+    if nrf != (nr + FENCE_STRIDE - 1) // FENCE_STRIDE or nsf != (ns + FENCE_STRIDE - 1) // FENCE_STRIDE:
+        raise ValueError("fence arrays do not match their keys")
+    for i in range(nrf):
+        if rf[i] != rid[i << FENCE_SHIFT]:
+            raise ValueError("run fences do not match the run ids")
+    for i in range(nsf):
+        if sf[i] != sid[i << FENCE_SHIFT]:
+            raise ValueError("single fences do not match the single ids")
     out = np.empty(nq, dtype=np.uint64)
     cdef uint64_t[::1] ov = out
     with nogil:
@@ -776,12 +837,12 @@ def lookup(const uint64_t[::1] run_ids, const uint64_t[::1] run_lens, const uint
             q = query[i]
             ov[i] = missing
             if nr > 0:
-                j = _upper_bound(rid, nr, q) - 1
+                j = _last_le(rid, nr, rf, nrf, q)
                 if j >= 0 and q - run_ids[j] < run_lens[j]:
                     ov[i] = run_addrs[j] + (q - run_ids[j])
                     continue
             if ns > 0:
-                j = _upper_bound(sid, ns, q) - 1
+                j = _last_le(sid, ns, sf, nsf, q)
                 if j >= 0 and sparse_ids[j] == q:
                     ov[i] = sparse_addrs[j]
     return out

@@ -30,14 +30,19 @@ class RowIdIndex:
     :data:`~lancefmt.table.rowids.address.MISSING_ADDRESS`) or :meth:`contains`.
     """
 
-    __slots__ = ("run_ids", "run_lengths", "run_addresses", "single_ids", "single_addresses")
+    __slots__ = ("run_ids", "run_lengths", "run_addresses", "single_ids", "single_addresses",
+                 "_run_fences", "_single_fences")
 
     def __init__(self, run_ids, run_lengths, run_addresses, single_ids, single_addresses):
-        self.run_ids = run_ids
-        self.run_lengths = run_lengths
-        self.run_addresses = run_addresses
-        self.single_ids = single_ids
-        self.single_addresses = single_addresses
+        """Sorted tables (see :meth:`build`): runs ``(first id, length, first address)`` with
+        disjoint id ranges, and single ``(id, address)`` pairs."""
+        self.run_ids = np.ascontiguousarray(run_ids, dtype=np.uint64)
+        self.run_lengths = np.ascontiguousarray(run_lengths, dtype=np.uint64)
+        self.run_addresses = np.ascontiguousarray(run_addresses, dtype=np.uint64)
+        self.single_ids = np.ascontiguousarray(single_ids, dtype=np.uint64)
+        self.single_addresses = np.ascontiguousarray(single_addresses, dtype=np.uint64)
+        self._run_fences = _rowids.fences(self.run_ids)
+        self._single_fences = _rowids.fences(self.single_ids)
 
     @classmethod
     def build(cls, fragments: Iterable, *, path=None) -> "RowIdIndex":
@@ -63,23 +68,18 @@ class RowIdIndex:
         lens = np.concatenate(len_parts)
         addrs = np.concatenate(addr_parts)
         single = lens == 1
-        run_ids, run_lens, run_addrs = ids[~single], lens[~single], addrs[~single]
-        order = np.argsort(run_ids, kind="stable")
-        run_ids, run_lens, run_addrs = run_ids[order], run_lens[order], run_addrs[order]
-        one_ids, one_addrs = ids[single], addrs[single]
-        order = np.argsort(one_ids, kind="stable")
-        one_ids, one_addrs = one_ids[order], one_addrs[order]
+        run_ids, run_lens, run_addrs = _sorted_by_first(ids[~single], lens[~single], addrs[~single])
+        one_ids, one_addrs = _sorted_by_first(ids[single], addrs[single])
         _check_unique(run_ids, run_lens, one_ids, path)
-        return cls(np.ascontiguousarray(run_ids), np.ascontiguousarray(run_lens),
-                   np.ascontiguousarray(run_addrs), np.ascontiguousarray(one_ids),
-                   np.ascontiguousarray(one_addrs))
+        return cls(run_ids, run_lens, run_addrs, one_ids, one_addrs)
 
     def lookup(self, row_ids) -> np.ndarray:
         """uint64 addresses of ``row_ids``; ``MISSING_ADDRESS`` (2**64-1) where an id is not a
         live row (never written, or deleted)."""
         query = np.ascontiguousarray(row_ids, dtype=np.uint64).ravel()
         return _rowids.lookup(self.run_ids, self.run_lengths, self.run_addresses,
-                              self.single_ids, self.single_addresses, query, MISSING_ADDRESS)
+                              self._run_fences, self.single_ids, self.single_addresses,
+                              self._single_fences, query, MISSING_ADDRESS)
 
     def contains(self, row_ids) -> np.ndarray:
         """bool mask: which ``row_ids`` are live rows."""
@@ -124,6 +124,14 @@ def _fragment_runs(fragment_id, row_ids, deletions, path):
             starts, poss, lens = _rowids.id_runs(seg.to_numpy(), window, pos)
             yield starts, lens, poss + np.uint64(base)
         pos += count
+
+
+def _sorted_by_first(keys, *others):
+    """``keys`` and the parallel arrays reordered by ascending key (no work when sorted)."""
+    if keys.size < 2 or bool(np.all(keys[1:] >= keys[:-1])):
+        return (keys, *others)
+    order = np.argsort(keys)
+    return (keys[order], *(o[order] for o in others))
 
 
 def _as_u8(live):
