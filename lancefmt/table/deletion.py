@@ -149,8 +149,8 @@ class DeletionVector:
     def window(self, offset: int, num_rows: int) -> np.ndarray:
         """Deleted offsets inside rows ``offset .. offset + num_rows``, relative to ``offset``."""
         lo, hi = np.searchsorted(self._offsets, [offset, offset + num_rows])
-        return (self._offsets[lo:hi] - np.uint32(offset)).astype(np.uint32) if offset else \
-            self._offsets[lo:hi]
+        window = self._offsets[lo:hi]
+        return window - np.uint32(offset) if offset else window
 
 
 def _checked(fn, *args):

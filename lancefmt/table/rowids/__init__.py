@@ -22,7 +22,13 @@ from .meta import (
     row_id_bytes,
 )
 from .segment import SegmentKind, U64Segment, sorted_segment_sizes
-from .sequence import RowIdSequence, decode_row_ids, encode_row_ids, rechunk_sequences
+from .sequence import (
+    RowIdSequence,
+    decode_row_ids,
+    encode_row_ids,
+    live_row_ids,
+    rechunk_sequences,
+)
 from .version import (
     RowDatasetVersionSequence,
     decode_versions,
@@ -34,7 +40,7 @@ from .version import (
 __all__ = [
     "MISSING_ADDRESS", "row_address", "fragment_addresses", "split_addresses",
     "EncodedU64Array", "SegmentKind", "U64Segment", "sorted_segment_sizes",
-    "RowIdSequence", "decode_row_ids", "encode_row_ids", "rechunk_sequences",
+    "RowIdSequence", "decode_row_ids", "encode_row_ids", "live_row_ids", "rechunk_sequences",
     "RowDatasetVersionSequence", "decode_versions", "encode_versions", "new_fragment_versions",
     "rechunk_version_sequences", "RowIdIndex",
     "row_id_bytes", "load_row_ids", "load_row_id_sequence", "load_created_at_versions",

@@ -137,14 +137,12 @@ class U64Segment:
         """(min, max) of the values, or None when empty."""
         if len(self) == 0:
             return None
-        if self.kind in (SegmentKind.RANGE, SegmentKind.RANGE_WITH_HOLES,
-                         SegmentKind.RANGE_WITH_BITMAP):
-            values = None if self.kind == SegmentKind.RANGE else self.to_numpy()
-            if values is None:
-                return self.start, self.end - 1
-            return int(values[0]), int(values[-1])
+        if self.kind == SegmentKind.RANGE:
+            return self.start, self.end - 1
         values = self.to_numpy()
-        return int(values.min()), int(values.max())
+        if self.kind == SegmentKind.ARRAY:
+            return int(values.min()), int(values.max())
+        return int(values[0]), int(values[-1])
 
     # -- derived segments (Lance semantics) -----------------------------------------------
     def slice(self, offset: int, length: int) -> "U64Segment":

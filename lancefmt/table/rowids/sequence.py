@@ -213,6 +213,25 @@ class RowIdSequence:
         return f"RowIdSequence([{shown}{more}], len={len(self)})"
 
 
+def live_row_ids(row_ids, deletions=None, path=None) -> np.ndarray:
+    """Row ids of a fragment's live rows, in row order (the ``_rowid`` column of a scan).
+
+    ``row_ids`` is RowIdSequence bytes or a :class:`RowIdSequence`; ``deletions`` is None, a
+    ``DeletionVector``, deleted offsets, a pyroaring BitMap or a boolean live mask.
+    """
+    from ..deletion import DeletionVector, as_live_mask
+
+    seq = row_ids if isinstance(row_ids, RowIdSequence) else RowIdSequence.from_bytes(row_ids, path)
+    if deletions is None:
+        return seq.to_numpy()
+    if isinstance(deletions, DeletionVector):
+        if not deletions:
+            return seq.to_numpy()
+        return seq.select(deletions.kept_indices(len(seq)))
+    live = as_live_mask(deletions, len(seq))
+    return seq.to_numpy() if live is None else seq.filter(live)
+
+
 def rechunk_sequences(sequences: Iterable[RowIdSequence], chunk_sizes: Sequence[int],
                       allow_incomplete: bool = False) -> list[RowIdSequence]:
     """Cut the concatenated segments of ``sequences`` into chunks of ``chunk_sizes`` rows.

@@ -179,3 +179,20 @@ def test_segment_validation():
     with pytest.raises(ValueError):
         EncodedU64Array(64, 5, np.array([1], dtype=np.uint64))
     assert repr(_mixed()).startswith("RowIdSequence([Range(0..100)")
+
+
+def test_live_row_ids_forms():
+    from pyroaring import BitMap
+
+    from lancefmt.table.rowids import live_row_ids
+
+    seq = _mixed()
+    values = seq.to_numpy()
+    deleted = [0, 7, 100, len(seq) - 1]
+    keep = np.ones(len(seq), dtype=bool)
+    keep[deleted] = False
+    for form in (DeletionVector.from_offsets(deleted), BitMap(deleted), np.array(deleted), keep):
+        np.testing.assert_array_equal(live_row_ids(seq, form), values[keep])
+        np.testing.assert_array_equal(live_row_ids(seq.to_bytes(), form), values[keep])
+    np.testing.assert_array_equal(live_row_ids(seq), values)
+    np.testing.assert_array_equal(live_row_ids(seq, DeletionVector.empty()), values)
