@@ -808,19 +808,23 @@ def fences(const uint64_t[::1] keys):
     return np.ascontiguousarray(np.asarray(keys)[::FENCE_STRIDE])
 
 
-def lookup(const uint64_t[::1] run_ids, const uint64_t[::1] run_lens, const uint64_t[::1] run_addrs,
+def lookup(const uint64_t[::1] run_ids, const uint64_t[:, ::1] run_spans,
            const uint64_t[::1] run_fences, const uint64_t[::1] sparse_ids,
            const uint64_t[::1] sparse_addrs, const uint64_t[::1] sparse_fences,
            const uint64_t[::1] query, uint64_t missing):
-    """Row ids -> row addresses through sorted runs, then sorted single ids; ``missing`` if absent."""
+    """Row ids -> row addresses through sorted runs, then sorted single ids; ``missing`` if absent.
+
+    ``run_spans[i] = (length, first address)`` of the run starting at ``run_ids[i]`` (one cache
+    line holds both, so a hit costs one access after the search).
+    """
     cdef Py_ssize_t nr = run_ids.shape[0], ns = sparse_ids.shape[0], nq = query.shape[0], i, j
     cdef Py_ssize_t nrf = run_fences.shape[0], nsf = sparse_fences.shape[0]
-    cdef uint64_t q
+    cdef uint64_t q, d
     cdef const uint64_t* rid = &run_ids[0] if nr > 0 else NULL
     cdef const uint64_t* sid = &sparse_ids[0] if ns > 0 else NULL
     cdef const uint64_t* rf = &run_fences[0] if nrf > 0 else NULL
     cdef const uint64_t* sf = &sparse_fences[0] if nsf > 0 else NULL
-    if run_lens.shape[0] != nr or run_addrs.shape[0] != nr or sparse_addrs.shape[0] != ns:
+    if run_spans.shape[0] != nr or run_spans.shape[1] != 2 or sparse_addrs.shape[0] != ns:
         raise ValueError("index arrays have mismatched lengths")
     if nrf != (nr + FENCE_STRIDE - 1) // FENCE_STRIDE or nsf != (ns + FENCE_STRIDE - 1) // FENCE_STRIDE:
         raise ValueError("fence arrays do not match their keys")
@@ -838,11 +842,13 @@ def lookup(const uint64_t[::1] run_ids, const uint64_t[::1] run_lens, const uint
             ov[i] = missing
             if nr > 0:
                 j = _last_le(rid, nr, rf, nrf, q)
-                if j >= 0 and q - run_ids[j] < run_lens[j]:
-                    ov[i] = run_addrs[j] + (q - run_ids[j])
-                    continue
+                if j >= 0:
+                    d = q - rid[j]
+                    if d < run_spans[j, 0]:
+                        ov[i] = run_spans[j, 1] + d
+                        continue
             if ns > 0:
                 j = _last_le(sid, ns, sf, nsf, q)
-                if j >= 0 and sparse_ids[j] == q:
+                if j >= 0 and sid[j] == q:
                     ov[i] = sparse_addrs[j]
     return out

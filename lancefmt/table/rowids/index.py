@@ -30,15 +30,16 @@ class RowIdIndex:
     :data:`~lancefmt.table.rowids.address.MISSING_ADDRESS`) or :meth:`contains`.
     """
 
-    __slots__ = ("run_ids", "run_lengths", "run_addresses", "single_ids", "single_addresses",
+    __slots__ = ("run_ids", "_run_spans", "single_ids", "single_addresses",
                  "_run_fences", "_single_fences")
 
     def __init__(self, run_ids, run_lengths, run_addresses, single_ids, single_addresses):
         """Sorted tables (see :meth:`build`): runs ``(first id, length, first address)`` with
         disjoint id ranges, and single ``(id, address)`` pairs."""
         self.run_ids = np.ascontiguousarray(run_ids, dtype=np.uint64)
-        self.run_lengths = np.ascontiguousarray(run_lengths, dtype=np.uint64)
-        self.run_addresses = np.ascontiguousarray(run_addresses, dtype=np.uint64)
+        self._run_spans = np.ascontiguousarray(
+            np.stack([np.asarray(run_lengths, dtype=np.uint64),
+                      np.asarray(run_addresses, dtype=np.uint64)], axis=1).reshape(-1, 2))
         self.single_ids = np.ascontiguousarray(single_ids, dtype=np.uint64)
         self.single_addresses = np.ascontiguousarray(single_addresses, dtype=np.uint64)
         self._run_fences = _rowids.fences(self.run_ids)
@@ -77,13 +78,20 @@ class RowIdIndex:
         """uint64 addresses of ``row_ids``; ``MISSING_ADDRESS`` (2**64-1) where an id is not a
         live row (never written, or deleted)."""
         query = np.ascontiguousarray(row_ids, dtype=np.uint64).ravel()
-        return _rowids.lookup(self.run_ids, self.run_lengths, self.run_addresses,
-                              self._run_fences, self.single_ids, self.single_addresses,
-                              self._single_fences, query, MISSING_ADDRESS)
+        return _rowids.lookup(self.run_ids, self._run_spans, self._run_fences, self.single_ids,
+                              self.single_addresses, self._single_fences, query, MISSING_ADDRESS)
 
     def contains(self, row_ids) -> np.ndarray:
         """bool mask: which ``row_ids`` are live rows."""
         return self.lookup(row_ids) != MISSING_ADDRESS
+
+    @property
+    def run_lengths(self) -> np.ndarray:
+        return self._run_spans[:, 0]
+
+    @property
+    def run_addresses(self) -> np.ndarray:
+        return self._run_spans[:, 1]
 
     def __len__(self) -> int:
         """Number of live row ids indexed."""
