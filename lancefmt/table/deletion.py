@@ -42,6 +42,13 @@ _ROARING_RUNS = 12347
 
 DELETION_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
+__all__ = [
+    "ARROW", "BITMAP", "BITMAP_THRESHOLD", "DELETIONS_DIR", "DELETION_SCHEMA", "DeletionVector",
+    "as_live_mask", "apply_deletions", "iter_live_slices", "parse_deletion_file",
+    "deletion_file_bytes", "deletion_file_kind", "deletion_file_path", "deletion_file_uri",
+    "read_deletion_file", "load_deletion_vector", "write_deletion_file",
+]
+
 
 class DeletionVector:
     """The deleted offsets of one fragment, sorted and distinct (uint32), and the file kind
