@@ -29,11 +29,11 @@ from ..errors import CorruptFileError, InvalidArgumentError
 from ..io import check_relative, child, open_store
 from . import _deletion
 from .._proto import table_pb2
+from .naming import DELETIONS_DIR, deletion_file_name
 
 ARROW = "arrow"
 BITMAP = "bin"
 BITMAP_THRESHOLD = 5000
-DELETIONS_DIR = "_deletions"
 
 _FILE_TYPES = {ARROW: table_pb2.DeletionFile.ARROW_ARRAY, BITMAP: table_pb2.DeletionFile.BITMAP}
 _KINDS = {v: k for k, v in _FILE_TYPES.items()}
@@ -320,11 +320,6 @@ def deletion_file_bytes(deletions: DeletionVector, kind: str | None = None,
 
 
 # -- files in storage ----------------------------------------------------------------------
-def _deletion_file_name(fragment_id: int, read_version: int, file_id: int, kind: str) -> str:
-    # Private stand-in for lancefmt.table.naming.deletion_file_name (same format).
-    return f"{int(fragment_id)}-{int(read_version)}-{int(file_id)}.{kind}"
-
-
 def deletion_file_kind(deletion_file) -> str:
     """``"arrow"`` or ``"bin"`` for a ``DeletionFile`` protobuf."""
     try:
@@ -338,8 +333,8 @@ def deletion_file_kind(deletion_file) -> str:
 
 def deletion_file_path(fragment_id: int, deletion_file) -> str:
     """``_deletions/{fragment_id}-{read_version}-{id}.{arrow|bin}``, relative to its base."""
-    name = _deletion_file_name(fragment_id, deletion_file.read_version, deletion_file.id,
-                               deletion_file_kind(deletion_file))
+    name = deletion_file_name(fragment_id, deletion_file.read_version, deletion_file.id,
+                              deletion_file_kind(deletion_file))
     return f"{DELETIONS_DIR}/{name}"
 
 
