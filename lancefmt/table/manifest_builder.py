@@ -204,10 +204,10 @@ def build_manifest(
         del manifest.fields[:]
         manifest.fields.extend(op.fields)
         manifest.schema_metadata.clear()
-        for k, v in op.schema_metadata.items():
+        for k, v in op.metadata.items():
             manifest.schema_metadata[k] = v
         if previous is None:
-            for b in op.initial_bases or []:
+            for b in op.base_pbs():
                 manifest.base_paths.add().CopyFrom(b)
             ids = [b.id for b in manifest.base_paths]
             if len(ids) != len(set(ids)):
@@ -257,7 +257,7 @@ def build_manifest(
         final = [_copy_frag(f.pb) for f in op.fragments]
         del manifest.fields[:]
         manifest.fields.extend(op.fields)
-        for k, v in op.schema_metadata.items():
+        for k, v in op.metadata.items():
             manifest.schema_metadata[k] = v
         indices = _retain_relevant_indices(indices, manifest.fields)
     elif isinstance(op, Project):

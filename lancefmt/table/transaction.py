@@ -102,28 +102,57 @@ class Delete(BaseOperation):
         txn.delete.predicate = self.predicate
 
 
+def lance_schema(schema) -> tuple[list, dict]:
+    """(Lance Field list, schema metadata) from a pyarrow schema or a Field list."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        pa = None
+    if pa is not None and isinstance(schema, pa.Schema):
+        from ..file.schema import fields_from_arrow, schema_metadata_to_proto
+
+        return fields_from_arrow(schema), schema_metadata_to_proto(schema.metadata)
+    return list(schema), {}
+
+
 @dataclass
 class Overwrite(BaseOperation):
-    """Replace the dataset's fragments and schema (or create the dataset)."""
+    """Replace the dataset's fragments and schema (or create the dataset).
 
-    fields: List[file_pb2.Field]
+    ``new_schema`` is a pyarrow schema (field ids assigned depth-first from 0, as the data
+    files written for it have them) or a list of Lance Field protobufs.
+    """
+
+    new_schema: object
     fragments: List[FragmentMetadata]
-    schema_metadata: Dict[str, bytes] = field(default_factory=dict)
+    initial_bases: Optional[list] = None  # list of table_pb2.BasePath / BasePath
     config_upsert_values: Optional[Dict[str, str]] = None
-    initial_bases: Optional[list] = None  # list of table_pb2.BasePath
+    schema_metadata: Optional[Dict[str, bytes]] = None
     name = "overwrite"
+
+    @property
+    def fields(self) -> list:
+        return lance_schema(self.new_schema)[0]
+
+    @property
+    def metadata(self) -> dict:
+        if self.schema_metadata is not None:
+            return dict(self.schema_metadata)
+        return lance_schema(self.new_schema)[1]
+
+    def base_pbs(self) -> list:
+        return [b.to_pb() if hasattr(b, "to_pb") else b for b in (self.initial_bases or [])]
 
     def fill(self, txn):
         o = txn.overwrite
         o.SetInParent()
         o.fragments.extend(_frag_pbs(self.fragments))
         o.schema.extend(self.fields)
-        for k, v in self.schema_metadata.items():
+        for k, v in self.metadata.items():
             o.schema_metadata[k] = v if isinstance(v, bytes) else str(v).encode()
         for k, v in (self.config_upsert_values or {}).items():
             o.config_upsert_values[k] = v
-        if self.initial_bases:
-            o.initial_bases.extend(self.initial_bases)
+        o.initial_bases.extend(self.base_pbs())
 
 
 @dataclass
@@ -234,22 +263,34 @@ class Rewrite(BaseOperation):
 
 @dataclass
 class Merge(BaseOperation):
+    """New fragment list (same ids, more data files) and a new schema (``add_columns``)."""
+
     fragments: List[FragmentMetadata]
-    fields: List[file_pb2.Field]
-    schema_metadata: Dict[str, bytes] = field(default_factory=dict)
+    schema: object  # pyarrow schema or Lance Field list
+    schema_metadata: Optional[Dict[str, bytes]] = None
     name = "merge"
+
+    @property
+    def fields(self) -> list:
+        return lance_schema(self.schema)[0]
+
+    @property
+    def metadata(self) -> dict:
+        return dict(self.schema_metadata) if self.schema_metadata is not None else lance_schema(self.schema)[1]
 
     def fill(self, txn):
         m = txn.merge
         m.SetInParent()
         m.fragments.extend(_frag_pbs(self.fragments))
         m.schema.extend(self.fields)
-        for k, v in self.schema_metadata.items():
+        for k, v in self.metadata.items():
             m.schema_metadata[k] = v if isinstance(v, bytes) else str(v).encode()
 
 
 @dataclass
 class Project(BaseOperation):
+    """A new schema over the same data files (drop / rename columns)."""
+
     fields: List[file_pb2.Field]
     name = "project"
 
@@ -343,8 +384,8 @@ def _op_from_pb(txn: TxnPb) -> BaseOperation:
             c = table_pb2.BasePath()
             c.CopyFrom(b)
             bases.append(c)
-        return Overwrite(_fields_copy(o.schema), _frags(o.fragments), dict(o.schema_metadata),
-                         dict(o.config_upsert_values) or None, bases or None)
+        return Overwrite(_fields_copy(o.schema), _frags(o.fragments), bases or None,
+                         dict(o.config_upsert_values) or None, dict(o.schema_metadata))
     if kind == "restore":
         return Restore(txn.restore.version)
     if kind == "update_config":

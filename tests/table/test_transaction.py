@@ -44,7 +44,7 @@ def test_operations_round_trip_through_protobuf():
     ops = [
         Append([frag]),
         Delete([frag], [3, 4], "a < 3"),
-        Overwrite([], [frag], {"k": b"v"}, {"c": "1"}, bases),
+        Overwrite([], [frag], bases, {"c": "1"}, {"k": b"v"}),
         Restore(7),
         UpdateConfig(UpdateMap({"a": "1", "b": None}), None, UpdateMap({"m": "x"}, replace=True),
                      {0: UpdateMap({"f": "y"})}),
