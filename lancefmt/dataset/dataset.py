@@ -1,0 +1,257 @@
+"""Dataset: an immutable view of one version of a Lance dataset (docs/api.md).
+
+Opening reads one listing of ``_versions/`` and one manifest; fragments are decoded from the
+manifest lazily. Mutations (``delete``, ``restore``, ...) commit a new version through
+:mod:`lancefmt.table.commit` and return a new ``Dataset``; the object they were called on keeps
+showing its own version.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import DatasetNotFoundError, InvalidArgumentError
+from ..io import open_store
+from ..io.uri import normalize_uri
+from ..table.base_paths import BasePath
+from ..table.feature_flags import FLAG_STABLE_ROW_IDS
+from ..table.manifest import ManifestFile
+from ..table.versions import latest_manifest, list_versions, load_manifest
+from .context import ScanContext
+from .fragment import Fragment
+from .scan import ScanSpec, scan_batches
+
+
+def dataset(uri, version=None, *, storage_options: dict | None = None) -> "Dataset":
+    """Open ``uri`` at ``version`` (None = latest, an int, or a tag name)."""
+    return Dataset.open(uri, version, storage_options=storage_options)
+
+
+class Dataset:
+    def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None):
+        self._uri = uri
+        self._mf = manifest_file
+        self._storage_options = dict(storage_options) if storage_options else None
+
+    @classmethod
+    def open(cls, uri, version=None, *, storage_options=None) -> "Dataset":
+        uri = normalize_uri(str(uri) if not isinstance(uri, str) else uri)
+        store = open_store(uri, storage_options)
+        mf = load_manifest(uri, version, store=store)
+        return cls(uri, mf, storage_options)
+
+    def __repr__(self):
+        return f"Dataset({self._uri!r}, version={self.version})"
+
+    def __reduce__(self):
+        return (_reopen, (self._uri, self.version, self._storage_options))
+
+    # -- identity and metadata --------------------------------------------------------------
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def storage_options(self) -> dict | None:
+        return self._storage_options
+
+    @property
+    def version(self) -> int:
+        return self._mf.version
+
+    @property
+    def manifest(self):
+        """The ``lance.table.Manifest`` protobuf of this version."""
+        return self._mf.manifest
+
+    @property
+    def manifest_file(self) -> ManifestFile:
+        return self._mf
+
+    @property
+    def latest_version(self) -> int:
+        return latest_manifest(self._uri, store=self._store).version
+
+    @cached_property
+    def _store(self):
+        return open_store(self._uri, self._storage_options)
+
+    @cached_property
+    def _ctx(self) -> ScanContext:
+        return ScanContext.from_manifest(self._uri, self._mf.header, self._storage_options)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._ctx.schema
+
+    @property
+    def lance_fields(self) -> list:
+        return list(self._ctx.fields)
+
+    @property
+    def data_storage_version(self) -> str:
+        return self._mf.data_storage_version
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        return bool(self._mf.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+
+    @property
+    def base_paths(self) -> dict[int, BasePath]:
+        return {b.id: BasePath.from_pb(b) for b in self._mf.header.base_paths}
+
+    @property
+    def config(self) -> dict:
+        return dict(self._mf.header.config)
+
+    @property
+    def table_metadata(self) -> dict:
+        return dict(self._mf.header.table_metadata)
+
+    @property
+    def tags(self):
+        from .tags import Tags
+
+        return Tags(self)
+
+    @cached_property
+    def fragment_table(self):
+        """Columnar view of the fragment list (numpy arrays, no object per fragment)."""
+        return self._mf.fragments
+
+    # -- fragments --------------------------------------------------------------------------
+    def _fragment_pbs(self):
+        return list(self._mf.manifest.fragments)
+
+    def get_fragments(self) -> list[Fragment]:
+        return [Fragment(self._ctx, pb) for pb in self._fragment_pbs()]
+
+    def get_fragment(self, fragment_id: int) -> Fragment | None:
+        try:
+            pb = self.fragment_table.fragment_by_id(int(fragment_id))
+        except KeyError:
+            return None
+        return Fragment(self._ctx, pb)
+
+    def _select_fragments(self, fragments):
+        if fragments is None:
+            return self._fragment_pbs()
+        out = []
+        for f in fragments:
+            if isinstance(f, Fragment):
+                out.append(f._pb)
+            elif hasattr(f, "pb"):
+                out.append(f.pb)
+            else:
+                frag = self.get_fragment(int(f))
+                if frag is None:
+                    raise InvalidArgumentError(f"no fragment {f} in version {self.version}")
+                out.append(frag._pb)
+        return out
+
+    # -- reading ----------------------------------------------------------------------------
+    def scanner_spec(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
+                     batch_size=None) -> ScanSpec:
+        return ScanSpec.build(self.schema, columns, filter, with_row_id, with_row_address, batch_size)
+
+    def to_batches(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
+                   fragments=None, limit=None, offset=None, batch_size=None, *, threads=None):
+        """Stream the (filtered, projected) rows as RecordBatches, fragment by fragment."""
+        spec = self.scanner_spec(columns, filter, with_row_id, with_row_address, batch_size)
+        return scan_batches(self._ctx, self._select_fragments(fragments), spec, limit=limit,
+                            offset=offset, threads=threads)
+
+    def to_table(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
+                 fragments=None, limit=None, offset=None, batch_size=None, *, threads=None) -> pa.Table:
+        spec = self.scanner_spec(columns, filter, with_row_id, with_row_address, batch_size)
+        batches = list(scan_batches(self._ctx, self._select_fragments(fragments), spec,
+                                    limit=limit, offset=offset, threads=threads))
+        return pa.Table.from_batches(batches, schema=spec.output_schema(self.schema))
+
+    def count_rows(self, filter=None, *, fragments=None) -> int:
+        """Live rows (deletions subtracted); from metadata alone when there is no filter."""
+        if filter is None and fragments is None:
+            table = self.fragment_table
+            unknown = table.has_deletion_file & ~table.deletion_count_known
+            if not unknown.any():
+                return int(table.total_live_rows)
+        if filter is None:
+            return sum(f.count_rows() for f in self._wrap(self._select_fragments(fragments)))
+        spec = self.scanner_spec([], filter)
+        return sum(b.num_rows for b in scan_batches(self._ctx, self._select_fragments(fragments), spec))
+
+    def _wrap(self, pbs):
+        return [Fragment(self._ctx, pb) for pb in pbs]
+
+    def _live_counts(self, pbs) -> np.ndarray:
+        return np.array([pb.physical_rows - Fragment(self._ctx, pb).num_deletions for pb in pbs],
+                        dtype=np.int64)
+
+    def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
+        """Rows by offset among this version's live rows, in the order given."""
+        from .take import take_from_fragments
+
+        pbs = self._fragment_pbs()
+        return take_from_fragments(self._ctx, pbs, self._live_counts(pbs), indices, columns,
+                                   with_row_id, with_row_address)
+
+    def head(self, n: int = 10, columns=None) -> pa.Table:
+        return self.to_table(columns=columns, limit=n)
+
+    # -- versions ---------------------------------------------------------------------------
+    def versions(self) -> list[dict]:
+        return list_versions(self._uri, store=self._store)
+
+    def checkout_version(self, version) -> "Dataset":
+        return Dataset.open(self._uri, version, storage_options=self._storage_options)
+
+    def checkout_latest(self) -> "Dataset":
+        return Dataset.open(self._uri, None, storage_options=self._storage_options)
+
+    def restore(self) -> "Dataset":
+        """Commit this (old) version's content as the new latest version."""
+        from ..table.commit import commit_transaction
+        from ..table.transaction import Restore, Transaction
+
+        latest = self.latest_version
+        mf = commit_transaction(self._uri, Transaction(latest, Restore(self.version)),
+                                store=self._store,
+                                restore_source=(self._mf.manifest, self._mf.indices))
+        return Dataset(self._uri, mf, self._storage_options)
+
+    def _commit(self, operation, *, read_version=None, **kw) -> "Dataset":
+        from .write import commit
+
+        return commit(self._uri, operation,
+                      read_version=self.version if read_version is None else read_version,
+                      storage_options=self._storage_options, **kw)
+
+    def update_config(self, updates: dict) -> "Dataset":
+        """Set (value) or delete (None) ``Manifest.config`` keys."""
+        from ..table.transaction import UpdateConfig, UpdateMap
+
+        return self._commit(UpdateConfig(config_updates=UpdateMap(dict(updates))))
+
+    def update_metadata(self, updates: dict) -> "Dataset":
+        """Set (value) or delete (None) ``Manifest.table_metadata`` keys."""
+        from ..table.transaction import UpdateConfig, UpdateMap
+
+        return self._commit(UpdateConfig(table_metadata_updates=UpdateMap(dict(updates))))
+
+    # -- mutations living in their own modules -----------------------------------------------
+    def delete(self, predicate) -> "Dataset":
+        from .delete import delete_rows
+
+        return delete_rows(self, predicate)
+
+    def validate(self) -> None:
+        """Check that every referenced data and deletion file exists and opens."""
+        from .validate import validate_dataset
+
+        validate_dataset(self)
+
+
+def _reopen(uri, version, storage_options):
+    return Dataset.open(uri, version, storage_options=storage_options)

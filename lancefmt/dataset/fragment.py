@@ -1,0 +1,127 @@
+"""Fragment: one fragment of one dataset version, scannable on its own.
+
+A Fragment is a :class:`~lancefmt.dataset.context.ScanContext` plus the fragment's
+``DataFragment`` protobuf, so it pickles small and a Spark executor can scan it without the
+manifest.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..table.fragment import FragmentMetadata
+from ..table.deletion import deletion_file_kind
+from ..table.naming import deletion_file_name
+from .context import ScanContext
+from .scan import FragmentScan, ScanSpec, load_deletions
+
+
+class Fragment:
+    def __init__(self, ctx: ScanContext, pb):
+        self._ctx = ctx
+        self._pb = pb
+
+    def __reduce__(self):
+        return (_rebuild_fragment, (self._ctx, self._pb.SerializeToString()))
+
+    def __repr__(self):
+        return f"Fragment(id={self.id}, physical_rows={self.physical_rows}, version={self._ctx.version})"
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def id(self) -> int:
+        return self._pb.id
+
+    fragment_id = id
+
+    @property
+    def physical_rows(self) -> int:
+        return self._pb.physical_rows
+
+    @property
+    def num_deletions(self) -> int:
+        if not self._pb.HasField("deletion_file"):
+            return 0
+        n = self._pb.deletion_file.num_deleted_rows
+        if n == 0:  # 0 means "unknown" in the manifest: count the file
+            dv = load_deletions(self._ctx, self._pb)
+            n = len(dv) if dv is not None else 0
+        return n
+
+    @property
+    def metadata(self) -> FragmentMetadata:
+        return FragmentMetadata.from_bytes(self._pb.SerializeToString())
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._ctx.schema
+
+    @property
+    def version(self) -> int:
+        return self._ctx.version
+
+    def data_files(self) -> list[str]:
+        """Resolved URIs of the fragment's data files."""
+        r = self._ctx.resolver
+        return [r.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
+                for df in self._pb.files]
+
+    def deletion_file(self) -> str | None:
+        """Resolved URI of the deletion file, or None."""
+        if not self._pb.HasField("deletion_file"):
+            return None
+        d = self._pb.deletion_file
+        name = deletion_file_name(self.id, d.read_version, d.id, deletion_file_kind(d))
+        return self._ctx.resolver.deletion_file_uri(name, d.base_id if d.HasField("base_id") else None)
+
+    def deletion_mask(self) -> np.ndarray | None:
+        """Boolean array over physical rows, True = live; None without a deletion file."""
+        dv = load_deletions(self._ctx, self._pb)
+        return None if dv is None else dv.live_mask(self.physical_rows)
+
+    def row_ids(self) -> np.ndarray:
+        """Row ids (uint64) of the live rows, in row order."""
+        scan = FragmentScan(self._ctx, self._pb, ScanSpec((), (), None))
+        ids = scan.row_ids()
+        dv = scan.deletions
+        if dv is not None and len(dv):
+            ids = ids[dv.live_mask(self.physical_rows)]
+        return ids
+
+    # -- reading ---------------------------------------------------------------------------
+    def _spec(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
+              batch_size=None) -> ScanSpec:
+        return ScanSpec.build(self._ctx.schema, columns, filter, with_row_id, with_row_address,
+                              batch_size)
+
+    def count_rows(self, filter=None) -> int:
+        spec = self._spec(columns=[], filter=filter)
+        return FragmentScan(self._ctx, self._pb, spec).count()
+
+    def to_batches(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
+                   batch_size=None, *, start: int = 0, stop: int | None = None):
+        """Batches of this fragment; ``start``/``stop`` select a range of physical rows."""
+        spec = self._spec(columns, filter, with_row_id, with_row_address, batch_size)
+        return FragmentScan(self._ctx, self._pb, spec).batches(start, stop)
+
+    def to_table(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
+                 *, start: int = 0, stop: int | None = None) -> pa.Table:
+        spec = self._spec(columns, filter, with_row_id, with_row_address)
+        tables = list(FragmentScan(self._ctx, self._pb, spec).windows(start, stop))
+        if not tables:
+            return spec.output_schema(self._ctx.schema).empty_table()
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+    def take(self, indices, columns=None) -> pa.Table:
+        """Rows by offset among this fragment's live rows."""
+        from .take import take_from_fragment
+
+        return take_from_fragment(self._ctx, self._pb, np.asarray(indices, dtype=np.int64), columns)
+
+
+def _rebuild_fragment(ctx, data: bytes) -> Fragment:
+    from .._proto import table_pb2
+
+    pb = table_pb2.DataFragment()
+    pb.ParseFromString(data)
+    return Fragment(ctx, pb)

@@ -1,0 +1,312 @@
+"""Scanning: fragments -> RecordBatches, with projection, deletions, row ids/addresses, filters.
+
+One fragment is scanned by :class:`FragmentScan`: it opens the data files holding the wanted
+columns, reads row windows of all of them in step, drops deleted rows (the deletion vector's
+kept indices; a window without deletions is passed through untouched), adds ``_rowid`` /
+``_rowaddr`` (uint64) when asked, applies the filter, and projects.
+
+A dataset scan (:func:`scan_batches`) runs fragment windows on a thread pool (file I/O and the
+Cython/Arrow decoders release the GIL) and yields their batches in order, then applies
+``offset``/``limit``.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CorruptFileError, InvalidArgumentError
+from ..file import LanceFileReader
+from ..sql_filter import referenced_columns, to_expression
+from ..table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
+from ..table.naming import deletion_file_name
+from ..table.rowids import load_row_ids
+from .context import ScanContext
+
+ROW_ID = "_rowid"
+ROW_ADDRESS = "_rowaddr"
+DEFAULT_BATCH_SIZE = 8192
+# Rows read per step inside a fragment: large enough to amortise per-call work, small enough
+# to bound memory for wide rows (vectors).
+WINDOW_ROWS = 1 << 17
+MAX_TASK_ROWS = 1 << 20
+
+
+def default_threads() -> int:
+    return max(2, min(16, (os.cpu_count() or 2) * 2))
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """What a scan returns: output columns, the filter, and the metadata columns."""
+
+    columns: tuple            # output top-level column names
+    read_columns: tuple       # columns read (output + filter-only), schema order
+    filter: pc.Expression | None
+    with_row_id: bool = False
+    with_row_address: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    @classmethod
+    def build(cls, schema: pa.Schema, columns=None, filter=None, with_row_id=False,
+              with_row_address=False, batch_size=None) -> "ScanSpec":
+        if columns is None:
+            columns = schema.names
+        elif isinstance(columns, str):
+            raise InvalidArgumentError("columns must be a list of names")
+        columns = list(columns)
+        meta = {ROW_ID: False, ROW_ADDRESS: False}
+        plain = []
+        for c in columns:
+            if c in meta and schema.get_field_index(c) < 0:
+                meta[c] = True
+            else:
+                plain.append(c)
+        unknown = [c for c in plain if schema.get_field_index(c) < 0]
+        if unknown:
+            raise InvalidArgumentError(f"no such column(s): {', '.join(map(repr, unknown))}")
+        expr = to_expression(filter, schema)
+        wanted = set(plain)
+        if expr is not None:
+            wanted |= set(referenced_columns(expr, schema))
+        read = tuple(n for n in schema.names if n in wanted)
+        if batch_size is not None and int(batch_size) <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        return cls(tuple(plain), read, expr, bool(with_row_id or meta[ROW_ID]),
+                   bool(with_row_address or meta[ROW_ADDRESS]), int(batch_size or DEFAULT_BATCH_SIZE))
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        fields = [schema.field(c) for c in self.columns]
+        if self.with_row_id:
+            fields.append(pa.field(ROW_ID, pa.uint64()))
+        if self.with_row_address:
+            fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
+        return pa.schema(fields, metadata=schema.metadata)
+
+
+def load_deletions(ctx: ScanContext, frag) -> DeletionVector | None:
+    """A fragment's deletion vector (None if it has no deletion file)."""
+    if not frag.HasField("deletion_file"):
+        return None
+    d = frag.deletion_file
+    name = deletion_file_name(frag.id, d.read_version, d.id, deletion_file_kind(d))
+    base = d.base_id if d.HasField("base_id") else None
+    uri = ctx.resolver.deletion_file_uri(name, base)
+    dv = read_deletion_file(uri, deletion_file_kind(d), physical_rows=frag.physical_rows,
+                            storage_options=ctx.storage_options)
+    if d.num_deleted_rows and len(dv) != d.num_deleted_rows:
+        raise CorruptFileError(f"holds {len(dv)} deletions, the manifest says {d.num_deleted_rows}", uri)
+    return dv
+
+
+class FragmentScan:
+    """Reads one fragment for one :class:`ScanSpec`."""
+
+    def __init__(self, ctx: ScanContext, frag, spec: ScanSpec):
+        self.ctx = ctx
+        self.frag = frag
+        self.spec = spec
+        self.num_rows = frag.physical_rows
+        self._deletions = None
+        self._deletions_loaded = False
+        self._row_ids = None
+
+    # -- pieces ---------------------------------------------------------------------------
+    @property
+    def deletions(self) -> DeletionVector | None:
+        if not self._deletions_loaded:
+            self._deletions = load_deletions(self.ctx, self.frag)
+            self._deletions_loaded = True
+        return self._deletions
+
+    def row_ids(self) -> np.ndarray:
+        """Row ids of all physical rows (stable ids, or row addresses without them)."""
+        if self._row_ids is None:
+            if self.ctx.stable_row_ids:
+                self._row_ids = load_row_ids(self.frag, self.ctx.uri, self.ctx.storage_options)
+            else:
+                self._row_ids = (np.uint64(self.frag.id) << np.uint64(32)) | \
+                    np.arange(self.num_rows, dtype=np.uint64)
+        return self._row_ids
+
+    def _file_plan(self):
+        """[(reader, projection, names)] for data files holding wanted columns; and the names
+        stored in no data file (read as nulls)."""
+        wanted = list(self.spec.read_columns)
+        plan = []
+        placed = set()
+        for df in self.frag.files:
+            ids = set(df.fields)
+            names = [n for n in wanted if n not in placed and ids & set(self.ctx.root_ids[n])]
+            if not names:
+                continue
+            base = df.base_id if df.HasField("base_id") else None
+            uri = self.ctx.resolver.data_file_uri(df.path, base)
+            reader = LanceFileReader(uri, store=self.ctx.store_for(uri),
+                                     file_size=df.file_size_bytes or None)
+            if reader.num_rows != self.num_rows:
+                raise CorruptFileError(f"has {reader.num_rows} rows, fragment {self.frag.id} "
+                                       f"has {self.num_rows}", uri)
+            proj = reader.projection(names, fields=self.ctx.fields, field_ids=list(df.fields),
+                                     column_indices=list(df.column_indices))
+            plan.append((reader, proj, names))
+            placed.update(names)
+        nulls = [n for n in wanted if n not in placed]
+        return plan, nulls
+
+    # -- reading --------------------------------------------------------------------------
+    def windows(self, start: int = 0, stop: int | None = None) -> Iterator[pa.Table]:
+        """Filtered, projected tables for physical rows ``[start, stop)`` (window by window)."""
+        stop = self.num_rows if stop is None else min(stop, self.num_rows)
+        if start >= stop:
+            return
+        plan, nulls = self._file_plan()
+        dv = self.deletions
+        window = max(self.spec.batch_size, WINDOW_ROWS)
+        iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
+        schema = self.ctx.schema
+        pos = start
+        while pos < stop:
+            end = min(pos + window, stop)
+            columns = {}
+            for it, (_, _, names) in zip(iters, plan):
+                batch = next(it)
+                for n, col in zip(batch.schema.names, batch.columns):
+                    columns[n] = col
+            for n in nulls:
+                columns[n] = pa.nulls(end - pos, schema.field(n).type)
+            yield self._finish(columns, pos, end, dv)
+            pos = end
+
+    def _finish(self, columns: dict, start: int, end: int, dv) -> pa.Table:
+        spec = self.spec
+        n = end - start
+        positions = None  # physical offsets of the rows kept, when not all of [start, end)
+        if dv is not None and len(dv):
+            local = dv.window(start, n)
+            if len(local):
+                keep = np.ones(n, dtype=bool)
+                keep[local] = False
+                positions = np.flatnonzero(keep).astype(np.uint64) + np.uint64(start)
+                take = pa.array(positions - np.uint64(start))
+                columns = {k: v.take(take) for k, v in columns.items()}
+        names = [c for c in spec.read_columns]
+        arrays = [columns[c] for c in names]
+        if spec.with_row_id or spec.with_row_address:
+            pos = positions if positions is not None else np.arange(start, end, dtype=np.uint64)
+            if spec.with_row_id:
+                names.append(ROW_ID)
+                ids = self.row_ids()
+                arrays.append(pa.array(ids[pos.astype(np.int64)] if positions is not None else ids[start:end]))
+            if spec.with_row_address:
+                names.append(ROW_ADDRESS)
+                arrays.append(pa.array((np.uint64(self.frag.id) << np.uint64(32)) | pos))
+        length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
+        table = pa.Table.from_arrays(arrays, names=names) if arrays else \
+            pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
+        if spec.filter is not None:
+            table = table.filter(spec.filter)
+        out = list(spec.columns)
+        if spec.with_row_id:
+            out.append(ROW_ID)
+        if spec.with_row_address:
+            out.append(ROW_ADDRESS)
+        if table.column_names != out:
+            table = table.select(out)
+        return table
+
+    def batches(self, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
+        for table in self.windows(start, stop):
+            yield from table.to_batches(max_chunksize=self.spec.batch_size)
+
+    def count(self) -> int:
+        if self.spec.filter is None:
+            dv = self.deletions
+            return self.num_rows - (len(dv) if dv is not None else 0)
+        return sum(t.num_rows for t in self.windows())
+
+
+def _tasks(ctx, fragments, spec):
+    for frag in fragments:
+        scan = FragmentScan(ctx, frag, spec)
+        n = frag.physical_rows
+        if n <= MAX_TASK_ROWS:
+            yield scan, 0, n
+        else:
+            for s in range(0, n, MAX_TASK_ROWS):
+                yield scan, s, min(n, s + MAX_TASK_ROWS)
+
+
+def _run_task(task) -> list:
+    scan, start, stop = task
+    return list(scan.batches(start, stop))
+
+
+def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
+                 threads: int | None = None, readahead: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Batches of the fragments in order (read concurrently), after ``offset``, up to ``limit``."""
+    if limit is not None and int(limit) < 0:
+        raise InvalidArgumentError("limit must be >= 0")
+    if offset is not None and int(offset) < 0:
+        raise InvalidArgumentError("offset must be >= 0")
+    skip = int(offset or 0)
+    remaining = None if limit is None else int(limit)
+    if remaining == 0:
+        return
+    threads = threads or default_threads()
+    readahead = readahead or threads * 2
+    tasks = iter(_tasks(ctx, fragments, spec))
+    if threads <= 1:
+        results = (_run_task(t) for t in tasks)
+        yield from _trim(results, skip, remaining)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="lancefmt-scan") as pool:
+        pending = deque()
+
+        def fill():
+            while len(pending) < readahead:
+                try:
+                    t = next(tasks)
+                except StopIteration:
+                    return
+                pending.append(pool.submit(_run_task, t))
+
+        def results():
+            fill()
+            while pending:
+                fut = pending.popleft()
+                out = fut.result()
+                fill()
+                yield out
+
+        gen = _trim(results(), skip, remaining)
+        try:
+            yield from gen
+        finally:
+            for fut in pending:
+                fut.cancel()
+
+
+def _trim(results, skip, remaining):
+    for batches in results:
+        for b in batches:
+            if skip:
+                if b.num_rows <= skip:
+                    skip -= b.num_rows
+                    continue
+                b = b.slice(skip)
+                skip = 0
+            if remaining is not None:
+                if b.num_rows >= remaining:
+                    if remaining:
+                        yield b.slice(0, remaining)
+                    return
+                remaining -= b.num_rows
+            if b.num_rows:
+                yield b

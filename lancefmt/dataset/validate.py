@@ -1,0 +1,30 @@
+"""``Dataset.validate()``: every file the version references exists and its footer reads."""
+from __future__ import annotations
+
+from ..errors import CorruptFileError
+from ..file import LanceFileReader
+from .scan import load_deletions
+
+
+def validate_dataset(ds) -> None:
+    """Raise CorruptFileError naming the first missing or unreadable file."""
+    ctx = ds._ctx
+    seen_ids = set()
+    for pb in ds._fragment_pbs():
+        if pb.id in seen_ids:
+            raise CorruptFileError(f"fragment id {pb.id} appears twice", ds.manifest_file.uri)
+        seen_ids.add(pb.id)
+        for df in pb.files:
+            uri = ctx.resolver.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
+            try:
+                reader = LanceFileReader(uri, store=ctx.store_for(uri))
+            except FileNotFoundError:
+                raise CorruptFileError("data file is missing", uri) from None
+            if reader.num_rows != pb.physical_rows:
+                raise CorruptFileError(f"has {reader.num_rows} rows, fragment {pb.id} has "
+                                       f"{pb.physical_rows}", uri)
+        try:
+            load_deletions(ctx, pb)
+        except FileNotFoundError as e:
+            raise CorruptFileError(f"deletion file of fragment {pb.id} is missing ({e})",
+                                   ds.manifest_file.uri) from None

@@ -1,0 +1,356 @@
+"""Writing: ``write_fragments`` (data files only, nothing committed), ``commit`` (one transaction),
+and ``write_dataset`` (both, with cleanup when the commit fails).
+
+Data is streamed: batches go into the current data file until it holds ``max_rows_per_file`` rows
+(or about ``max_bytes_per_file`` bytes), so memory stays bounded by the file writer's page
+buffers, whatever the input size. New data files go round-robin across the target bases.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..errors import (
+    DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError,
+)
+from ..file import LanceFileWriter
+from ..file.schema import arrow_from_fields, fields_from_arrow, storage_schema
+from ..io import open_store
+from ..io.uri import normalize_uri
+from ..table.base_paths import BasePath, BasePathResolver, assign_base_ids
+from ..table.commit import CommitOptions, commit_transaction
+from ..table.fragment import FragmentMetadata
+from ..table.manifest_builder import BuildOptions
+from ..table.naming import data_file_name
+from ..table.transaction import Append, Overwrite, Restore, Transaction
+from ..table.versions import latest_manifest, load_manifest
+from .input import to_reader
+
+DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024 ** 3
+WRITABLE_STORAGE_VERSIONS = ("2.0",)
+COMMIT_MESSAGE_KEY = "__lance_commit_message"
+
+
+def _existing(uri: str, store):
+    """The latest manifest of the dataset at ``uri``, or None if there is none."""
+    try:
+        loc = latest_manifest(uri, store=store)
+    except DatasetNotFoundError:
+        return None
+    return load_manifest(uri, loc.version, store=store)
+
+
+def _check_storage_version(version: str) -> str:
+    version = {"stable": "2.0", "0.3": "2.0"}.get(version, version)
+    if version not in WRITABLE_STORAGE_VERSIONS:
+        raise UnsupportedFeatureError(
+            f"lancefmt writes data storage version(s) {', '.join(WRITABLE_STORAGE_VERSIONS)}, "
+            f"not {version}")
+    return version
+
+
+def _bases_of(bases) -> list[BasePath]:
+    out = []
+    for b in bases or []:
+        if isinstance(b, BasePath):
+            out.append(b)
+        elif hasattr(b, "path") and hasattr(b, "is_dataset_root"):  # pylance DatasetBasePath, pb
+            out.append(BasePath(b.path, getattr(b, "name", None) or None, bool(b.is_dataset_root),
+                                getattr(b, "id", None)))
+        else:
+            raise InvalidArgumentError(f"not a BasePath: {b!r}")
+    return out
+
+
+@dataclass
+class _Target:
+    data_dir: str
+    base_id: int | None
+
+
+def _targets(uri: str, bases: list[BasePath], target_bases) -> list[_Target]:
+    """Where new data files go: the dataset root, or the named/numbered bases round-robin."""
+    resolver = BasePathResolver(uri, bases)
+    if not target_bases:
+        return [_Target(resolver.data_dir(None), None)]
+    if isinstance(target_bases, (str, int)):
+        target_bases = [target_bases]
+    out = []
+    for t in target_bases:
+        match = None
+        for b in bases:
+            if (isinstance(t, int) and b.id == t) or (isinstance(t, str) and (b.name == t or str(b.id) == t)):
+                match = b
+        if match is None:
+            raise InvalidArgumentError(f"target base {t!r} is not a base path of the dataset "
+                                       f"(known: {[(b.id, b.name) for b in bases]})")
+        out.append(_Target(resolver.data_dir(match.id), match.id))
+    return out
+
+
+class _FileRoller:
+    """Writes a batch stream into data files, rolling over at the row/byte limits."""
+
+    def __init__(self, schema: pa.Schema, fields, version: str, targets, storage_options,
+                 max_rows: int, max_bytes: int):
+        self.schema, self.fields, self.version = schema, fields, version
+        self.targets = itertools.cycle(targets)
+        self.storage_options = storage_options
+        self.max_rows, self.max_bytes = max_rows, max_bytes
+        self.fragments: list[FragmentMetadata] = []
+        self.written: list[str] = []
+        self._writer = None
+        self._target = None
+        self._bytes = 0
+
+    def _open(self):
+        self._target = next(self.targets)
+        name = data_file_name()
+        uri = self._target.data_dir.rstrip("/") + "/" + name
+        self._writer = LanceFileWriter(uri, self.schema, self.version,
+                                       store=open_store(uri, self.storage_options), fields=self.fields)
+        self._name, self._uri, self._bytes = name, uri, 0
+
+    def _close(self):
+        w = self._writer
+        self._writer = None
+        rows = w.close()
+        self.written.append(self._uri)
+        df = _data_file(self._name, w, self._target.base_id)
+        self.fragments.append(FragmentMetadata.new([df], rows))
+
+    def write(self, batch: pa.RecordBatch):
+        offset = 0
+        while offset < batch.num_rows:
+            if self._writer is None:
+                self._open()
+            room = self.max_rows - self._writer.num_rows
+            piece = batch.slice(offset, room) if batch.num_rows - offset > room else \
+                (batch.slice(offset) if offset else batch)
+            self._writer.write_batch(piece)
+            self._bytes += piece.nbytes
+            offset += piece.num_rows
+            if self._writer.num_rows >= self.max_rows or self._bytes >= self.max_bytes:
+                self._close()
+
+    def finish(self) -> list[FragmentMetadata]:
+        if self._writer is not None:
+            if self._writer.num_rows:
+                self._close()
+            else:
+                self._writer.abort()
+                self._writer = None
+        return self.fragments
+
+    def abort(self):
+        if self._writer is not None:
+            self._writer.abort()
+            self._writer = None
+        delete_files(self.written, self.storage_options)
+
+
+def _data_file(name: str, writer: LanceFileWriter, base_id):
+    from .._proto import table_pb2
+
+    major, minor = writer.version
+    df = table_pb2.DataFile(path=name, fields=writer.field_ids, column_indices=writer.column_indices,
+                            file_major_version=major, file_minor_version=minor,
+                            file_size_bytes=writer.file_size or 0)
+    if base_id is not None:
+        df.base_id = base_id
+    return df
+
+
+def delete_files(uris, storage_options=None) -> None:
+    """Best-effort removal of files this process wrote (after a failed write or commit)."""
+    for u in uris:
+        try:
+            open_store(u, storage_options).delete(u)
+        except OSError:
+            pass
+
+
+def _conform(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
+    """Check appended data against the dataset schema and reorder/cast it to that schema."""
+    have = reader.schema
+    if set(have.names) != set(schema.names) or len(have.names) != len(schema.names):
+        raise InvalidArgumentError(
+            f"appended data has columns {have.names}, the dataset has {schema.names}")
+    mismatched = [n for n in schema.names
+                  if not storage_schema(pa.schema([have.field(n)])).field(0).type.equals(
+                      storage_schema(pa.schema([schema.field(n)])).field(0).type)]
+    if mismatched:
+        detail = ", ".join(f"{n}: {have.field(n).type} vs {schema.field(n).type}" for n in mismatched)
+        raise InvalidArgumentError(f"appended data does not match the dataset schema ({detail})")
+    required = [n for n in schema.names if not schema.field(n).nullable]
+
+    def batches():
+        for b in reader:
+            b = b.select(schema.names) if b.schema.names != schema.names else b
+            for n in required:
+                if b.column(n).null_count:
+                    raise InvalidArgumentError(f"column {n!r} is not nullable but the data has nulls")
+            yield pa.RecordBatch.from_arrays(b.columns, schema=schema)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+@dataclass
+class _Plan:
+    """What a write produces, decided before any file is written."""
+
+    uri: str
+    existing: object           # ManifestFile or None
+    schema: pa.Schema
+    fields: list
+    storage_version: str
+    bases: list                # BasePaths known to the write (existing + initial)
+    reader: pa.RecordBatchReader
+
+
+def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options) -> _Plan:
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+    store = open_store(uri, storage_options)
+    existing = _existing(uri, store)
+    if existing is not None:
+        existing.check_writable()
+    if mode == "create" and existing is not None:
+        raise DatasetExistsError(f"a Lance dataset already exists at {uri} (use mode='append' or 'overwrite')")
+    reader = to_reader(data, schema)
+    if existing is not None and mode == "append":
+        if initial_bases:
+            raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
+        header = existing.header
+        fields = list(header.fields)
+        ds_schema = arrow_from_fields(fields, dict(header.schema_metadata) or None)
+        version = existing.data_storage_version
+        _check_storage_version(version)
+        bases = [BasePath.from_pb(b) for b in header.base_paths]
+        return _Plan(uri, existing, ds_schema, fields, version, bases, _conform(reader, ds_schema))
+    new_schema = reader.schema
+    fields = fields_from_arrow(new_schema)
+    if existing is not None:  # overwrite keeps the storage version unless one is asked for
+        version = _check_storage_version(data_storage_version or existing.data_storage_version)
+        if initial_bases:
+            raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
+        bases = [BasePath.from_pb(b) for b in existing.header.base_paths]
+    else:
+        version = _check_storage_version(data_storage_version or "2.0")
+        bases = assign_base_ids([], _bases_of(initial_bases))
+    return _Plan(uri, existing, new_schema, fields, version, bases, reader)
+
+
+def _write_files(plan: _Plan, target_bases, max_rows_per_file, max_bytes_per_file, storage_options):
+    if int(max_rows_per_file) <= 0:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    roller = _FileRoller(plan.schema, plan.fields, plan.storage_version,
+                         _targets(plan.uri, plan.bases, target_bases), storage_options,
+                         int(max_rows_per_file), int(max_bytes_per_file))
+    try:
+        for batch in plan.reader:
+            roller.write(batch)
+        return roller.finish(), roller.written
+    except BaseException:
+        roller.abort()
+        raise
+
+
+def write_fragments(data, uri, *, schema=None, mode: str = "append",
+                    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+                    data_storage_version: str | None = None, target_bases=None,
+                    initial_bases=None, storage_options: dict | None = None) -> list[FragmentMetadata]:
+    """Write data files for ``data`` and return their fragments (ids 0); commit nothing.
+
+    ``mode="append"`` matches an existing dataset's schema and storage version;
+    ``"overwrite"``/``"create"`` write with the data's own schema (for an Overwrite commit).
+    """
+    uri = normalize_uri(str(uri))
+    if mode == "create":
+        mode = "overwrite"
+    plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
+    fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
+                                storage_options)
+    return fragments
+
+
+def commit(uri, operation, read_version: int | None = None, *, storage_options: dict | None = None,
+           max_retries: int = 20, enable_v2_manifest_paths: bool = True,
+           data_storage_version: str | None = None, enable_stable_row_ids: bool = False,
+           commit_message: str | None = None, transaction_properties: dict | None = None,
+           must_create: bool = False):
+    """Commit one operation (``lancefmt.Operation.*``) and return the new version's Dataset.
+
+    ``read_version`` is the version the operation was planned against (conflicts with anything
+    committed since are checked); None means the latest version (0 when creating).
+    """
+    from .dataset import Dataset
+
+    uri = normalize_uri(str(uri.uri if hasattr(uri, "uri") else uri))
+    store = open_store(uri, storage_options)
+    if read_version is None:
+        try:
+            read_version = latest_manifest(uri, store=store).version
+        except DatasetNotFoundError:
+            read_version = 0
+    props = dict(transaction_properties or {})
+    if commit_message is not None:
+        props[COMMIT_MESSAGE_KEY] = commit_message
+    txn = Transaction(int(read_version), operation, transaction_properties=props)
+    restore_source = None
+    if isinstance(operation, Restore):
+        old = load_manifest(uri, operation.version, store=store)
+        restore_source = (old.manifest, old.indices)
+    options = CommitOptions(
+        max_retries=max_retries, manifest_scheme="v2" if enable_v2_manifest_paths else "v1",
+        must_create=must_create,
+        build=BuildOptions(data_storage_version=data_storage_version,
+                           enable_stable_row_ids=enable_stable_row_ids))
+    mf = commit_transaction(uri, txn, store=store, options=options, restore_source=restore_source)
+    return Dataset(uri, mf, storage_options)
+
+
+def write_dataset(data, uri, mode: str = "create", *, schema=None,
+                  max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                  max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+                  data_storage_version: str | None = None, enable_stable_row_ids: bool = False,
+                  initial_bases=None, target_bases=None, storage_options: dict | None = None,
+                  enable_v2_manifest_paths: bool = True, commit_message: str | None = None,
+                  transaction_properties: dict | None = None):
+    """Write ``data`` as a new dataset, or append to / overwrite an existing one (docs/api.md)."""
+    if hasattr(uri, "uri") and hasattr(uri, "version"):  # a Dataset: append to it
+        if storage_options is None:
+            storage_options = uri.storage_options
+        uri = uri.uri
+    uri = normalize_uri(str(uri))
+    plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
+    fragments, written = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
+                                      storage_options)
+    if plan.existing is not None and mode == "append":
+        operation = Append(fragments)
+        read_version = plan.existing.version
+    else:
+        bases = [b.to_pb() for b in plan.bases] if plan.existing is None else None
+        operation = Overwrite(plan.fields, fragments, bases,
+                              schema_metadata=_schema_metadata(plan.schema))
+        read_version = plan.existing.version if plan.existing is not None else 0
+    try:
+        return commit(uri, operation, read_version, storage_options=storage_options,
+                      enable_v2_manifest_paths=enable_v2_manifest_paths,
+                      data_storage_version=plan.storage_version,
+                      enable_stable_row_ids=enable_stable_row_ids if plan.existing is None else False,
+                      commit_message=commit_message, transaction_properties=transaction_properties,
+                      must_create=(mode == "create"))
+    except BaseException:
+        delete_files(written, storage_options)
+        raise
+
+
+def _schema_metadata(schema: pa.Schema) -> dict:
+    from ..file.schema import schema_metadata_to_proto
+
+    return schema_metadata_to_proto(schema.metadata)
