@@ -79,14 +79,17 @@ def decode_adjusted_offsets(const uint64_t[::1] ends, uint64_t adjustment, uint6
 
 cdef void _encode_ends(const offset_t[::1] offsets, const uint8_t* validity, Py_ssize_t bit_offset,
                        uint64_t[::1] out, uint64_t* adjustment) noexcept nogil:
+    # adjustment[0] == 0 asks for the default (last end + 1)
     cdef Py_ssize_t n = out.shape[0]
     cdef Py_ssize_t i, b
     cdef uint64_t base = <uint64_t>offsets[0]
     cdef uint64_t adj
     for i in range(n):
         out[i] = <uint64_t>offsets[i + 1] - base
-    adj = (out[n - 1] + 1) if n > 0 else 1
-    adjustment[0] = adj
+    adj = adjustment[0]
+    if adj == 0:
+        adj = (out[n - 1] + 1) if n > 0 else 1
+        adjustment[0] = adj
     if validity != NULL:
         for i in range(n):
             b = i + bit_offset
@@ -94,23 +97,24 @@ cdef void _encode_ends(const offset_t[::1] offsets, const uint8_t* validity, Py_
                 out[i] += adj
 
 
-def encode_adjusted_offsets(offsets, validity, Py_ssize_t bit_offset):
+def encode_adjusted_offsets(offsets, validity, Py_ssize_t bit_offset, uint64_t adjustment=0):
     """Lance end offsets (u64, relative to ``offsets[0]``) and the null adjustment.
 
     ``offsets`` holds the ``n + 1`` Arrow offsets of the rows (int32 or int64 numpy array),
     ``validity`` the Arrow validity bitmap (any buffer, or ``None``) whose bit ``bit_offset``
-    belongs to row 0. The adjustment is ``last end + 1``, as Lance writes it.
+    belongs to row 0. The adjustment is ``last end + 1`` (what Lance writes for strings) unless
+    one is given (lists use ``num_items + 1``); it must exceed every end offset.
     """
     cdef Py_ssize_t n = len(offsets) - 1
     cdef cnp.ndarray out = np.empty(max(n, 0), dtype=np.uint64)
     cdef uint64_t[::1] oview = out
-    cdef uint64_t adj = 1
+    cdef uint64_t adj = adjustment
     cdef const uint8_t[::1] vbits
     cdef const uint8_t* vptr = NULL
     cdef const int32_t[::1] o32
     cdef const int64_t[::1] o64
     if n <= 0:
-        return out, 1
+        return out, (adjustment or 1)
     if validity is not None:
         vbits = memoryview(validity).cast("B")
         if vbits.shape[0] * 8 < bit_offset + n:
