@@ -207,11 +207,10 @@ class LanceFileReader:
         span_base = np.concatenate([[0], np.cumsum(span_len)[:-1]])
         which = np.searchsorted(span_starts, idx, side="right") - 1
         positions = span_base[which] + (idx - span_starts[which])
-        arrays = [pa.chunked_array(chunks, type=f.type)
+        positions = pa.array(positions)
+        arrays = [_take(chunks, f.type, positions)
                   for chunks, f in zip(columns_out, proj.storage_schema)]
-        table = pa.Table.from_arrays(arrays, schema=proj.storage_schema)
-        table = table.take(pa.array(positions))
-        return _output_table(table.columns, proj, len(idx))
+        return _output_table(arrays, proj, len(idx))
 
     def read_batches(self, batch_size: int = DEFAULT_BATCH_SIZE, columns=None, *,
                      start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -239,6 +238,58 @@ class LanceFileReader:
     def __repr__(self):
         return (f"LanceFileReader({self.path!r}, version={self.version[0]}.{self.version[1]}, "
                 f"rows={self.num_rows}, columns={len(self._meta.columns)})")
+
+
+def _has_nested_fsl(t: pa.DataType, inside_fsl: bool = False) -> bool:
+    if pa.types.is_fixed_size_list(t):
+        return inside_fsl or _has_nested_fsl(t.value_type, True)
+    if pa.types.is_struct(t):
+        return any(_has_nested_fsl(t.field(i).type, inside_fsl) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_nested_fsl(t.value_type, inside_fsl)
+    return False
+
+
+def _take(chunks, dtype, positions) -> pa.ChunkedArray:
+    """``positions`` of the concatenated ``chunks``. pyarrow 26 takes wrong values from a
+    *sliced* fixed-size list of fixed-size lists, so such columns are first concatenated into
+    one fresh array."""
+    if _has_nested_fsl(dtype) and chunks:
+        fresh = pa.concat_arrays(list(chunks) + [pa.array([], type=dtype)])
+        return pa.chunked_array([fresh.take(positions)], type=dtype)
+    if pa.types.is_dictionary(dtype):
+        # Page dictionaries hold a null item (as Lance writes them), which pyarrow cannot unify
+        # across chunks: take the values, then dictionary-encode the result afresh.
+        values = pa.chunked_array(chunks, type=dtype).cast(dtype.value_type).take(positions)
+        return values.dictionary_encode().cast(dtype)
+    if _has_dictionary(dtype):
+        return _take_by_chunk(chunks, dtype, positions)
+    return pa.chunked_array(chunks, type=dtype).take(positions)
+
+
+def _has_dictionary(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _has_dictionary(t.value_type)
+    return False
+
+
+def _take_by_chunk(chunks, dtype, positions) -> pa.ChunkedArray:
+    """Take without concatenating chunks: one output chunk per run of positions that fall in
+    the same input chunk (nested dictionaries cannot always be unified)."""
+    pos = np.asarray(positions, dtype=np.int64)
+    bounds = np.cumsum([0] + [len(c) for c in chunks])
+    which = np.searchsorted(bounds, pos, side="right") - 1
+    out = []
+    if pos.size:
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        for run in np.split(np.arange(pos.size), cuts):
+            k = int(which[run[0]])
+            out.append(chunks[k].take(pa.array(pos[run] - bounds[k])))
+    return pa.chunked_array(out, type=dtype)
 
 
 def _inside_packed(root, node) -> bool:

@@ -119,7 +119,7 @@ def arrow_type(logical: str, children: Sequence[pa.Field] = ()) -> pa.DataType:
         if kind == "timestamp" and len(parts) >= 3 and parts[1] in _UNITS:
             tz = ":".join(parts[2:])
             return pa.timestamp(parts[1], None if tz == "-" else tz)
-    except (ValueError, TypeError, pa.ArrowException):
+    except (ValueError, TypeError, OverflowError, pa.ArrowException):
         pass
     raise UnsupportedFeatureError(f"Lance logical type {logical!r}")
 
