@@ -170,32 +170,40 @@ class ListFieldReader(FieldReader):
         self._item_starts = None
 
     def item_starts(self) -> np.ndarray:
-        """First item of each offsets page (prefix sums of ``num_items``), checked once."""
+        """First item of each offsets page (prefix sums of ``num_items``), checked once and
+        cached on the column (metadata is immutable, so readers of one file share it)."""
         if self._item_starts is None:
-            counts = []
-            for page in self.column.pages:
-                enc = parse_page_encoding(page, self.path)
-                kind = enc.WhichOneof("array_encoding")
-                if kind == "list":
-                    counts.append(enc.list.num_items)
-                elif page.num_rows == 0:
-                    counts.append(0)
-                else:
-                    raise UnsupportedFeatureError(
-                        f"{page.describe()}: list page encoded as {kind!r}", self.path)
-            starts = np.zeros(len(counts) + 1, dtype=np.int64)
-            if counts:
-                total = sum(counts)
-                if total > 2**62:
-                    raise CorruptFileError(f"list column {self.column.index} claims {total} items",
-                                           self.path)
-                np.cumsum(counts, out=starts[1:])
+            starts = getattr(self.column, "list_item_starts", None)
+            if starts is None:
+                starts = self._compute_item_starts()
+                self.column.list_item_starts = starts
             if int(starts[-1]) != self.items.num_rows:
                 raise CorruptFileError(
                     f"list column {self.column.index} refers to {int(starts[-1])} items, the item "
                     f"column has {self.items.num_rows}", self.path)
             self._item_starts = starts
         return self._item_starts
+
+    def _compute_item_starts(self) -> np.ndarray:
+        counts = []
+        for page in self.column.pages:
+            enc = parse_page_encoding(page, self.path)
+            kind = enc.WhichOneof("array_encoding")
+            if kind == "list":
+                counts.append(enc.list.num_items)
+            elif page.num_rows == 0:
+                counts.append(0)
+            else:
+                raise UnsupportedFeatureError(
+                    f"{page.describe()}: list page encoded as {kind!r}", self.path)
+        starts = np.zeros(len(counts) + 1, dtype=np.int64)
+        if counts:
+            total = sum(counts)
+            if total > 2**62:
+                raise CorruptFileError(f"list column {self.column.index} claims {total} items",
+                                       self.path)
+            np.cumsum(counts, out=starts[1:])
+        return starts
 
     def pages_for(self, start, stop):
         return [self.column.pages[i] for i in self.column.page_range(start, stop)]
@@ -256,6 +264,32 @@ class ListFieldReader(FieldReader):
         self.items.evict_before(source, item_row)
 
 
+COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
+
+
+def check_column_encoding(column: ColumnInfo, path) -> None:
+    """Columns hold plain pages (``values``; zone maps only add statistics). Blob columns keep
+    (position, size) descriptions in their pages and the bytes elsewhere: refused by name."""
+    if not column.type_url and not column.encoding:
+        return
+    if column.type_url != COLUMN_ENCODING_URL:
+        raise UnsupportedFeatureError(
+            f"column {column.index}: column encoding {column.type_url!r}", path)
+    enc = pb.ColumnEncoding()
+    try:
+        enc.ParseFromString(column.encoding)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise CorruptFileError(f"column {column.index}: undecodable ColumnEncoding ({e})",
+                               path) from None
+    while enc.WhichOneof("column_encoding") == "zone_index":
+        enc = enc.zone_index.inner
+    kind = enc.WhichOneof("column_encoding")
+    if kind not in (None, "values"):
+        raise UnsupportedFeatureError(
+            f"column {column.index}: {kind!r} column encoding (2.0 blob columns are not "
+            f"supported by lancefmt yet)", path)
+
+
 def build_field_reader(node, dtype: pa.DataType, column_of, columns, path) -> FieldReader:
     """The reader of one field (a :class:`~lancefmt.file.schema.FieldNode`) of Arrow (storage)
     type ``dtype``; ``column_of(field_id)`` gives the column index of a field id."""
@@ -263,6 +297,7 @@ def build_field_reader(node, dtype: pa.DataType, column_of, columns, path) -> Fi
         idx = column_of(field_id)
         if idx is None or not 0 <= idx < len(columns):
             raise CorruptFileError(f"field {field_id} has no column (column index {idx})", path)
+        check_column_encoding(columns[idx], path)
         return columns[idx]
 
     lt = node.logical_type
