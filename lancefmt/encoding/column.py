@@ -108,6 +108,13 @@ class PageSource:
             self._raw[(p.column, p.index)] = bufs[i:i + k]
             i += k
 
+    def fetch(self, ranges) -> list[pa.Buffer]:
+        """Raw ``(offset, size)`` ranges of the file (coalesced by the file layer)."""
+        return self._fetch_ranges(ranges) if ranges else []
+
+    def is_decoded(self, page: PageInfo) -> bool:
+        return (page.column, page.index) in self._decoded
+
     def buffers(self, page: PageInfo) -> list[pa.Buffer]:
         key = (page.column, page.index)
         if key not in self._raw:

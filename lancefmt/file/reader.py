@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ..encoding import field_readers_for
 from ..encoding.column import PageSource
+from ..encoding.take import take_chunks
 from ..errors import CorruptFileError, InvalidArgumentError, LanceError
 from .metadata import TAIL_GUESS, FileMetadata, read_metadata
 from .projection import Projection, data_file_column_map, make_projection, select_roots
@@ -25,8 +26,6 @@ from .schema import arrow_from_fields, field_tree
 from .source import ByteSource
 
 DEFAULT_BATCH_SIZE = 8192
-# take(): requested rows closer than this are read as one range.
-TAKE_SPAN_GAP = 1024
 
 
 class LanceFileReader:
@@ -183,7 +182,8 @@ class LanceFileReader:
             raise CorruptFileError(f"undecodable data ({type(e).__name__}: {e})", self.path) from None
 
     def take(self, indices, columns=None) -> pa.Table:
-        """Rows at ``indices`` (any order, repeats allowed), reading only the pages they touch."""
+        """Rows at ``indices`` (any order, repeats allowed). Only the pages holding them are
+        read; from plain fixed-width pages (numbers, vectors...) only the rows' own bytes."""
         proj = self._resolve(columns)
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if idx.size and (idx.min() < 0 or idx.max() >= self.num_rows):
@@ -191,25 +191,16 @@ class LanceFileReader:
         readers = self._readers(proj)
         if idx.size == 0:
             return self._read_with(readers, proj, self._page_source(), 0, 0)
-        uniq = np.unique(idx)
-        breaks = np.nonzero(np.diff(uniq) > TAKE_SPAN_GAP)[0] + 1
-        span_starts = uniq[np.concatenate([[0], breaks])]
-        span_stops = uniq[np.concatenate([breaks - 1, [uniq.size - 1]])] + 1
+        uniq, inverse = np.unique(idx, return_inverse=True)
         source = self._page_source()
-        source.prefetch([p for r in readers for s, e in zip(span_starts, span_stops)
-                         for p in r.pages_for(int(s), int(e))])
-        columns_out = [[] for _ in readers]
-        for s, e in zip(span_starts, span_stops):
-            for k, r in enumerate(readers):
-                columns_out[k].extend(self._guard(r.read, source, int(s), int(e)))
-        # Position of each requested row inside the concatenated spans.
-        span_len = span_stops - span_starts
-        span_base = np.concatenate([[0], np.cumsum(span_len)[:-1]])
-        which = np.searchsorted(span_starts, idx, side="right") - 1
-        positions = span_base[which] + (idx - span_starts[which])
-        positions = pa.array(positions)
-        arrays = [_take(chunks, f.type, positions)
-                  for chunks, f in zip(columns_out, proj.storage_schema)]
+        arrays = []
+        in_order = uniq.size == idx.size and bool(np.all(idx[1:] > idx[:-1]))  # sorted, unique
+        for r, f in zip(readers, proj.storage_schema):
+            chunks = self._guard(r.take, source, uniq)
+            if in_order:
+                arrays.append(pa.chunked_array(chunks, type=f.type))
+            else:
+                arrays.append(self._guard(take_chunks, chunks, f.type, pa.array(inverse.reshape(-1))))
         return _output_table(arrays, proj, len(idx))
 
     def read_batches(self, batch_size: int = DEFAULT_BATCH_SIZE, columns=None, *,
@@ -238,58 +229,6 @@ class LanceFileReader:
     def __repr__(self):
         return (f"LanceFileReader({self.path!r}, version={self.version[0]}.{self.version[1]}, "
                 f"rows={self.num_rows}, columns={len(self._meta.columns)})")
-
-
-def _has_nested_fsl(t: pa.DataType, inside_fsl: bool = False) -> bool:
-    if pa.types.is_fixed_size_list(t):
-        return inside_fsl or _has_nested_fsl(t.value_type, True)
-    if pa.types.is_struct(t):
-        return any(_has_nested_fsl(t.field(i).type, inside_fsl) for i in range(t.num_fields))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return _has_nested_fsl(t.value_type, inside_fsl)
-    return False
-
-
-def _take(chunks, dtype, positions) -> pa.ChunkedArray:
-    """``positions`` of the concatenated ``chunks``. pyarrow 26 takes wrong values from a
-    *sliced* fixed-size list of fixed-size lists, so such columns are first concatenated into
-    one fresh array."""
-    if _has_nested_fsl(dtype) and chunks:
-        fresh = pa.concat_arrays(list(chunks) + [pa.array([], type=dtype)])
-        return pa.chunked_array([fresh.take(positions)], type=dtype)
-    if pa.types.is_dictionary(dtype):
-        # Page dictionaries hold a null item (as Lance writes them), which pyarrow cannot unify
-        # across chunks: take the values, then dictionary-encode the result afresh.
-        values = pa.chunked_array(chunks, type=dtype).cast(dtype.value_type).take(positions)
-        return values.dictionary_encode().cast(dtype)
-    if _has_dictionary(dtype):
-        return _take_by_chunk(chunks, dtype, positions)
-    return pa.chunked_array(chunks, type=dtype).take(positions)
-
-
-def _has_dictionary(t: pa.DataType) -> bool:
-    if pa.types.is_dictionary(t):
-        return True
-    if pa.types.is_struct(t):
-        return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _has_dictionary(t.value_type)
-    return False
-
-
-def _take_by_chunk(chunks, dtype, positions) -> pa.ChunkedArray:
-    """Take without concatenating chunks: one output chunk per run of positions that fall in
-    the same input chunk (nested dictionaries cannot always be unified)."""
-    pos = np.asarray(positions, dtype=np.int64)
-    bounds = np.cumsum([0] + [len(c) for c in chunks])
-    which = np.searchsorted(bounds, pos, side="right") - 1
-    out = []
-    if pos.size:
-        cuts = np.flatnonzero(np.diff(which)) + 1
-        for run in np.split(np.arange(pos.size), cuts):
-            k = int(which[run[0]])
-            out.append(chunks[k].take(pa.array(pos[run] - bounds[k])))
-    return pa.chunked_array(out, type=dtype)
 
 
 def _inside_packed(root, node) -> bool:

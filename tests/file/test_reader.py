@@ -205,3 +205,48 @@ def test_other_file_versions_are_refused(tmp_path):
         open(path, "wb").write(data)
         with pytest.raises(UnsupportedFeatureError, match=match):
             LanceFileReader(path)
+
+
+def test_take_reads_only_the_rows_bytes_of_fixed_width_pages(tmp_path, monkeypatch):
+    n = 50_000
+    rng = np.random.default_rng(3)
+    t = pa.table({
+        "i": pa.array(rng.integers(0, 1000, n), mask=rng.random(n) < 0.3),
+        "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.3),
+        "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 16, dtype=np.float32),
+                                                        mask=rng.random(n * 16) < 0.1), 16,
+                                               mask=pa.array(rng.random(n) < 0.2)),
+        "vv": pa.FixedSizeListArray.from_arrays(
+            pa.FixedSizeListArray.from_arrays(pa.array(np.arange(n * 4, dtype=np.int16)), 2), 2),
+        "st": pa.StructArray.from_arrays([pa.array(np.arange(n)), pa.array(rng.random(n) < 0.5)],
+                                         names=["x", "y"]),
+        "nulls": pa.nulls(n, pa.int64()),
+        "s": pa.array([str(k) for k in range(n)]),
+    })
+    path = str(tmp_path / "f.lance")
+    with LanceFileWriter(path, t.schema) as w:
+        w.write_batch(t)
+    r = LanceFileReader(path)
+    fetched = []
+    orig = r._source.fetch
+    monkeypatch.setattr(r._source, "fetch", lambda ranges: fetched.extend(ranges) or orig(ranges))
+    idx = [49_999, 7, 8, 9, 1001, 3, 3, 25_013]
+    got = r.take(idx, ["i", "b", "v", "vv", "st", "nulls"])
+    assert got.equals(t.select(["i", "b", "v", "vv", "st", "nulls"]).take(idx))
+    assert sum(size for _, size in fetched) < 10_000  # the file is megabytes
+    fetched.clear()
+    assert r.take(idx, ["s"]).equals(t.select(["s"]).take(idx))  # strings: whole pages
+    assert sum(size for _, size in fetched) > 100_000
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_take_random_rows_every_kind(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    t = sample(3000)
+    path = str(tmp_path / "f.lance")
+    with LanceFileWriter(path, t.schema, max_page_bytes=4000, page_buffer_bytes=20_000) as w:
+        w.write_batch(t)
+    r = LanceFileReader(path)
+    for k in (1, 5, 50, 2000):
+        idx = rng.integers(0, 3000, k)
+        assert r.take(idx).equals(t.take(idx))

@@ -26,7 +26,13 @@ from ..._proto import encodings_v2_0_pb2 as pb
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from .._validity import copy_bitmap
 from ..column import ColumnInfo, PageInfo, PageSource
+from ..take import span_positions, spans, take_chunks
+from . import page_slicer
 from .page_decoder import PageDecoder
+
+# take() reads just the rows' bytes of a plain fixed-width page when they are less than this
+# fraction of the page.
+PARTIAL_PAGE_FRACTION = 0.25
 
 ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
 _INT32_MAX = 2**31 - 1
@@ -59,6 +65,16 @@ class FieldReader:
 
     def evict_before(self, source: PageSource, row: int) -> None:
         """Drop cached pages that end at or before ``row`` (streaming scans)."""
+
+    def take(self, source: PageSource, rows: np.ndarray) -> list[pa.Array]:
+        """Chunks holding exactly ``rows`` (sorted, unique), in order. By default the ranges
+        around the rows are read (whole pages decoded) and the rows taken from them."""
+        starts, stops = spans(rows)
+        source.prefetch([p for s, e in zip(starts, stops) for p in self.pages_for(int(s), int(e))])
+        chunks = [c for s, e in zip(starts, stops) for c in self.read(source, int(s), int(e))]
+        if int((stops - starts).sum()) == rows.size:
+            return chunks
+        return take_chunks(chunks, self.dtype, span_positions(starts, stops, rows)).chunks
 
 
 class PrimitiveFieldReader(FieldReader):
@@ -97,6 +113,60 @@ class PrimitiveFieldReader(FieldReader):
         first = pages.start if len(pages) else len(self.column.pages)
         source.evict_before(self.column.index, first)
 
+    def take(self, source, rows):
+        col = self.column
+        page_of = np.searchsorted(col.page_starts, rows, side="right") - 1
+        groups = np.split(np.arange(rows.size), np.flatnonzero(np.diff(page_of)) + 1)
+        plans, ranges, full = [], [], []
+        for g in groups:
+            page = col.pages[int(page_of[g[0]])]
+            local = rows[g] - page.row_start
+            plan = self._partial_plan(source, page, local)
+            if plan is not None:
+                plan["first"] = len(ranges)
+                ranges.extend(r for _, _, rs, _ in plan["buffers"] for r in rs)
+            else:
+                full.append(page)
+            plans.append((page, local, plan))
+        fetched = source.fetch(ranges)
+        source.prefetch(full)
+        out = []
+        for page, local, plan in plans:
+            if plan is None:
+                arr = source.decoded(page, self._decode)
+                if local.size == len(arr):
+                    out.append(arr)
+                else:
+                    out.extend(take_chunks([arr], self.dtype, pa.array(local)).chunks)
+                continue
+            buffers = [None] * len(page.buffer_offsets)
+            pos = plan["first"]
+            for index, bits, rs, shifts in plan["buffers"]:
+                pieces = fetched[pos:pos + len(rs)]
+                pos += len(rs)
+                buffers[index] = page_slicer.assemble(pieces, bits, plan["starts"],
+                                                      plan["stops"], shifts)
+            decoder = PageDecoder(buffers, self.path, page.describe())
+            out.append(decoder.decode(plan["encoding"], local.size, self.dtype))
+        return out
+
+    def _partial_plan(self, source, page: PageInfo, local: np.ndarray):
+        """How to read just ``local`` rows of ``page``, or None to decode the whole page."""
+        if source.is_decoded(page) or local.size == page.num_rows:
+            return None
+        enc = parse_page_encoding(page, self.path)
+        layout = page_slicer.row_layout(enc)
+        if layout is None or any(i >= len(page.buffer_offsets) for i, _ in layout):
+            return None
+        starts, stops = page_slicer.runs(local)
+        row_bits = sum(bits for _, bits in layout)
+        need = local.size * row_bits / 8 + 16 * len(layout) * starts.size
+        if need > PARTIAL_PAGE_FRACTION * sum(int(s) for s in page.buffer_sizes):
+            return None
+        return {"encoding": enc, "starts": starts, "stops": stops,
+                "buffers": page_slicer.byte_ranges(page.buffer_offsets, page.buffer_sizes,
+                                                   layout, starts, stops)}
+
 
 class StructFieldReader(FieldReader):
     """A (non-packed) struct: children read the same rows; chunks re-cut to common bounds."""
@@ -128,6 +198,13 @@ class StructFieldReader(FieldReader):
     def evict_before(self, source, row):
         for c in self.children:
             c.evict_before(source, row)
+
+    def take(self, source, rows):
+        if not self.children:
+            return super().take(source, rows)
+        fields = list(self.dtype)
+        parts = [c.take(source, rows) for c in self.children]
+        return zip_chunks(parts, lambda arrays: pa.StructArray.from_arrays(arrays, fields=fields))
 
 
 def zip_chunks(parts: list[list[pa.Array]], combine) -> list[pa.Array]:
