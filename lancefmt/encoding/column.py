@@ -28,6 +28,9 @@ class PageInfo:
     type_url: str                 # the Any type URL of the page encoding
     encoding: bytes               # the Any payload (an ArrayEncoding for 2.0)
     priority: int = 0
+    # Caches filled by the decoders (the page description never changes once parsed).
+    parsed: object = None         # the parsed page encoding
+    row_layout: object = None     # bits per row of each buffer (False: not sliceable)
 
     @property
     def row_stop(self) -> int:

@@ -46,6 +46,17 @@ def _read_pool() -> ThreadPoolExecutor:
     return _pool
 
 
+def _forget_pool_after_fork():
+    """A forked child (e.g. a PySpark worker) must not wait on its parent's threads."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 class ByteSource:
     """Ranged reads of one file, by URI (through :mod:`lancefmt.io`) or from a file object."""
 

@@ -250,3 +250,24 @@ def test_take_random_rows_every_kind(tmp_path, seed):
     for k in (1, 5, 50, 2000):
         idx = rng.integers(0, 3000, k)
         assert r.take(idx).equals(t.take(idx))
+
+
+def test_reads_in_a_forked_child(small_pages):
+    """The read thread pool is recreated in a forked child (PySpark forks its workers)."""
+    import multiprocessing as mp
+    import os
+
+    path, t = small_pages
+    big = str(os.path.dirname(path)) + "/big.lance"
+    tb = pa.table({"v": pa.array(np.arange(3_000_000, dtype=np.int64))})
+    with LanceFileWriter(big, tb.schema) as w:
+        w.write_batch(tb)
+    assert LanceFileReader(big).read_all().equals(tb)  # parent uses the pool first
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        rows = pool.apply_async(_child_read, (big,)).get(timeout=60)
+    assert rows == 3_000_000
+
+
+def _child_read(path):
+    return LanceFileReader(path).read_all().num_rows

@@ -39,7 +39,11 @@ _INT32_MAX = 2**31 - 1
 
 
 def parse_page_encoding(page: PageInfo, path: str | None) -> pb.ArrayEncoding:
-    """The ArrayEncoding of a 2.0 page (other page layouts are refused by name)."""
+    """The ArrayEncoding of a 2.0 page (other page layouts are refused by name); parsed once
+    and kept on the (immutable) page description."""
+    enc = page.parsed
+    if enc is not None:
+        return enc
     if page.type_url != ARRAY_ENCODING_URL:
         raise UnsupportedFeatureError(
             f"{page.describe()}: page encoding {page.type_url!r} in a 2.0 file", path)
@@ -48,6 +52,7 @@ def parse_page_encoding(page: PageInfo, path: str | None) -> pb.ArrayEncoding:
         enc.ParseFromString(page.encoding)
     except (DecodeError, RuntimeError, ValueError) as e:
         raise CorruptFileError(f"{page.describe()}: undecodable ArrayEncoding ({e})", path) from None
+    page.parsed = enc
     return enc
 
 
@@ -155,8 +160,13 @@ class PrimitiveFieldReader(FieldReader):
         if source.is_decoded(page) or local.size == page.num_rows:
             return None
         enc = parse_page_encoding(page, self.path)
-        layout = page_slicer.row_layout(enc)
-        if layout is None or any(i >= len(page.buffer_offsets) for i, _ in layout):
+        layout = page.row_layout
+        if layout is None:
+            layout = page_slicer.row_layout(enc)
+            if layout is None or any(i >= len(page.buffer_offsets) for i, _ in layout):
+                layout = False
+            page.row_layout = layout
+        if layout is False:
             return None
         starts, stops = page_slicer.runs(local)
         row_bits = sum(bits for _, bits in layout)
