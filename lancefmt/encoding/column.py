@@ -78,9 +78,11 @@ class PageSource:
     :meth:`evict_before` drops the ones a streaming scan has passed.
     """
 
-    def __init__(self, columns: Sequence[ColumnInfo], fetch_ranges: Callable, path: str | None):
+    def __init__(self, columns: Sequence[ColumnInfo], fetch_ranges: Callable, path: str | None,
+                 data_end: int | None = None):
         self.columns = columns
         self.path = path
+        self.data_end = data_end  # bytes referenced from page data must lie before this
         self._fetch_ranges = fetch_ranges
         self._raw: dict[tuple[int, int], list[pa.Buffer]] = {}
         self._decoded: dict[tuple[int, int], object] = {}

@@ -145,7 +145,7 @@ class LanceFileReader:
         return readers
 
     def _page_source(self) -> PageSource:
-        return PageSource(self._meta.columns, self._source.fetch, self.path)
+        return PageSource(self._meta.columns, self._source.fetch, self.path, self._meta.data_end)
 
     # -- reads ----------------------------------------------------------------------------------
     def read_all(self, columns=None) -> pa.Table:

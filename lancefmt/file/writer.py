@@ -33,6 +33,23 @@ _COLUMN_ENCODING = any_pb2.Any(
     value=encodings_v2_0_pb2.ColumnEncoding(values={}).SerializeToString()).SerializeToString()
 
 
+class _Sink:
+    """What the field writers of :mod:`lancefmt.encoding` write through."""
+
+    def __init__(self, writer: "LanceFileWriter"):
+        self.writer = writer
+
+    def emit(self, column, page):
+        self.writer._emit(column, page)
+
+    def write_buffer(self, data):
+        return self.writer._write(data)
+
+    def set_column_encoding(self, column, encoding):
+        self.writer._column_encodings[column] = any_pb2.Any(
+            type_url=COLUMN_ENCODING_URL, value=encoding.SerializeToString()).SerializeToString()
+
+
 class LanceFileWriter:
     """Writes one Lance data file.
 
@@ -92,7 +109,8 @@ class LanceFileWriter:
         self.field_ids = [f for f, _ in allocation]
         self.column_indices = [c for _, c in allocation]
         self._pages = [[] for _ in allocation]
-        self._writers = [self._scheme.build(root, f, column_of, self._emit, self.page_buffer_bytes,
+        self._column_encodings = [_COLUMN_ENCODING] * len(allocation)
+        self._writers = [self._scheme.build(root, f, column_of, _Sink(self), self.page_buffer_bytes,
                                             self.max_page_bytes)
                          for root, f in zip(roots, storage)]
 
@@ -194,9 +212,9 @@ class LanceFileWriter:
         pos = self._pos + len(blobs[0])
         column_meta_start = pos
         cmo = []
-        for pages in self._pages:
+        for pages, column_encoding in zip(self._pages, self._column_encodings):
             cm = file2_pb2.ColumnMetadata()
-            cm.encoding.direct.encoding = _COLUMN_ENCODING
+            cm.encoding.direct.encoding = column_encoding
             for offsets, sizes, num_rows, encoding in pages:
                 p = cm.pages.add()
                 p.buffer_offsets.extend(offsets)

@@ -252,6 +252,7 @@ def test_take_random_rows_every_kind(tmp_path, seed):
         assert r.take(idx).equals(t.take(idx))
 
 
+@pytest.mark.filterwarnings("ignore:lance is not fork-safe")
 def test_reads_in_a_forked_child(small_pages):
     """The read thread pool is recreated in a forked child (PySpark forks its workers)."""
     import multiprocessing as mp

@@ -44,6 +44,14 @@ def real_files(tmp_path_factory):
     with PyLanceWriter(p, low.schema, version="2.0") as w:
         w.write_batch(low)
     files.append(p)
+    blob_schema = pa.schema([pa.field("b", pa.large_binary(),
+                                      metadata={"lance-encoding:blob": "true"})])
+    blobs = pa.table([pa.array([None if i % 4 == 0 else b"x" * (i % 9) for i in range(60)],
+                               pa.large_binary())], schema=blob_schema)
+    p = str(d / "pylance_blob.lance")
+    with PyLanceWriter(p, blob_schema, version="2.0") as w:
+        w.write_batch(blobs)
+    files.append(p)
     p = str(d / "ours.lance")
     with LanceFileWriter(p, t.schema, max_page_bytes=300) as w:
         w.write_batch(t)
@@ -51,7 +59,7 @@ def real_files(tmp_path_factory):
     return [open(f, "rb").read() for f in files]
 
 
-@pytest.mark.parametrize("which", [0, 1, 2])
+@pytest.mark.parametrize("which", [0, 1, 2, 3])
 def test_byte_flips(real_files, which):
     data = real_files[which]
     rng = np.random.default_rng(1234 + which)
@@ -70,7 +78,7 @@ def test_byte_flips(real_files, which):
         _exercise(bytes(buf))
 
 
-@pytest.mark.parametrize("which", [0, 1, 2])
+@pytest.mark.parametrize("which", [0, 1, 2, 3])
 def test_truncations(real_files, which):
     data = real_files[which]
     size = len(data)

@@ -5,12 +5,15 @@ import decimal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from lance.file import LanceFileReader as PyLanceReader
 
 from lancefmt.file import LanceFileReader, LanceFileWriter
 
 from file_tables import equal_ignoring_dictionaries
+
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 
 FIXED = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
          pa.uint64(), pa.float16(), pa.float32(), pa.float64(), pa.bool_(), pa.date32(),

@@ -285,3 +285,29 @@ def test_pylance_dataset_can_use_our_data_file(tmp_path):
         w.write_batch(t)
     assert (w.field_ids, w.column_indices) == (list(data_file.fields), list(data_file.column_indices))
     assert lance.dataset(uri).to_table().equals(t)
+
+
+def _blob_table(n=300):
+    schema = pa.schema([pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"}),
+                        pa.field("i", pa.int32())])
+    values = [None if k % 7 == 0 else (b"" if k % 5 == 0 else bytes([k % 256]) * (k % 97))
+              for k in range(n)]
+    return pa.table([pa.array(values, pa.large_binary()), pa.array(np.arange(n, dtype=np.int32))],
+                    schema=schema)
+
+
+def test_blob_columns_both_ways(tmp_path):
+    t = _blob_table()
+    theirs, ours = str(tmp_path / "t.lance"), str(tmp_path / "o.lance")
+    with PyLanceWriter(theirs, t.schema, version="2.0") as w:
+        w.write_batch(t.slice(0, 100))
+        w.write_batch(t.slice(100))
+    with LanceFileWriter(ours, t.schema) as w:
+        w.write_batch(t.slice(0, 100))
+        w.write_batch(t.slice(100))
+    reader = LanceFileReader(theirs)
+    assert reader.read_all().equals(t)
+    assert reader.take([299, 0, 14, 7]).equals(t.take([299, 0, 14, 7]))
+    assert pa.Table.from_batches(list(reader.read_batches(64))).equals(t)
+    assert pylance_read(ours).equals(t)
+    assert open(ours, "rb").read() == open(theirs, "rb").read()

@@ -28,7 +28,7 @@ from .._validity import copy_bitmap
 from ..column import ColumnInfo, PageInfo, PageSource
 from ..take import span_positions, spans, take_chunks
 from . import page_slicer
-from .page_decoder import PageDecoder
+from .page_decoder import PageDecoder, is_binary_like, is_large_binary_like
 
 # take() reads just the rows' bytes of a plain fixed-width page when they are less than this
 # fraction of the page.
@@ -217,6 +217,69 @@ class StructFieldReader(FieldReader):
         return zip_chunks(parts, lambda arrays: pa.StructArray.from_arrays(arrays, fields=fields))
 
 
+_BLOB_DESC = pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
+
+
+class BlobFieldReader(FieldReader):
+    """A 2.0 blob column: pages of (position, size) per row; the bytes live elsewhere in the
+    file. (0, 0) is an empty value and (p != 0, 0) a null."""
+
+    def __init__(self, column: ColumnInfo, dtype: pa.DataType, path: str | None):
+        self.column = column
+        self.dtype = dtype
+        self.path = path
+        self.num_rows = column.num_rows
+
+    def pages_for(self, start, stop):
+        return [self.column.pages[i] for i in self.column.page_range(start, stop)]
+
+    def _decode(self, page: PageInfo, buffers):
+        enc = parse_page_encoding(page, self.path)
+        desc = PageDecoder(buffers, self.path, page.describe()).decode(enc, page.num_rows,
+                                                                       _BLOB_DESC)
+        positions = desc.field(0).to_numpy(zero_copy_only=False).astype(np.uint64)
+        sizes = desc.field(1).to_numpy(zero_copy_only=False).astype(np.uint64)
+        return positions, sizes
+
+    def read(self, source, start, stop):
+        out = []
+        for i in self.column.page_range(start, stop):
+            page = self.column.pages[i]
+            positions, sizes = source.decoded(page, self._decode)
+            lo = max(start, page.row_start) - page.row_start
+            hi = min(stop, page.row_stop) - page.row_start
+            out.append(self._values(source, page, positions[lo:hi], sizes[lo:hi]))
+        return out
+
+    def _values(self, source, page, positions, sizes) -> pa.Array:
+        n = positions.size
+        valid = ~((sizes == 0) & (positions != 0))
+        stored = np.flatnonzero(sizes > 0)
+        limit = source.data_end
+        if stored.size and limit is not None and (
+                np.any(positions[stored] > limit) or np.any(sizes[stored] > limit - positions[stored])):
+            raise CorruptFileError(f"{page.describe()}: a blob lies outside the data region",
+                                   self.path)
+        bufs = source.fetch([(int(positions[k]), int(sizes[k])) for k in stored])
+        data = (np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in bufs]) if bufs
+                else np.zeros(0, dtype=np.uint8))
+        large = is_large_binary_like(self.dtype)
+        if not large and data.size > _INT32_MAX:
+            raise UnsupportedFeatureError(f"{page.describe()}: blobs over 2 GiB in a 32-bit "
+                                          f"binary column", self.path)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes.astype(np.int64), out=offsets[1:])
+        validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return pa.Array.from_buffers(
+            self.dtype, n, [validity, pa.py_buffer(offsets if large else offsets.astype(np.int32)),
+                            pa.py_buffer(data)])
+
+    def evict_before(self, source, row):
+        pages = self.column.page_range(row, row + 1)
+        first = pages.start if len(pages) else len(self.column.pages)
+        source.evict_before(self.column.index, first)
+
+
 def zip_chunks(parts: list[list[pa.Array]], combine) -> list[pa.Array]:
     """Re-cut several chunk lists covering the same rows at their common boundaries (zero
     copy slices) and ``combine`` the aligned pieces."""
@@ -354,11 +417,12 @@ class ListFieldReader(FieldReader):
 COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
 
 
-def check_column_encoding(column: ColumnInfo, path) -> None:
-    """Columns hold plain pages (``values``; zone maps only add statistics). Blob columns keep
-    (position, size) descriptions in their pages and the bytes elsewhere: refused by name."""
+def column_encoding_kind(column: ColumnInfo, path) -> str:
+    """``"values"`` for plain columns (zone maps only add statistics) or ``"blob"`` for blob
+    columns, whose pages hold (position, size) descriptions of bytes stored elsewhere; other
+    column encodings are refused by name."""
     if not column.type_url and not column.encoding:
-        return
+        return "values"
     if column.type_url != COLUMN_ENCODING_URL:
         raise UnsupportedFeatureError(
             f"column {column.index}: column encoding {column.type_url!r}", path)
@@ -371,21 +435,32 @@ def check_column_encoding(column: ColumnInfo, path) -> None:
     while enc.WhichOneof("column_encoding") == "zone_index":
         enc = enc.zone_index.inner
     kind = enc.WhichOneof("column_encoding")
+    if kind == "blob":
+        inner = enc.blob.inner
+        while inner.WhichOneof("column_encoding") == "zone_index":
+            inner = inner.zone_index.inner
+        if inner.WhichOneof("column_encoding") not in (None, "values"):
+            raise UnsupportedFeatureError(
+                f"column {column.index}: blob column over "
+                f"{inner.WhichOneof('column_encoding')!r}", path)
+        return "blob"
     if kind not in (None, "values"):
-        raise UnsupportedFeatureError(
-            f"column {column.index}: {kind!r} column encoding (2.0 blob columns are not "
-            f"supported by lancefmt yet)", path)
+        raise UnsupportedFeatureError(f"column {column.index}: {kind!r} column encoding", path)
+    return "values"
 
 
 def build_field_reader(node, dtype: pa.DataType, column_of, columns, path) -> FieldReader:
     """The reader of one field (a :class:`~lancefmt.file.schema.FieldNode`) of Arrow (storage)
     type ``dtype``; ``column_of(field_id)`` gives the column index of a field id."""
-    def column(field_id):
+    def column(field_id, blob_ok=False):
         idx = column_of(field_id)
         if idx is None or not 0 <= idx < len(columns):
             raise CorruptFileError(f"field {field_id} has no column (column index {idx})", path)
-        check_column_encoding(columns[idx], path)
-        return columns[idx]
+        kind = column_encoding_kind(columns[idx], path)
+        if kind == "blob" and not blob_ok:
+            raise UnsupportedFeatureError(
+                f"column {idx}: a blob column for field {node.name!r} of type {dtype}", path)
+        return columns[idx], kind
 
     lt = node.logical_type
     if lt == "struct" and not node.is_packed_struct():
@@ -394,13 +469,16 @@ def build_field_reader(node, dtype: pa.DataType, column_of, columns, path) -> Fi
                                    f"fields, type has {dtype.num_fields}", path)
         children = [build_field_reader(c, dtype.field(i).type, column_of, columns, path)
                     for i, c in enumerate(node.children)]
-        return StructFieldReader(column(node.id), children, dtype, path)
+        return StructFieldReader(column(node.id)[0], children, dtype, path)
     if lt in ("list", "list.struct", "large_list", "large_list.struct"):
         if len(node.children) != 1:
             raise CorruptFileError(f"list field {node.name!r} needs one child field", path)
         items = build_field_reader(node.children[0], dtype.value_type, column_of, columns, path)
-        return ListFieldReader(column(node.id), items, dtype, path)
-    return PrimitiveFieldReader(column(node.id), dtype, path)
+        return ListFieldReader(column(node.id)[0], items, dtype, path)
+    col, kind = column(node.id, blob_ok=is_binary_like(dtype))
+    if kind == "blob":
+        return BlobFieldReader(col, dtype, path)
+    return PrimitiveFieldReader(col, dtype, path)
 
 
 def assign_columns(roots) -> dict[int, int]:

@@ -11,7 +11,7 @@ one page counting all rows) is emitted when the field finishes, as Lance does.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +24,21 @@ from .page_encoder import (EncodedPage, PageOptions, _offsets_view, encode_list_
 DEFAULT_PAGE_BUFFER_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
 
-Sink = Callable[[int, EncodedPage], None]
+BLOB_META_KEY = "lance-encoding:blob"
+_BLOB_DESC = pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
+
+
+class Sink(Protocol):
+    """Where field writers put their output (the file writer implements it)."""
+
+    def emit(self, column: int, page: EncodedPage) -> None:
+        """Write a page's buffers and record the page in the column's metadata."""
+
+    def write_buffer(self, data) -> tuple[int, int]:
+        """Write raw bytes (64-byte aligned) outside any page; returns (position, size)."""
+
+    def set_column_encoding(self, column: int, encoding) -> None:
+        """Replace the column's ``ColumnEncoding`` (default: ``values``)."""
 
 
 class FieldWriter:
@@ -67,12 +81,12 @@ class PrimitiveFieldWriter(FieldWriter):
         self.pending, self.pending_bytes = [], 0
         n = len(arr)
         if n == 0:
-            self.sink(self.column, encode_page(arr, self.options))
+            self.sink.emit(self.column, encode_page(arr, self.options))
             return
         parts = min(max(1, -(-size // self.max_page_bytes)), n)
         step = -(-n // parts)
         for start in range(0, n, step):
-            self.sink(self.column, encode_page(arr.slice(start, min(step, n - start)),
+            self.sink.emit(self.column, encode_page(arr.slice(start, min(step, n - start)),
                                                self.options))
 
 
@@ -121,7 +135,7 @@ class ListFieldWriter(FieldWriter):
             base += int(rel[-1])
             pos += k
         validity = np.packbits(mask, bitorder="little") if mask is not None else None
-        self.sink(self.column, encode_list_offsets(offsets, validity, self.num_items))
+        self.sink.emit(self.column, encode_list_offsets(offsets, validity, self.num_items))
         self.chunks, self.rows, self.num_items = [], 0, 0
 
     def flush(self):
@@ -156,9 +170,64 @@ class StructFieldWriter(FieldWriter):
             c.flush()
 
     def finish(self):
-        self.sink(self.column, struct_header_page(self.rows))
+        self.sink.emit(self.column, struct_header_page(self.rows))
         for c in self.children:
             c.finish()
+
+
+class BlobFieldWriter(FieldWriter):
+    """A blob column (field metadata ``lance-encoding:blob``): every non-empty value is written
+    as its own 64-byte aligned buffer outside the pages, and the pages hold a packed struct of
+    (position u64, size u64) per row -- (0, 0) for an empty value, (1, 0) for null -- with the
+    column encoding ``blob{inner: values}``, as Lance 2.0 writes it."""
+
+    def __init__(self, column: int, sink: Sink, page_buffer_bytes: int):
+        from ..._proto import encodings_v2_0_pb2 as pb
+
+        self.column = column
+        self.sink = sink
+        self.page_buffer_bytes = page_buffer_bytes
+        self.pending: list[pa.Array] = []
+        self.pending_bytes = 0
+        sink.set_column_encoding(column, pb.ColumnEncoding(
+            blob=pb.Blob(inner=pb.ColumnEncoding(values={}))))
+
+    def append(self, arr):
+        self.pending.append(arr)
+        self.pending_bytes += arr.nbytes
+        if self.pending_bytes >= self.page_buffer_bytes:
+            self.flush()
+
+    def flush(self):
+        if not self.pending:
+            return
+        chunks, self.pending, self.pending_bytes = self.pending, [], 0
+        positions, sizes = [], []
+        for arr in chunks:
+            n = len(arr)
+            offsets = _offsets_view(arr)
+            data = arr.buffers()[2]
+            valid = np.ones(n, dtype=bool) if not arr.null_count else np.unpackbits(
+                copy_bitmap(arr.buffers()[0], arr.offset, n), count=n, bitorder="little").astype(bool)
+            pos = np.zeros(n, dtype=np.uint64)
+            size = np.zeros(n, dtype=np.uint64)
+            for i in np.flatnonzero(valid & (offsets[1:] > offsets[:-1])):
+                a, b = int(offsets[i]), int(offsets[i + 1])
+                pos[i], size[i] = self.sink.write_buffer(data.slice(a, b - a))
+            pos[~valid] = 1
+            positions.append(pos)
+            sizes.append(size)
+        desc = pa.StructArray.from_arrays(
+            [pa.array(np.concatenate(positions)), pa.array(np.concatenate(sizes))],
+            fields=list(_BLOB_DESC))
+        self.sink.emit(self.column, encode_page(desc))
+
+
+def is_blob_field(node, dtype: pa.DataType) -> bool:
+    """Lance writes binary fields marked ``lance-encoding:blob`` as blob columns."""
+    from .page_decoder import is_binary_like
+
+    return BLOB_META_KEY in node.field.metadata and is_binary_like(dtype)
 
 
 def column_allocation(roots) -> list[tuple[int, int]]:
@@ -198,6 +267,8 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink: Sink,
         raise InvalidArgumentError(
             f"field {node.name!r}: a fixed-size list of {dtype.value_type} (2.0 stores "
             f"fixed-size lists of fixed-width values only)")
+    if is_blob_field(node, dtype):
+        return BlobFieldWriter(col, sink, page_buffer_bytes)
     options = PageOptions.from_metadata(node.field.metadata)
     return PrimitiveFieldWriter(col, options, sink, page_buffer_bytes, max_page_bytes)
 
