@@ -62,7 +62,8 @@ class ColumnInfo:
         return int(self.page_starts[-1])
 
     def page_range(self, start: int, stop: int) -> range:
-        """Indices of the pages holding rows ``[start, stop)`` (none when the range is empty)."""
+        """Indices of the pages holding rows ``[start, stop)`` (none when the range is empty;
+        zero-row pages lying between them are included and decode to nothing)."""
         if stop <= start:
             return range(0)
         first = int(np.searchsorted(self.page_starts, start, side="right")) - 1
