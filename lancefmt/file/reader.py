@@ -19,10 +19,10 @@ import pyarrow as pa
 from ..encoding import field_readers_for
 from ..encoding.column import PageSource
 from ..encoding.take import take_chunks
-from ..errors import CorruptFileError, InvalidArgumentError, LanceError
+from ..errors import CorruptFileError, FileError, InvalidArgumentError, LanceError
 from .metadata import TAIL_GUESS, FileMetadata, read_metadata
 from .projection import Projection, data_file_column_map, make_projection, select_roots
-from .schema import arrow_from_fields, field_tree
+from .schema import field_tree
 from .source import ByteSource
 
 DEFAULT_BATCH_SIZE = 8192
@@ -113,13 +113,19 @@ class LanceFileReader:
             return make_projection(roots, column_of)
         if columns is None:
             if self._file_projection is None:
-                self._file_projection = make_projection(
-                    self._roots, self._readers_factory.assign_columns(self._roots),
-                    self._meta.schema_metadata)
+                self._file_projection = self._file_schema_projection(self._roots)
             return self._file_projection
-        roots = select_roots(self._roots, columns)
-        return make_projection(roots, self._readers_factory.assign_columns(self._roots),
-                               self._meta.schema_metadata)
+        return self._file_schema_projection(select_roots(self._roots, columns))
+
+    def _file_schema_projection(self, roots) -> Projection:
+        """A projection over the file's own schema; schema errors name the file."""
+        try:
+            return make_projection(roots, self._readers_factory.assign_columns(self._roots),
+                                   self._meta.schema_metadata)
+        except FileError as e:
+            if e.path is None:
+                raise type(e)(f"schema: {e.reason}", self.path) from None
+            raise
 
     def _resolve(self, columns) -> Projection:
         if isinstance(columns, Projection):
@@ -169,7 +175,7 @@ class LanceFileReader:
         for r, field in zip(readers, proj.storage_schema):
             chunks = self._guard(r.read, source, start, stop)
             arrays.append(pa.chunked_array(chunks, type=field.type))
-        return _output_table(arrays, proj, stop - start)
+        return self._guard(_output_table, arrays, proj, stop - start)
 
     def _guard(self, fn, *args):
         """Run a decode step; stray low-level errors on corrupt input become CorruptFileError."""
@@ -201,7 +207,7 @@ class LanceFileReader:
                 arrays.append(pa.chunked_array(chunks, type=f.type))
             else:
                 arrays.append(self._guard(take_chunks, chunks, f.type, pa.array(inverse.reshape(-1))))
-        return _output_table(arrays, proj, len(idx))
+        return self._guard(_output_table, arrays, proj, len(idx))
 
     def read_batches(self, batch_size: int = DEFAULT_BATCH_SIZE, columns=None, *,
                      start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -221,7 +227,7 @@ class LanceFileReader:
             table = self._read_with(readers, proj, source, pos, end)
             if end < stop:
                 for r in readers:
-                    r.evict_before(source, end)
+                    self._guard(r.evict_before, source, end)
             yield _combine_batch(table)
             pos = end
 

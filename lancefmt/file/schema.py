@@ -213,7 +213,10 @@ def _restore_extensions(schema: pa.Schema) -> pa.Schema:
     which is how pyarrow itself resolves them); unknown extensions stay storage + metadata."""
     if not any(_has_ext_meta(f) for f in schema):
         return schema
-    return pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
+    except (pa.ArrowException, ValueError, TypeError):
+        return schema  # an extension whose storage does not fit: keep storage + metadata
 
 
 def _has_ext_meta(f: pa.Field) -> bool:
