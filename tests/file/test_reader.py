@@ -272,3 +272,15 @@ def test_reads_in_a_forked_child(small_pages):
 
 def _child_read(path):
     return LanceFileReader(path).read_all().num_rows
+
+
+def test_known_file_size_saves_the_size_request(small_pages, monkeypatch):
+    path, t = small_pages
+    store = open_store(path)
+    calls = []
+    monkeypatch.setattr(store, "size", lambda uri: calls.append(uri) or 1 / 0)
+    monkeypatch.setattr(store, "read_tail", lambda *a, **k: calls.append(a) or 1 / 0)
+    size = len(open(path, "rb").read())
+    r = LanceFileReader(path, store=store, file_size=size)
+    assert r.read_range(0, 3).equals(t.slice(0, 3))
+    assert calls == []
