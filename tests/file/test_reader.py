@@ -1,6 +1,5 @@
 """LanceFileReader: reads, projections, sources and errors (files written by our writer)."""
 import io
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np

@@ -311,3 +311,21 @@ def test_blob_columns_both_ways(tmp_path):
     assert pa.Table.from_batches(list(reader.read_batches(64))).equals(t)
     assert pylance_read(ours).equals(t)
     assert open(ours, "rb").read() == open(theirs, "rb").read()
+
+
+def test_768_dim_vectors_both_ways(tmp_path):
+    n, dim = 2000, 768
+    rng = np.random.default_rng(9)
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * dim, dtype=np.float32)), dim,
+                                            mask=pa.array(rng.random(n) < 0.05))
+    t = pa.table({"id": pa.array(np.arange(n)), "vector": vec})
+    theirs, ours = str(tmp_path / "t.lance"), str(tmp_path / "o.lance")
+    pylance_write(theirs, t, max_page_bytes=1 << 20)
+    with LanceFileWriter(ours, t.schema, max_page_bytes=1 << 20) as w:
+        w.write_batch(t)
+    for path in (theirs, ours):
+        r = LanceFileReader(path)
+        assert len(r.metadata.columns[1].pages) > 3
+        assert r.read_all().equals(t)
+        assert r.take([1999, 5, 1000]).equals(t.take([1999, 5, 1000]))
+        assert pylance_read(path).equals(t)

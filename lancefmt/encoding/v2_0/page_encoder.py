@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from google.protobuf import empty_pb2  # noqa: F401  (registers the well-known type)
 
 from ..._proto import encodings_v2_0_pb2 as pb
 from ...errors import InvalidArgumentError, UnsupportedFeatureError

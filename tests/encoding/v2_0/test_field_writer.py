@@ -5,7 +5,6 @@ import pytest
 from lancefmt.encoding.v2_0.field_writer import (BlobFieldWriter, ListFieldWriter,
                                                  PrimitiveFieldWriter, StructFieldWriter,
                                                  build_field_writer, column_allocation)
-from lancefmt.encoding.v2_0.page_encoder import PageOptions
 from lancefmt.errors import InvalidArgumentError
 from lancefmt.file.schema import field_tree, fields_from_arrow
 

@@ -5,7 +5,7 @@ import pytest
 from lancefmt._proto import encodings_v2_0_pb2 as pb
 from lancefmt.encoding.v2_0 import page_slicer
 from lancefmt.encoding.v2_0.page_decoder import PageDecoder
-from lancefmt.encoding.v2_0.page_encoder import PageOptions, encode_page
+from lancefmt.encoding.v2_0.page_encoder import encode_page
 
 ARRAYS = [
     pa.array([None if i % 3 == 0 else i for i in range(100)], pa.int32()),
