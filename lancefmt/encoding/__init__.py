@@ -1,0 +1,37 @@
+"""Page encodings and field layouts of Lance data files, one subpackage per structural scheme.
+
+* ``v2_0``: file version 2.0 -- every field owns a column; pages hold ``ArrayEncoding`` trees
+  (Any type URL ``/lance.encodings.ArrayEncoding``).
+* 2.1 / 2.2 (structural: rep/def levels per leaf column, ``/lance.encodings21.PageLayout``
+  pages with mini-block / full-zip / constant / blob layouts) will live in ``v2_1`` beside it
+  and plug in through :func:`field_readers_for` / :func:`field_writers_for`.
+
+Shared pieces: :mod:`.column` (pages, columns, the page source), :mod:`.compression`
+(zstd/lz4 as Lance frames them) and the Cython kernels ``_offsets``, ``_validity``,
+``_dictionary``.
+"""
+from __future__ import annotations
+
+from ..errors import UnsupportedFeatureError
+
+
+def field_readers_for(version: tuple[int, int], path: str | None = None):
+    """The structural scheme that reads fields of a file of ``version``."""
+    if tuple(version) == (2, 0):
+        from .v2_0 import FieldReaders
+
+        return FieldReaders
+    raise UnsupportedFeatureError(
+        f"reading Lance file version {version[0]}.{version[1]} is not implemented yet "
+        f"(lancefmt reads 2.0)", path)
+
+
+def field_writers_for(version: tuple[int, int]):
+    """The structural scheme that writes fields of ``version``."""
+    if tuple(version) == (2, 0):
+        from .v2_0 import FieldWriters
+
+        return FieldWriters
+    raise UnsupportedFeatureError(
+        f"writing Lance file version {version[0]}.{version[1]} is not implemented yet "
+        f"(lancefmt writes 2.0)")

@@ -1,0 +1,278 @@
+"""LanceFileReader: read a Lance v2 data file (file version 2.0) into pyarrow.
+
+Opening a file costs one ranged read of its tail (the footer, offset tables, FileDescriptor and
+column metadata). Reads then fetch only the page buffers of the pages that overlap the requested
+rows, coalesced into few large ranged reads, and decode them with the field readers of the
+file's version (:mod:`lancefmt.encoding`). Results are ``pa.Table`` s whose columns are chunked
+by page; fixed-width pages are zero-copy views of the bytes read.
+
+Decoding runs in Cython ``nogil`` kernels and pyarrow, and reads release the GIL, so several
+files (or several readers of one file) can be read from a thread pool concurrently.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..encoding import field_readers_for
+from ..encoding.column import PageSource
+from ..encoding.take import take_chunks
+from ..errors import CorruptFileError, FileError, InvalidArgumentError, LanceError
+from .metadata import TAIL_GUESS, FileMetadata, read_metadata
+from .projection import Projection, data_file_column_map, make_projection, select_roots
+from .schema import field_tree
+from .source import ByteSource
+
+DEFAULT_BATCH_SIZE = 8192
+
+
+class LanceFileReader:
+    """A Lance data file opened for reading.
+
+    ``uri_or_file`` is a path or URI (read through :func:`lancefmt.io.open_store` with
+    ``storage_options``, or through ``store``) or a seekable binary file object. A known
+    ``file_size`` (e.g. ``DataFile.file_size_bytes``) saves the size request.
+    """
+
+    def __init__(self, uri_or_file, storage_options: dict | None = None, *, store=None,
+                 file_size: int | None = None):
+        self._source = ByteSource(uri_or_file, storage_options, store, file_size)
+        self.path = self._source.path
+        tail, size = self._source.read_tail(TAIL_GUESS)
+        self._meta: FileMetadata = read_metadata(self._source.read_range, size, self.path, tail)
+        try:
+            self._roots = field_tree(self._meta.fields)
+        except CorruptFileError as e:
+            raise CorruptFileError(f"bad schema: {e.reason}", self.path) from None
+        self._readers_factory = field_readers_for(self._meta.version, self.path)
+        self._file_projection = None
+
+    # -- identity ---------------------------------------------------------------------------
+    @property
+    def num_rows(self) -> int:
+        return self._meta.num_rows
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """The data file version, e.g. ``(2, 0)`` (``DataFile.file_major/minor_version``)."""
+        return self._meta.version
+
+    @property
+    def fields(self) -> list:
+        """The Lance Field messages of the file's FileDescriptor (pre-order)."""
+        return list(self._meta.fields)
+
+    @property
+    def schema_metadata(self) -> dict:
+        return dict(self._meta.schema_metadata)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.projection().schema
+
+    @property
+    def metadata(self) -> FileMetadata:
+        """The parsed footer, tables, FileDescriptor and column metadata."""
+        return self._meta
+
+    @property
+    def file_size(self) -> int:
+        return self._meta.file_size
+
+    @property
+    def num_columns(self) -> int:
+        return len(self._meta.columns)
+
+    def read_global_buffer(self, index: int) -> bytes:
+        """The raw bytes of global buffer ``index`` (0 is the FileDescriptor)."""
+        if not 0 <= index < len(self._meta.global_buffers):
+            raise InvalidArgumentError(f"no global buffer {index}")
+        pos, size = self._meta.global_buffers[index]
+        return self._source.fetch([(pos, size)])[0].to_pybytes()
+
+    # -- projections ------------------------------------------------------------------------
+    def projection(self, columns: Sequence[str] | None = None, *, fields=None, field_ids=None,
+                   column_indices=None) -> Projection:
+        """What to read: top-level ``columns`` of the file by name (all when ``None``), or --
+        for datasets -- the dataset's Lance ``fields`` with the DataFile's ``field_ids`` and
+        ``column_indices`` (see :mod:`lancefmt.file.projection`)."""
+        if fields is not None:
+            if field_ids is None or column_indices is None:
+                raise InvalidArgumentError("fields= needs field_ids= and column_indices=")
+            roots = field_tree(fields)
+            if columns is not None:
+                roots = select_roots(roots, columns)
+            column_of = data_file_column_map(field_ids, column_indices)
+            missing = [n.id for r in roots for n in r.walk()
+                       if n.id not in column_of and not _inside_packed(r, n)]
+            if missing:
+                raise InvalidArgumentError(
+                    f"field id(s) {missing} are not stored in {self.path}")
+            return make_projection(roots, column_of)
+        if columns is None:
+            if self._file_projection is None:
+                self._file_projection = self._file_schema_projection(self._roots)
+            return self._file_projection
+        return self._file_schema_projection(select_roots(self._roots, columns))
+
+    def _file_schema_projection(self, roots) -> Projection:
+        """A projection over the file's own schema; schema errors name the file."""
+        try:
+            return make_projection(roots, self._readers_factory.assign_columns(self._roots),
+                                   self._meta.schema_metadata)
+        except FileError as e:
+            if e.path is None:
+                raise type(e)(f"schema: {e.reason}", self.path) from None
+            raise
+
+    def _resolve(self, columns) -> Projection:
+        if isinstance(columns, Projection):
+            return columns
+        return self.projection(columns)
+
+    def _readers(self, proj: Projection):
+        columns = self._meta.columns
+        readers = []
+        for root, field in zip(proj.roots, proj.storage_schema):
+            try:
+                r = self._readers_factory.build(root, field.type, proj.column_of.get, columns,
+                                                self.path)
+            except LanceError:
+                raise
+            except (ValueError, TypeError, KeyError, IndexError) as e:
+                raise CorruptFileError(f"field {root.name!r}: {e}", self.path) from None
+            if r.num_rows != self.num_rows:
+                raise CorruptFileError(
+                    f"field {root.name!r} has {r.num_rows} rows, the file has {self.num_rows}",
+                    self.path)
+            readers.append(r)
+        return readers
+
+    def _page_source(self) -> PageSource:
+        return PageSource(self._meta.columns, self._source.fetch, self.path, self._meta.data_end)
+
+    # -- reads ----------------------------------------------------------------------------------
+    def read_all(self, columns=None) -> pa.Table:
+        """Every row of the projected columns."""
+        return self.read_range(0, self.num_rows, columns)
+
+    def read_range(self, start: int, stop: int, columns=None) -> pa.Table:
+        """Rows ``[start, stop)``; only the pages overlapping the range are read."""
+        proj = self._resolve(columns)
+        start, stop = int(start), int(stop)
+        if not 0 <= start <= stop <= self.num_rows:
+            raise InvalidArgumentError(
+                f"row range [{start}, {stop}) outside the file's {self.num_rows} rows")
+        readers = self._readers(proj)
+        source = self._page_source()
+        return self._read_with(readers, proj, source, start, stop)
+
+    def _read_with(self, readers, proj, source, start, stop) -> pa.Table:
+        source.prefetch([p for r in readers for p in r.pages_for(start, stop)])
+        arrays = []
+        for r, field in zip(readers, proj.storage_schema):
+            chunks = self._guard(r.read, source, start, stop)
+            arrays.append(pa.chunked_array(chunks, type=field.type))
+        return self._guard(_output_table, arrays, proj, stop - start)
+
+    def _guard(self, fn, *args):
+        """Run a decode step; stray low-level errors on corrupt input become CorruptFileError."""
+        try:
+            return fn(*args)
+        except LanceError:
+            raise
+        except (pa.ArrowException, ValueError, TypeError, IndexError, OverflowError,
+                MemoryError) as e:
+            raise CorruptFileError(f"undecodable data ({type(e).__name__}: {e})", self.path) from None
+
+    def take(self, indices, columns=None) -> pa.Table:
+        """Rows at ``indices`` (any order, repeats allowed). Only the pages holding them are
+        read; from plain fixed-width pages (numbers, vectors...) only the rows' own bytes."""
+        proj = self._resolve(columns)
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.num_rows):
+            raise InvalidArgumentError(f"row index out of range for {self.num_rows} rows")
+        readers = self._readers(proj)
+        if idx.size == 0:
+            return self._read_with(readers, proj, self._page_source(), 0, 0)
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        source = self._page_source()
+        arrays = []
+        in_order = uniq.size == idx.size and bool(np.all(idx[1:] > idx[:-1]))  # sorted, unique
+        for r, f in zip(readers, proj.storage_schema):
+            chunks = self._guard(r.take, source, uniq)
+            if in_order:
+                arrays.append(pa.chunked_array(chunks, type=f.type))
+            else:
+                arrays.append(self._guard(take_chunks, chunks, f.type, pa.array(inverse.reshape(-1))))
+        return self._guard(_output_table, arrays, proj, len(idx))
+
+    def read_batches(self, batch_size: int = DEFAULT_BATCH_SIZE, columns=None, *,
+                     start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream rows ``[start, stop)`` as RecordBatches of ``batch_size`` rows (the last may be
+        shorter). Each page is fetched and decoded once; memory holds the current pages only."""
+        if batch_size <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        proj = self._resolve(columns)
+        stop = self.num_rows if stop is None else int(stop)
+        if not 0 <= start <= stop <= self.num_rows:
+            raise InvalidArgumentError(f"row range [{start}, {stop}) outside the file")
+        readers = self._readers(proj)
+        source = self._page_source()
+        pos = start
+        while pos < stop:
+            end = min(pos + batch_size, stop)
+            table = self._read_with(readers, proj, source, pos, end)
+            if end < stop:
+                for r in readers:
+                    self._guard(r.evict_before, source, end)
+            yield _combine_batch(table)
+            pos = end
+
+    # -- misc -------------------------------------------------------------------------------------
+    def __repr__(self):
+        return (f"LanceFileReader({self.path!r}, version={self.version[0]}.{self.version[1]}, "
+                f"rows={self.num_rows}, columns={len(self._meta.columns)})")
+
+
+def _inside_packed(root, node) -> bool:
+    """True for descendants of a packed struct (they share their parent's column)."""
+    def walk(n, packed):
+        if n is node:
+            return packed
+        for c in n.children:
+            r = walk(c, packed or n.is_packed_struct())
+            if r is not None:
+                return r
+        return None
+    return bool(walk(root, False))
+
+
+def _output_table(arrays, proj: Projection, num_rows: int) -> pa.Table:
+    """The decoded (storage) columns as the projection's schema, extension types restored."""
+    out = []
+    for col, target in zip(arrays, proj.schema):
+        if not col.type.equals(target.type):
+            col = _to_extension(col, target.type)
+        out.append(col)
+    if not out:  # no columns, but the row count still matters
+        return pa.table({"_": pa.nulls(num_rows)}).drop_columns(["_"]).replace_schema_metadata(
+            proj.schema.metadata)
+    return pa.Table.from_arrays(out, schema=proj.schema)
+
+
+def _to_extension(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    if isinstance(target, pa.BaseExtensionType) and col.type.equals(target.storage_type):
+        return pa.chunked_array([pa.ExtensionArray.from_storage(target, c) for c in col.chunks],
+                                type=target)
+    return col.cast(target)
+
+
+def _combine_batch(table: pa.Table) -> pa.RecordBatch:
+    """One RecordBatch of a (small) table, concatenating chunks only when a column has several."""
+    if all(c.num_chunks == 1 for c in table.columns):
+        return pa.RecordBatch.from_arrays([c.chunk(0) for c in table.columns], schema=table.schema)
+    return table.combine_chunks().to_batches()[0] if table.num_rows else \
+        pa.RecordBatch.from_pylist([], schema=table.schema)

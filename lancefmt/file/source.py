@@ -1,0 +1,188 @@
+"""Where a reader's bytes come from: an object store URI or an open file object.
+
+All reads are ranged. :meth:`ByteSource.fetch` coalesces the page buffers one read needs into
+few large reads (neighbouring buffers are separated only by 64-byte alignment padding, and
+pages of one column chunk are usually adjacent), checks that every read came back whole, and
+hands out zero-copy :class:`pyarrow.Buffer` slices of the reads.
+
+Local files (the :class:`~lancefmt.io.LocalStore` of :mod:`lancefmt.io`) are read with
+``preadv`` straight into buffers of pyarrow's memory pool: the pool recycles its pages, so a
+large read costs one copy from the page cache and no page faults (reading into fresh ``bytes``
+objects is several times slower for big files), and big reads are split over two threads.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from ..errors import CorruptFileError, LanceError
+from ..io import open_store
+from ..io.store import LocalStore
+from ..io.uri import split_uri
+
+# Ranges closer than this are read together (the gap is read and thrown away).
+COALESCE_GAP = 256 * 1024
+# ... but one read never grows beyond this (keeps remote requests parallel and bounded).
+MAX_COALESCED = 64 * 1024 * 1024
+# Local reads at least this large are split over a few threads (preadv releases the GIL).
+PARALLEL_READ_MIN = 8 * 1024 * 1024
+PARALLEL_READ_PIECE = 4 * 1024 * 1024
+_READ_THREADS = 2
+_HAS_PREADV = hasattr(os, "preadv")
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _read_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="lancefmt-read")
+    return _pool
+
+
+def _forget_pool_after_fork():
+    """A forked child (e.g. a PySpark worker) must not wait on its parent's threads."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+class ByteSource:
+    """Ranged reads of one file, by URI (through :mod:`lancefmt.io`) or from a file object."""
+
+    def __init__(self, uri_or_file, storage_options=None, store=None, file_size=None):
+        self._file = None
+        self._lock = None
+        if isinstance(uri_or_file, (str, os.PathLike)):
+            self.uri = os.fspath(uri_or_file)
+            self.store = store if store is not None else open_store(self.uri, storage_options)
+            self.path = self.uri
+            self._local = (split_uri(self.uri).path
+                           if isinstance(self.store, LocalStore) and _HAS_PREADV else None)
+        elif hasattr(uri_or_file, "read") and hasattr(uri_or_file, "seek"):
+            self.uri = None
+            self.store = None
+            self._file = uri_or_file
+            self._local = None
+            self._lock = threading.Lock()
+            self.path = getattr(uri_or_file, "name", None) or repr(uri_or_file)
+            if not isinstance(self.path, str):
+                self.path = repr(uri_or_file)
+        else:
+            raise TypeError(f"expected a URI, a path or a binary file object, got {uri_or_file!r}")
+        self._size = int(file_size) if file_size is not None else None
+
+    def _wrap(self, fn, *args):
+        try:
+            return fn(*args)
+        except LanceError:
+            raise
+        except FileNotFoundError as e:
+            raise CorruptFileError(f"file not found ({e})", self.path) from None
+        except OSError as e:
+            raise CorruptFileError(f"read failed ({e})", self.path) from None
+
+    @property
+    def size(self) -> int:
+        if self._size is None:
+            if self._file is not None:
+                with self._lock:
+                    self._size = self._file.seek(0, os.SEEK_END)
+            else:
+                self._size = self._wrap(self.store.size, self.uri)
+        return self._size
+
+    def read_range(self, start: int, length: int) -> bytes:
+        if self._file is not None:
+            with self._lock:
+                self._file.seek(start)
+                return self._file.read(length)
+        return self._wrap(self.store.read_range, self.uri, start, length)
+
+    def read_tail(self, n: int) -> tuple[bytes, int]:
+        """The last ``n`` bytes (or the whole file) and the file size, in one request."""
+        if self._file is None and self._size is None:
+            data, size = self._wrap(self.store.read_tail, self.uri, n)
+            self._size = size
+            return data, size
+        size = self.size
+        start = max(0, size - n)
+        return self.read_range(start, size - start), size
+
+    def _read_many(self, ranges) -> list[pa.Buffer]:
+        if self._file is not None:
+            return [pa.py_buffer(self.read_range(s, n)) for s, n in ranges]
+        if self._local is not None:
+            return self._wrap(self._read_local, ranges)
+        return [pa.py_buffer(d) for d in self._wrap(self.store.read_ranges, self.uri, ranges)]
+
+    def _read_local(self, ranges) -> list[pa.Buffer]:
+        """``preadv`` into pool buffers; big reads are cut into pieces read by two threads."""
+        fd = os.open(self._local, os.O_RDONLY)
+        try:
+            bufs = [pa.allocate_buffer(n) for _, n in ranges]
+            pieces = []
+            for (start, n), buf in zip(ranges, bufs):
+                step = PARALLEL_READ_PIECE if n >= PARALLEL_READ_MIN else max(n, 1)
+                for off in range(0, n, step):
+                    pieces.append((buf, off, start + off, min(step, n - off)))
+
+            def read(piece):
+                buf, off, pos, n = piece
+                view = memoryview(buf)[off:off + n]
+                got = 0
+                while got < n:
+                    k = os.preadv(fd, [view[got:]], pos + got)
+                    if k <= 0:
+                        break
+                    got += k
+                return got == n
+
+            total = sum(n for _, n in ranges)
+            if total >= PARALLEL_READ_MIN and len(pieces) > 1:
+                ok = list(_read_pool().map(read, pieces))
+            else:
+                ok = [read(p) for p in pieces]
+            if not all(ok):
+                raise CorruptFileError("short read (file truncated?)", self.path)
+            return bufs
+        finally:
+            os.close(fd)
+
+    def fetch(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
+        """The bytes of each ``(offset, size)`` range as zero-copy buffers, via coalesced reads."""
+        if not ranges:
+            return []
+        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+        groups: list[list] = []  # [start, end, [range indices]]
+        for i in order:
+            s, n = ranges[i]
+            e = s + n
+            if groups and s <= groups[-1][1] + COALESCE_GAP and e - groups[-1][0] <= MAX_COALESCED:
+                g = groups[-1]
+                if e > g[1]:
+                    g[1] = e
+                g[2].append(i)
+            else:
+                groups.append([s, e, [i]])
+        reads = [(g[0], g[1] - g[0]) for g in groups]
+        datas = self._read_many(reads)
+        out: list = [None] * len(ranges)
+        for (gs, ge, members), data in zip(groups, datas):
+            if data.size != ge - gs:
+                raise CorruptFileError(f"short read: {data.size} of {ge - gs} bytes at {gs} "
+                                       f"(file truncated?)", self.path)
+            for i in members:
+                s, n = ranges[i]
+                out[i] = data.slice(s - gs, n)
+        return out

@@ -1,0 +1,70 @@
+import io
+import os
+
+import pytest
+
+from lancefmt.errors import CorruptFileError
+from lancefmt.file import source as source_mod
+from lancefmt.file.source import ByteSource
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    data = bytes(range(256)) * 4096  # 1 MiB
+    path = tmp_path / "blob.bin"
+    path.write_bytes(data)
+    return str(path), data
+
+
+@pytest.mark.parametrize("kind", ["local", "fileobj", "memory"])
+def test_fetch_returns_exact_ranges(data_file, kind, memory_uri):
+    path, data = data_file
+    if kind == "fileobj":
+        src = ByteSource(io.BytesIO(data))
+    elif kind == "memory":
+        from lancefmt.io import open_store
+
+        uri = memory_uri + "/b.bin"
+        open_store(uri).put(uri, data)
+        src = ByteSource(uri)
+    else:
+        src = ByteSource(path)
+    ranges = [(1000, 10), (0, 0), (64, 128), (900_000, 50_000), (70, 5), (1_048_000, 576)]
+    out = src.fetch(ranges)
+    assert [b.to_pybytes() for b in out] == [data[o:o + n] for o, n in ranges]
+    assert src.size == len(data)
+    tail, size = ByteSource(path).read_tail(100)
+    assert tail == data[-100:] and size == len(data)
+
+
+def test_neighbouring_ranges_are_coalesced(data_file, monkeypatch):
+    path, data = data_file
+    src = ByteSource(path)
+    reads = []
+    orig = src._read_many
+    monkeypatch.setattr(src, "_read_many", lambda r: reads.append(list(r)) or orig(r))
+    src.fetch([(0, 10), (64, 10), (200, 10), (900_000, 10)])
+    assert reads == [[(0, 210), (900_000, 10)]]
+
+
+def test_big_local_reads_are_split_over_threads(data_file, monkeypatch):
+    path, data = data_file
+    monkeypatch.setattr(source_mod, "PARALLEL_READ_MIN", 100_000)
+    monkeypatch.setattr(source_mod, "PARALLEL_READ_PIECE", 70_000)
+    (buf,) = ByteSource(path).fetch([(5, len(data) - 10)])
+    assert buf.to_pybytes() == data[5:-5]
+
+
+def test_truncated_file_is_a_short_read(data_file):
+    path, data = data_file
+    src = ByteSource(path, file_size=len(data))
+    os.truncate(path, 1000)
+    with pytest.raises(CorruptFileError, match="short read"):
+        src.fetch([(0, 5000)])
+    with pytest.raises(CorruptFileError, match="short read"):
+        ByteSource(io.BytesIO(data[:1000])).fetch([(0, 5000)])
+
+
+def test_bad_argument():
+    with pytest.raises(TypeError):
+        ByteSource(12)
