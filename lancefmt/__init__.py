@@ -16,6 +16,10 @@ from .table.base_paths import BasePath
 
 __version__ = "0.1.0"
 
+from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
+from .table.fragment import FragmentMetadata  # noqa: E402
+from .table.transaction import Operation, Transaction  # noqa: E402
+
 __all__ = [
     "LanceError",
     "DatasetNotFoundError",
@@ -27,4 +31,13 @@ __all__ = [
     "InvalidArgumentError",
     "BasePath",
     "__version__",
+    "Dataset",
+    "Fragment",
+    "FragmentMetadata",
+    "Operation",
+    "Transaction",
+    "commit",
+    "dataset",
+    "write_dataset",
+    "write_fragments",
 ]

@@ -12,6 +12,7 @@ Cython/Arrow decoders release the GIL) and yields their batches in order, then a
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,8 +39,34 @@ WINDOW_ROWS = 1 << 17
 MAX_TASK_ROWS = 1 << 20
 
 
-def default_threads() -> int:
-    return max(2, min(16, (os.cpu_count() or 2) * 2))
+def default_threads(ctx: ScanContext | None = None) -> int:
+    """Local files are CPU-bound once cached: one scan thread per two cores (the file reader
+    splits big reads itself). Object stores are latency-bound: many requests in flight."""
+    cpus = os.cpu_count() or 2
+    if ctx is not None and ctx.uri.startswith(("s3://", "gs://", "gcs://", "az://", "abfs://", "http")):
+        return 16
+    return max(1, cpus // 2)
+
+
+_POOLS: dict = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A process-wide executor per size (threads are not re-created for every scan)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="lancefmt-scan")
+        return pool
+
+
+def _forget_pools_after_fork() -> None:  # a forked child has none of the parent's threads
+    _POOLS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
 @dataclass(frozen=True)
@@ -168,6 +195,7 @@ class FragmentScan:
             return
         plan, nulls = self._file_plan()
         dv = self.deletions
+        kept = dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
         window = max(self.spec.batch_size, WINDOW_ROWS)
         iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
         schema = self.ctx.schema
@@ -181,29 +209,31 @@ class FragmentScan:
                     columns[n] = col
             for n in nulls:
                 columns[n] = pa.nulls(end - pos, schema.field(n).type)
-            yield self._finish(columns, pos, end, dv)
+            positions = None
+            if kept is not None:
+                lo, hi = np.searchsorted(kept, [pos, end])
+                if hi - lo != end - pos:
+                    positions = kept[lo:hi]
+            yield self._finish(columns, pos, end, positions)
             pos = end
 
-    def _finish(self, columns: dict, start: int, end: int, dv) -> pa.Table:
+    def _finish(self, columns: dict, start: int, end: int, positions) -> pa.Table:
+        """Drop deleted rows (``positions``: physical offsets kept, None = all of the window),
+        add row ids/addresses, filter and project."""
         spec = self.spec
         n = end - start
-        positions = None  # physical offsets of the rows kept, when not all of [start, end)
-        if dv is not None and len(dv):
-            local = dv.window(start, n)
-            if len(local):
-                keep = np.ones(n, dtype=bool)
-                keep[local] = False
-                positions = np.flatnonzero(keep).astype(np.uint64) + np.uint64(start)
-                take = pa.array(positions - np.uint64(start))
-                columns = {k: v.take(take) for k, v in columns.items()}
+        if positions is not None:
+            take = pa.array((positions - start).astype(np.int32))
+            columns = {k: v.take(take) for k, v in columns.items()}
         names = [c for c in spec.read_columns]
         arrays = [columns[c] for c in names]
         if spec.with_row_id or spec.with_row_address:
-            pos = positions if positions is not None else np.arange(start, end, dtype=np.uint64)
+            pos = positions.astype(np.uint64) if positions is not None else \
+                np.arange(start, end, dtype=np.uint64)
             if spec.with_row_id:
                 names.append(ROW_ID)
                 ids = self.row_ids()
-                arrays.append(pa.array(ids[pos.astype(np.int64)] if positions is not None else ids[start:end]))
+                arrays.append(pa.array(ids[positions] if positions is not None else ids[start:end]))
             if spec.with_row_address:
                 names.append(ROW_ADDRESS)
                 arrays.append(pa.array((np.uint64(self.frag.id) << np.uint64(32)) | pos))
@@ -259,38 +289,38 @@ def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
     remaining = None if limit is None else int(limit)
     if remaining == 0:
         return
-    threads = threads or default_threads()
+    threads = threads or default_threads(ctx)
     readahead = readahead or threads * 2
     tasks = iter(_tasks(ctx, fragments, spec))
-    if threads <= 1:
+    if threads <= 1 or len(fragments) <= 1:
         results = (_run_task(t) for t in tasks)
         yield from _trim(results, skip, remaining)
         return
-    with ThreadPoolExecutor(threads, thread_name_prefix="lancefmt-scan") as pool:
-        pending = deque()
+    pool = _pool(threads)
+    pending = deque()
 
-        def fill():
-            while len(pending) < readahead:
-                try:
-                    t = next(tasks)
-                except StopIteration:
-                    return
-                pending.append(pool.submit(_run_task, t))
+    def fill():
+        while len(pending) < readahead:
+            try:
+                t = next(tasks)
+            except StopIteration:
+                return
+            pending.append(pool.submit(_run_task, t))
 
-        def results():
+    def results():
+        fill()
+        while pending:
+            fut = pending.popleft()
+            out = fut.result()
             fill()
-            while pending:
-                fut = pending.popleft()
-                out = fut.result()
-                fill()
-                yield out
+            yield out
 
-        gen = _trim(results(), skip, remaining)
-        try:
-            yield from gen
-        finally:
-            for fut in pending:
-                fut.cancel()
+    gen = _trim(results(), skip, remaining)
+    try:
+        yield from gen
+    finally:
+        for fut in pending:
+            fut.cancel()
 
 
 def _trim(results, skip, remaining):
