@@ -246,6 +246,32 @@ class Dataset:
 
         return delete_rows(self, predicate)
 
+    def update(self, values: dict, where=None) -> "Dataset":
+        """Set columns (``{name: SQL expression | pyarrow Expression | value}``) on the rows
+        matching ``where`` (all rows if None); the rows are rewritten as new fragments."""
+        from .update import update_rows
+
+        return update_rows(self, values, where)
+
+    @cached_property
+    def _row_id_index(self):
+        from .row_lookup import build_row_id_index
+
+        return build_row_id_index(self)
+
+    def take_row_ids(self, row_ids, columns=None, *, with_row_id=False,
+                     with_row_address=False) -> pa.Table:
+        """Rows by stable row id (through the row-id index), in the order given."""
+        from .row_lookup import take_row_ids
+
+        return take_row_ids(self, row_ids, columns, with_row_id, with_row_address)
+
+    def take_addresses(self, addresses, columns=None) -> pa.Table:
+        """Rows by row address ``(fragment_id << 32) | offset``, in the order given."""
+        from .row_lookup import take_addresses
+
+        return take_addresses(self, addresses, columns)
+
     def validate(self) -> None:
         """Check that every referenced data and deletion file exists and opens."""
         from .validate import validate_dataset

@@ -91,7 +91,8 @@ def _assign_row_ids(next_row_id: int, frags, version: int) -> int:
             next_row_id += n
         if n > 0:
             meta = _uniform_versions(n, version)
-            f.inline_created_at_versions = meta
+            if f.WhichOneof("created_at_version_sequence") is None:  # rewritten rows keep theirs
+                f.inline_created_at_versions = meta
             f.inline_last_updated_at_versions = meta
     return next_row_id
 
