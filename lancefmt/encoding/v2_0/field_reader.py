@@ -18,6 +18,8 @@ caller can fetch all of them in one coalesced I/O round.
 """
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 import pyarrow as pa
 from google.protobuf.message import DecodeError
@@ -56,17 +58,19 @@ def parse_page_encoding(page: PageInfo, path: str | None) -> pb.ArrayEncoding:
     return enc
 
 
-class FieldReader:
+class FieldReader(abc.ABC):
     """Base: a field's rows from one or more columns."""
 
     dtype: pa.DataType
     num_rows: int
 
+    @abc.abstractmethod
     def pages_for(self, start: int, stop: int) -> list[PageInfo]:
-        raise NotImplementedError
+        """Implemented by each field kind."""
 
+    @abc.abstractmethod
     def read(self, source: PageSource, start: int, stop: int) -> list[pa.Array]:
-        raise NotImplementedError
+        """Implemented by each field kind."""
 
     def evict_before(self, source: PageSource, row: int) -> None:
         """Drop cached pages that end at or before ``row`` (streaming scans)."""

@@ -11,6 +11,8 @@ one page counting all rows) is emitted when the field finishes, as Lance does.
 """
 from __future__ import annotations
 
+import abc
+
 from typing import Protocol
 
 import numpy as np
@@ -41,9 +43,10 @@ class Sink(Protocol):
         """Replace the column's ``ColumnEncoding`` (default: ``values``)."""
 
 
-class FieldWriter:
+class FieldWriter(abc.ABC):
+    @abc.abstractmethod
     def append(self, arr: pa.Array) -> None:
-        raise NotImplementedError
+        """Implemented by each field kind."""
 
     def flush(self) -> None:
         """Emit every buffered row as pages (end of file)."""
