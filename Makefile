@@ -10,6 +10,8 @@ PYTEST_ARGS ?= -n 2
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
+	# the build requirements of pyproject.toml, so `make build` can recompile in place
+	$(PY) -m pip install "setuptools>=77" wheel "Cython>=3.0.10" "numpy>=2.0" "grpcio-tools>=1.85,<2"
 	$(PY) -m pip install -e '.[test,spark,bench]'
 	touch $(STAMP)
 
