@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from ..errors import LanceError
 from ..file import LanceFileReader
+from ..table.deletion import deletion_file_kind
+from ..table.naming import deletion_file_name
 from .scan import load_deletions
 
 
@@ -48,13 +50,14 @@ def verify_dataset(ds, *, progress: bool = False) -> VerifyReport:
             except LanceError as e:
                 report.unreadable.append([df.path, str(e)])
                 continue
+            store = ctx.store_for(uri)
             try:
-                reader = LanceFileReader(uri, store=ctx.store_for(uri))
-            except FileNotFoundError:
-                report.missing.append(uri)
-                continue
+                reader = LanceFileReader(uri, store=store)
             except (LanceError, OSError) as e:
-                report.unreadable.append([uri, str(e)])
+                if not store.exists(uri):
+                    report.missing.append(uri)
+                else:
+                    report.unreadable.append([uri, str(e)])
                 continue
             if reader.num_rows != pb.physical_rows:
                 report.unreadable.append([uri, f"has {reader.num_rows} rows, fragment {pb.id} "
@@ -63,10 +66,14 @@ def verify_dataset(ds, *, progress: bool = False) -> VerifyReport:
             report.checked_deletion_files += 1
             try:
                 load_deletions(ctx, pb)
-            except FileNotFoundError as e:
-                report.missing.append(e.filename or str(e))
             except (LanceError, OSError) as e:
-                report.unreadable.append([f"deletion file of fragment {pb.id}", str(e)])
+                d = pb.deletion_file
+                name = deletion_file_name(pb.id, d.read_version, d.id, deletion_file_kind(d))
+                uri = ctx.resolver.deletion_file_uri(name, d.base_id if d.HasField("base_id") else None)
+                if not ctx.store_for(uri).exists(uri):
+                    report.missing.append(uri)
+                else:
+                    report.unreadable.append([uri, str(e)])
     for idx in ds.manifest_file.indices:
         report.checked_indices += 1
         name = str(_uuid.UUID(bytes=bytes(idx.uuid.uuid)))
