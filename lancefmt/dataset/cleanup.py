@@ -140,18 +140,29 @@ def _is_dataset(store, uri: str) -> bool:
 
 
 def _candidates(ds, bases) -> list[_Candidate]:
+    """Files in the locations ``ds`` owns: its root, and bases that are neither another dataset
+    nor inherited from one (a clone's or branch's source is a dataset-root base with its own
+    ``_versions/``; the bases it already had carry smaller ids, as Lance gives the source
+    ``max(id) + 1``, and belong to the source too)."""
     from ..table.base_paths import resolve_base_uri
 
     store = ds._store
     out = []
     roots = [(ds.uri, False)]
-    for b in bases.values():
+    located = []
+    inherited_up_to = -1
+    for b in bases:
         uri = resolve_base_uri(b.path)
         if uri == ds.uri or uri.startswith(ds.uri + "/"):
             continue
+        foreign = b.is_dataset_root and _is_dataset(ds._ctx.store_for(uri), uri)
+        if foreign:
+            inherited_up_to = max(inherited_up_to, b.id)
+        located.append((b, uri, foreign))
+    for b, uri, foreign in located:
+        if foreign or b.id <= inherited_up_to:
+            continue  # another dataset's, or inherited from one: never ours to clean
         if b.is_dataset_root:
-            if _is_dataset(ds._ctx.store_for(uri), uri):
-                continue  # another dataset (clone source, parent branch): not ours
             roots.append((uri, False))
         else:
             bstore = ds._ctx.store_for(uri)
@@ -258,7 +269,7 @@ def cleanup_old_versions(ds, older_than=None, retain_versions: int | None = None
     stats = CleanupStats(dry_run=bool(dry_run))
     unverified_before = now - UNVERIFIED_THRESHOLD.total_seconds()
     doomed = []
-    for c in _candidates(ds, {i: BasePath.from_pb(b) for i, b in bases.items()}):
+    for c in _candidates(ds, [BasePath.from_pb(b) for b in bases.values()]):
         if c.uri in retained or c.uri in protected:
             continue
         if c.mtime is not None and earliest_retained is not None and c.mtime >= earliest_retained:
