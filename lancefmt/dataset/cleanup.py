@@ -139,28 +139,39 @@ def _is_dataset(store, uri: str) -> bool:
     return any(not i.is_dir for i in store.list(child(uri, VERSIONS_DIR)))
 
 
+def _source_locations(ds, uri: str) -> set:
+    """Every base location of every version of the dataset at ``uri`` (a clone's source): the
+    bases a clone inherited appear there too (a clone copies its source's base list)."""
+    from ..table.base_paths import resolve_base_uri
+
+    store = ds._ctx.store_for(uri)
+    out = {uri}
+    for loc in list_manifests(uri, store=store):
+        for b in read_manifest(loc.uri, size=loc.size, store=store).header.base_paths:
+            out.add(resolve_base_uri(b.path))
+    return out
+
+
 def _candidates(ds, bases) -> list[_Candidate]:
     """Files in the locations ``ds`` owns: its root, and bases that are neither another dataset
-    nor inherited from one (a clone's or branch's source is a dataset-root base with its own
-    ``_versions/``; the bases it already had carry smaller ids, as Lance gives the source
-    ``max(id) + 1``, and belong to the source too)."""
+    (a clone's or branch's source: a dataset-root base with its own ``_versions/``) nor
+    inherited from one (any base location the source's manifests list)."""
     from ..table.base_paths import resolve_base_uri
 
     store = ds._store
     out = []
     roots = [(ds.uri, False)]
     located = []
-    inherited_up_to = -1
+    foreign = set()
     for b in bases:
         uri = resolve_base_uri(b.path)
         if uri == ds.uri or uri.startswith(ds.uri + "/"):
             continue
-        foreign = b.is_dataset_root and _is_dataset(ds._ctx.store_for(uri), uri)
-        if foreign:
-            inherited_up_to = max(inherited_up_to, b.id)
-        located.append((b, uri, foreign))
-    for b, uri, foreign in located:
-        if foreign or b.id <= inherited_up_to:
+        if b.is_dataset_root and _is_dataset(ds._ctx.store_for(uri), uri):
+            foreign |= _source_locations(ds, uri)
+        located.append((b, uri))
+    for b, uri in located:
+        if uri in foreign:
             continue  # another dataset's, or inherited from one: never ours to clean
         if b.is_dataset_root:
             roots.append((uri, False))

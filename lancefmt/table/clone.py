@@ -1,9 +1,10 @@
 """The first manifest of a shallow clone (or of a branch), as Lance's ``Manifest::shallow_clone``
 and ``do_commit_new_dataset`` build it. Pure data: no storage access.
 
-* the source is registered as a dataset-root BasePath with id ``max(ids) + 1`` (0 when the
-  source has no bases), named after the source branch (``ref_name``; None for main and for
-  clones made from a tag or version, as pylance 14.0.2 writes);
+* the source is registered as a dataset-root BasePath with the smallest id not in use,
+  counting from 0 (pylance 14.0.2: a source with base 1 gets its clone base 0; the 1.0.0-beta
+  snapshot used ``max(id) + 1``), named after the source branch (``ref_name``; None for main
+  and for clones made from a tag or version);
 * every data and deletion file without a ``base_id`` gets that id (files already in a base keep
   theirs), and every index gets it;
 * the version number of the source is kept; ``branch`` is the new branch (or cleared);
@@ -18,8 +19,11 @@ from .transaction import Clone
 
 
 def clone_base_id(manifest) -> int:
-    ids = [b.id for b in manifest.base_paths]
-    return max(ids) + 1 if ids else 0
+    used = {b.id for b in manifest.base_paths}
+    i = 0
+    while i in used:
+        i += 1
+    return i
 
 
 def build_clone_manifest(source: table_pb2.Manifest, source_indices, op: Clone, *,

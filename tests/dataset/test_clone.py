@@ -75,6 +75,6 @@ def test_clone_of_clone_and_of_multibase(source, tmp_path):
                                 initial_bases=[BasePath(str(tmp_path / "b1"), name="b1")],
                                 target_bases=["b1"])
     c3 = mb.shallow_clone(str(tmp_path / "c3"))
-    assert c3.base_paths[2] == BasePath(mb.uri, None, True, 2)    # max(id) + 1
+    assert c3.base_paths[0] == BasePath(mb.uri, None, True, 0)    # smallest unused id
     assert [f.files[0].base_id for f in c3.manifest.fragments] == [1, 1]
     assert c3.to_table() == table(6)
