@@ -272,3 +272,20 @@ def test_portability_root_and_bases_with_update_bases(buckets):
     assert moved.storage_prefixes()[0].prefix.startswith(buckets("new"))
     assert sort(lance.dataset(buckets("new/ds")).to_table()) == rows(37, 3)
     lancefmt.dataset(buckets("new/ds")).validate()
+
+
+def test_clone_source_failover_relocates_base_zero(buckets):
+    """A clone's source (base id 0) moves to a replica: update_bases({0: replica}) on the clone,
+    then pylance reads the clone from the replica."""
+    src = buckets("region-a") + "/ds"
+    lancefmt.write_dataset(rows(30), src, max_rows_per_file=10).delete("id = 0")
+    clone = lancefmt.dataset(src).shallow_clone(buckets("exp") + "/clone")
+    clone = lancefmt.write_dataset(rows(5, 30), clone, mode="append")
+    replica = buckets("region-b") + "/ds"
+    shutil.copytree(src, replica)
+    shutil.rmtree(buckets("region-a"))
+    moved = clone.update_bases({0: replica})
+    assert moved.base_paths[0] == BasePath(replica, None, True, 0)
+    assert sort(lance.dataset(clone.uri).to_table()) == rows(34, 1)
+    lance.write_dataset(rows(1, 99), clone.uri, mode="append", data_storage_version=V)
+    assert lancefmt.dataset(clone.uri).count_rows() == 35
