@@ -163,3 +163,21 @@ def test_shared_data_base_only_loses_verified_files(tmp_path):
     assert old_file in stats.removed and stranger not in stats.removed
     assert os.path.exists(stranger)
     assert lance.dataset(root).to_table() == table(4, 10)
+
+
+def test_branch_cleanup_keeps_child_branch_files_and_main(tmp_path):
+    root = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(10), root)
+    dev = lancefmt.dataset(root).create_branch("dev")
+    dev = lancefmt.write_dataset(table(5, 10), dev, mode="append")      # dev v2
+    child = dev.create_branch("dev/child")                              # needs dev v2's file
+    dev = lancefmt.write_dataset(table(3, 50), dev, mode="overwrite")   # dev v3
+    time.sleep(0.05)
+    main_before = files(os.path.join(root, "data"), os.path.join(root, "_versions"))
+    stats = dev.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert stats.old_versions == 1                                      # dev v1; v2 is forked
+    assert all(u.startswith(dev.uri + "/") and "/child/" not in u for u in stats.removed)
+    assert files(os.path.join(root, "data"), os.path.join(root, "_versions")) == main_before
+    assert lance.dataset(root).checkout_version(("dev/child", None)).count_rows() == 15
+    assert lance.dataset(root).checkout_version(("dev", None)).count_rows() == 3
+    assert child.to_table() == table(15)
