@@ -15,7 +15,6 @@ import time
 import uuid as _uuid
 
 from ..errors import DatasetExistsError, InvalidArgumentError
-from ..io.uri import child
 from ..table.naming import TREE_DIR
 from ..table.refs import (
     Branch, branch_file_uri, branch_uri, check_branch_name, list_branches, read_branch,
@@ -118,7 +117,3 @@ class Branches:
                   if n != name and n.startswith(name + "/")]
         store.delete(branch_file_uri(self._root, name))
         _remove_tree(store, target, keep=nested)
-
-
-def tree_uri(root: str) -> str:
-    return child(root, TREE_DIR)

@@ -9,7 +9,7 @@ Clones of clones add one more base each.
 """
 from __future__ import annotations
 
-from ..errors import DatasetExistsError, DatasetNotFoundError
+from ..errors import DatasetExistsError
 from ..io import open_store
 from ..io.uri import normalize_uri
 from ..table.clone import build_clone_manifest
@@ -58,8 +58,6 @@ def shallow_clone(ds, target_uri, version=None, *, storage_options=None, base_st
     if normalize_uri(ds.uri) == target_uri:
         raise DatasetExistsError(f"cannot clone {ds.uri} onto itself")
     src = ds if version is None else ds.checkout_version(version)
-    if src.version is None:  # pragma: no cover - a Dataset always has a version
-        raise DatasetNotFoundError(f"no version {version!r} of {ds.uri}")
     if storage_options is None:
         storage_options = ds.storage_options
     if base_store_params is None:
