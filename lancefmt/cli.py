@@ -2,14 +2,29 @@
 
 ``lancefmt inspect URI [--version N|TAG] [--json]`` shows one version's metadata (schema,
 fragments, rows, storage version, feature flags, base paths, tags, naming scheme);
-``lancefmt versions URI [--json]`` lists the versions. Subcommands are argparse sub-parsers, so
-``bases``, ``verify``, ``cleanup``, ... slot in beside them.
+``lancefmt versions URI [--json]`` lists the versions. The multi-base and maintenance commands:
+
+* ``bases URI`` lists the base paths; ``bases URI set ID|NAME PATH`` relocates one (a new
+  version, nothing else rewritten); ``bases URI add PATH [--name N] [--dataset-root]``;
+* ``verify URI`` opens every referenced file (exit status 1 and a list on a missing or broken
+  file);
+* ``clone SRC DST [--version V]`` makes a shallow clone;
+* ``tags URI`` / ``tags URI create NAME [VERSION]`` / ``tags URI delete NAME``;
+* ``branches URI`` / ``branches URI create NAME [--version V]`` / ``branches URI delete NAME``;
+* ``cleanup URI [--older-than 14d] [--retain-versions N] [--dry-run] [--clone URI ...]``;
+* ``prefixes URI`` lists the distinct storage prefixes a version touches (what credential
+  vending has to cover).
+
+Every command takes ``--json``; long operations show progress bars on a terminal
+(``--progress`` / ``--no-progress`` to force).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from datetime import timedelta
 
 from .errors import LanceError
 from .io import normalize_uri, open_store
@@ -183,6 +198,156 @@ def _cmd_versions(args) -> int:
     return 0
 
 
+# -- multi-base and maintenance commands --------------------------------------------------------
+
+def _open(args, version=None):
+    from .dataset import Dataset
+
+    return Dataset.open(args.uri, version, storage_options=_storage_options(args.storage_option))
+
+
+def _progress(args) -> bool:
+    return sys.stderr.isatty() if args.progress is None else args.progress
+
+
+def _emit(args, data, text_lines) -> None:
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        for line in text_lines:
+            print(line)
+
+
+def _bases_rows(ds) -> list[dict]:
+    return [{"id": b.id, "name": b.name, "path": b.path, "is_dataset_root": b.is_dataset_root}
+            for b in sorted(ds.base_paths.values(), key=lambda b: b.id)]
+
+
+def _cmd_bases(args) -> int:
+    from .table.base_paths import BasePath
+
+    ds = _open(args, _version_arg(args.version))
+    if args.action == "list":
+        if args.args:
+            raise SystemExit("lancefmt bases URI takes no more arguments (use 'set' or 'add')")
+    elif args.action == "set":
+        if len(args.args) != 2:
+            raise SystemExit("usage: lancefmt bases URI set ID|NAME PATH")
+        key, path = args.args
+        ds = ds.checkout_latest().update_bases({int(key) if key.isdigit() else key: path})
+    elif args.action == "add":
+        if len(args.args) != 1:
+            raise SystemExit("usage: lancefmt bases URI add PATH [--name NAME] [--dataset-root]")
+        ds = ds.checkout_latest().add_bases([BasePath(args.args[0], args.name, args.dataset_root)])
+    rows = _bases_rows(ds)
+    lines = [f"version {ds.version}"] + [
+        f"  {r['id']:>4}  {r['name'] or '-':<16} {r['path']}"
+        f"{'  (dataset root)' if r['is_dataset_root'] else ''}" for r in rows]
+    if not rows:
+        lines.append("  (no bases: every file under the dataset root)")
+    _emit(args, {"version": ds.version, "bases": rows}, lines)
+    return 0
+
+
+def _cmd_verify(args) -> int:
+    from .dataset.verify import verify_dataset
+
+    ds = _open(args, _version_arg(args.version))
+    report = verify_dataset(ds, progress=_progress(args))
+    data = {"uri": ds.uri, "version": ds.version, **report.to_dict()}
+    lines = [f"checked {report.checked_data_files} data files, {report.checked_deletion_files} "
+             f"deletion files, {report.checked_indices} indices of version {ds.version}"]
+    lines += [f"MISSING     {u}" for u in report.missing]
+    lines += [f"UNREADABLE  {u}: {why}" for u, why in report.unreadable]
+    lines.append("ok" if report.ok else
+                 f"{len(report.missing)} missing, {len(report.unreadable)} unreadable")
+    _emit(args, data, lines)
+    return 0 if report.ok else 1
+
+
+def _cmd_clone(args) -> int:
+    ds = _open(args)
+    clone = ds.shallow_clone(args.target, _version_arg(args.version))
+    _emit(args, {"uri": clone.uri, "version": clone.version, "bases": _bases_rows(clone)},
+          [f"cloned {ds.uri} version {clone.version} to {clone.uri}"])
+    return 0
+
+
+def _cmd_tags(args) -> int:
+    ds = _open(args)
+    if args.action == "create":
+        if len(args.args) not in (1, 2):
+            raise SystemExit("usage: lancefmt tags URI create NAME [VERSION]")
+        ds.tags.create(args.args[0], int(args.args[1]) if len(args.args) == 2 else None)
+    elif args.action == "delete":
+        if len(args.args) != 1:
+            raise SystemExit("usage: lancefmt tags URI delete NAME")
+        ds.tags.delete(args.args[0])
+    tags = ds.tags.list()
+    lines = [f"{name} -> version {t['version']}" + (f" on branch {t['branch']}" if t["branch"] else "")
+             for name, t in tags.items()] or ["(no tags)"]
+    _emit(args, tags, lines)
+    return 0
+
+
+def _cmd_branches(args) -> int:
+    ds = _open(args)
+    if args.action == "create":
+        if len(args.args) != 1:
+            raise SystemExit("usage: lancefmt branches URI create NAME [--version V]")
+        ds.create_branch(args.args[0], _version_arg(args.version))
+    elif args.action == "delete":
+        if len(args.args) != 1:
+            raise SystemExit("usage: lancefmt branches URI delete NAME")
+        ds.branches.delete(args.args[0])
+    branches = ds.branches.list()
+    lines = [f"{name} from {b['parent_branch'] or 'main'} version {b['parent_version']}"
+             for name, b in branches.items()] or ["(no branches)"]
+    _emit(args, branches, lines)
+    return 0
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|"
+                       r"d|days?|w|weeks?)?\s*$")
+
+
+def parse_duration(text: str) -> timedelta:
+    """``14d``, ``36h``, ``30m``, ``90s``, ``2w``, ``14days`` (a bare number is seconds)."""
+    m = _DURATION.match(text or "")
+    if not m:
+        raise SystemExit(f"not a duration: {text!r} (use e.g. 14d, 36h, 30m, 0s)")
+    value, unit = float(m.group(1)), (m.group(2) or "s")[0]
+    return timedelta(seconds=value * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit])
+
+
+def _cmd_cleanup(args) -> int:
+    ds = _open(args)
+    older_than = parse_duration(args.older_than) if args.older_than is not None else None
+    stats = ds.cleanup_old_versions(
+        older_than, args.retain_versions, delete_unverified=args.delete_unverified,
+        error_if_tagged_old_versions=not args.ignore_tagged, dry_run=args.dry_run,
+        clones=args.clone or (), progress=_progress(args))
+    verb = "would remove" if args.dry_run else "removed"
+    lines = [f"{verb} {u}" for u in stats.removed] + [
+        f"{verb} {stats.old_versions} old versions, {stats.data_files_removed} data files, "
+        f"{stats.deletion_files_removed} deletion files, {stats.index_files_removed} index files, "
+        f"{stats.transaction_files_removed} transaction files ({stats.bytes_removed} bytes)"
+        + (f"; {stats.failed_deletes} deletes failed" if stats.failed_deletes else "")]
+    _emit(args, stats.to_dict(), lines)
+    return 0 if not stats.failed_deletes else 1
+
+
+def _cmd_prefixes(args) -> int:
+    ds = _open(args, _version_arg(args.version))
+    prefixes = [p.to_dict() for p in ds.storage_prefixes()]
+    lines = [f"{p['prefix']}  ({p['kind']}"
+             + (f", base {p['base_id']}" + (f" {p['base_name']}" if p["base_name"] else "")
+                if p["base_id"] is not None else "")
+             + (f", {p['files']} files" if p["kind"] != "root" else "") + ")" for p in prefixes]
+    _emit(args, {"uri": ds.uri, "version": ds.version, "prefixes": prefixes}, lines)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancefmt", description="Inspect and manage Lance datasets.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -201,6 +366,66 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("versions", help="list the versions")
     common(p)
     p.set_defaults(func=_cmd_versions)
+
+    def progress(p):
+        p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="show progress bars (default: when stderr is a terminal)")
+        p.add_argument("--no-progress", dest="progress", action="store_false")
+
+    p = sub.add_parser("bases", help="list base paths; 'set ID|NAME PATH' relocates one; "
+                                     "'add PATH' registers one")
+    common(p)
+    p.add_argument("action", nargs="?", choices=["list", "set", "add"], default="list")
+    p.add_argument("args", nargs="*")
+    p.add_argument("--version", help="version or tag to list (default: latest)")
+    p.add_argument("--name", help="name of a base to add")
+    p.add_argument("--dataset-root", action="store_true", help="the added base is a dataset root")
+    p.set_defaults(func=_cmd_bases)
+
+    p = sub.add_parser("verify", help="check every referenced file exists and opens")
+    common(p)
+    p.add_argument("--version", help="version or tag (default: latest)")
+    progress(p)
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("clone", help="shallow-clone a dataset")
+    common(p)
+    p.add_argument("target", help="URI of the new dataset")
+    p.add_argument("--version", help="version or tag to clone (default: latest)")
+    p.set_defaults(func=_cmd_clone)
+
+    p = sub.add_parser("tags", help="list tags; 'create NAME [VERSION]'; 'delete NAME'")
+    common(p)
+    p.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
+    p.add_argument("args", nargs="*")
+    p.set_defaults(func=_cmd_tags)
+
+    p = sub.add_parser("branches", help="list branches; 'create NAME'; 'delete NAME'")
+    common(p)
+    p.add_argument("action", nargs="?", choices=["list", "create", "delete"], default="list")
+    p.add_argument("args", nargs="*")
+    p.add_argument("--version", help="version or tag to branch from (default: latest)")
+    p.set_defaults(func=_cmd_branches)
+
+    p = sub.add_parser("cleanup", help="remove old versions and unreferenced files")
+    common(p)
+    p.add_argument("--older-than", help="age of versions to remove, e.g. 14d, 36h, 0s "
+                                        "(default 14d unless --retain-versions is given)")
+    p.add_argument("--retain-versions", type=int, help="keep the last N versions")
+    p.add_argument("--dry-run", action="store_true", help="only report what would be removed")
+    p.add_argument("--delete-unverified", action="store_true",
+                   help="also remove unreferenced files younger than 7 days")
+    p.add_argument("--ignore-tagged", action="store_true",
+                   help="skip old tagged versions instead of failing")
+    p.add_argument("--clone", action="append", metavar="URI",
+                   help="a shallow clone whose files must survive (repeatable)")
+    progress(p)
+    p.set_defaults(func=_cmd_cleanup)
+
+    p = sub.add_parser("prefixes", help="distinct storage prefixes a version touches")
+    common(p)
+    p.add_argument("--version", help="version or tag (default: latest)")
+    p.set_defaults(func=_cmd_prefixes)
     return parser
 
 

@@ -87,3 +87,114 @@ def test_python_dash_m(dataset):
     out = subprocess.run([sys.executable, "-m", "lancefmt", "inspect", uri, "--json"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out)["version"] == 2
+
+
+# -- multi-base and maintenance commands --------------------------------------------------------
+
+@pytest.fixture
+def multibase(tmp_path):
+    import pyarrow as pa
+
+    import lancefmt
+
+    root, b1 = str(tmp_path / "root"), str(tmp_path / "b1")
+    t = pa.table({"id": pa.array(range(20), pa.int64())})
+    ds = lancefmt.write_dataset(t, root, max_rows_per_file=5,
+                                initial_bases=[lancefmt.BasePath(b1, name="b1")],
+                                target_bases=["b1"])
+    ds = lancefmt.write_dataset(t, ds, mode="append", max_rows_per_file=10)
+    ds.delete("id = 1")
+    return root, b1, tmp_path
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_bases_list_set_add(multibase, capsys):
+    root, b1, tmp = multibase
+    code, out = run(capsys, "bases", root, "--json")
+    assert code == 0 and json.loads(out)["bases"] == [
+        {"id": 1, "name": "b1", "path": b1, "is_dataset_root": False}]
+    import shutil
+
+    shutil.copytree(b1, str(tmp / "b1-replica"))
+    code, out = run(capsys, "bases", root, "set", "b1", str(tmp / "b1-replica"))
+    assert code == 0 and "b1-replica" in out and "version 4" in out
+    code, out = run(capsys, "bases", root, "set", "1", "/x/../y")
+    assert code == 1
+    code, out = run(capsys, "bases", root, "add", str(tmp / "b2"), "--name", "b2", "--json")
+    assert json.loads(out)["bases"][1] == {"id": 2, "name": "b2", "path": str(tmp / "b2"),
+                                           "is_dataset_root": False}
+    import lance
+
+    assert lance.dataset(root).count_rows() == 38
+
+
+def test_verify_reports_missing_files(multibase, capsys):
+    root, b1, _ = multibase
+    code, out = run(capsys, "verify", root, "--no-progress")
+    assert code == 0 and "checked 6 data files, 2 deletion files" in out and out.strip().endswith("ok")
+    victim = sorted(os.listdir(b1))[0]
+    os.remove(os.path.join(b1, victim))
+    code, out = run(capsys, "verify", root, "--json", "--no-progress")
+    info = json.loads(out)
+    assert code == 1 and info["missing"] == [os.path.join(b1, victim)] and not info["ok"]
+    code, out = run(capsys, "verify", root, "--no-progress")
+    assert code == 1 and f"MISSING     {os.path.join(b1, victim)}" in out
+    # a file that is there but broken is reported as unreadable
+    other = sorted(os.listdir(b1))[0]
+    with open(os.path.join(b1, other), "r+b") as f:
+        f.truncate(10)
+    info = json.loads(run(capsys, "verify", root, "--json", "--no-progress")[1])
+    assert [u for u, _ in info["unreadable"]] == [os.path.join(b1, other)]
+
+
+def test_clone_tags_branches_prefixes(multibase, capsys):
+    root, b1, tmp = multibase
+    code, out = run(capsys, "tags", root, "create", "first", "1")
+    assert code == 0 and "first -> version 1" in out
+    code, out = run(capsys, "clone", root, str(tmp / "clone"), "--version", "first", "--json")
+    info = json.loads(out)
+    assert info["version"] == 1 and {b["id"] for b in info["bases"]} == {0, 1}
+    code, out = run(capsys, "prefixes", str(tmp / "clone"), "--json")
+    got = {(p["kind"], p["prefix"]) for p in json.loads(out)["prefixes"]}
+    assert got == {("root", str(tmp / "clone")), ("data", b1)}
+    code, out = run(capsys, "prefixes", root)
+    assert f"{root}/_deletions  (deletions, 2 files)" in out and f"{b1}  (data, base 1 b1, 4 files)" in out
+    code, out = run(capsys, "branches", root, "create", "exp", "--version", "2", "--json")
+    assert json.loads(out)["exp"]["parent_version"] == 2
+    code, out = run(capsys, "tags", root, "delete", "first", "--json")
+    assert json.loads(out) == {}
+
+
+def test_cleanup_command(multibase, capsys):
+    import time
+
+    root, _, _ = multibase
+    time.sleep(0.05)
+    code, out = run(capsys, "cleanup", root, "--older-than", "0s", "--dry-run", "--json",
+                    "--no-progress")
+    dry = json.loads(out)
+    assert code == 0 and dry["dry_run"] and dry["old_versions"] == 2
+    assert all(os.path.exists(u) for u in dry["removed"])
+    code, out = run(capsys, "cleanup", root, "--older-than", "0s", "--no-progress")
+    assert code == 0 and "removed 2 old versions" in out
+    assert not any(os.path.exists(u) for u in dry["removed"])
+    import lance
+
+    assert lance.dataset(root).count_rows() == 38
+    with pytest.raises(SystemExit):
+        cli.main(["cleanup", root, "--older-than", "soon"])
+
+
+def test_parse_duration():
+    from datetime import timedelta
+
+    assert cli.parse_duration("14d") == timedelta(days=14)
+    assert cli.parse_duration("36h") == timedelta(hours=36)
+    assert cli.parse_duration("90") == timedelta(seconds=90)
+    assert cli.parse_duration("14days") == timedelta(days=14)
+    with pytest.raises(SystemExit):
+        cli.parse_duration("soon")

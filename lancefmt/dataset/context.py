@@ -20,7 +20,7 @@ from ..table.base_paths import BasePathResolver
 class ScanContext:
 
     def __init__(self, uri: str, version: int, fields, schema_metadata=None, base_paths=None,
-                 storage_options=None, stable_row_ids: bool = False):
+                 storage_options=None, stable_row_ids: bool = False, base_store_params=None):
         self.uri = uri
         self.version = int(version)
         self.fields = list(fields)
@@ -28,14 +28,17 @@ class ScanContext:
         self.base_paths = list(base_paths or [])  # table_pb2.BasePath
         self.storage_options = dict(storage_options) if storage_options else None
         self.stable_row_ids = bool(stable_row_ids)
+        # Per-base storage options (``{base uri | name | id: options}``, see dataset.bases).
+        self.base_store_params = dict(base_store_params) if base_store_params else None
 
     @classmethod
-    def from_manifest(cls, uri: str, manifest, storage_options=None) -> "ScanContext":
+    def from_manifest(cls, uri: str, manifest, storage_options=None,
+                      base_store_params=None) -> "ScanContext":
         from ..table.feature_flags import FLAG_STABLE_ROW_IDS
 
         return cls(uri, manifest.version, manifest.fields, dict(manifest.schema_metadata),
                    list(manifest.base_paths), storage_options,
-                   bool(manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS))
+                   bool(manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS), base_store_params)
 
     # -- pickling: protobufs travel as bytes -----------------------------------------------
     def __reduce__(self):
@@ -44,7 +47,8 @@ class ScanContext:
             schema.metadata[k] = v
         bases = [b.SerializeToString() for b in self.base_paths]
         return (_rebuild_context, (self.uri, self.version, schema.SerializeToString(), bases,
-                                   self.storage_options, self.stable_row_ids))
+                                   self.storage_options, self.stable_row_ids,
+                                   self.base_store_params))
 
     # -- derived ----------------------------------------------------------------------------
     @cached_property
@@ -55,8 +59,21 @@ class ScanContext:
     def resolver(self) -> BasePathResolver:
         return BasePathResolver(self.uri, self.base_paths)
 
+    @cached_property
+    def _base_options(self):
+        from .bases import BaseOptions
+
+        return BaseOptions(self.resolver, self.storage_options, self.base_store_params)
+
+    def options_for(self, uri: str) -> dict | None:
+        """Storage options for a file URI: its base's own options (``base_store_params``) over
+        the dataset's ``storage_options``."""
+        if not self.base_store_params:
+            return self.storage_options
+        return self._base_options.for_uri(uri)
+
     def store_for(self, uri: str):
-        return open_store(uri, self.storage_options)
+        return open_store(uri, self.options_for(uri))
 
     @cached_property
     def root_ids(self) -> dict:
@@ -66,7 +83,8 @@ class ScanContext:
         return {r.name: [n.id for n in r.walk()] for r in field_tree(self.fields)}
 
 
-def _rebuild_context(uri, version, schema_bytes, bases, storage_options, stable_row_ids):
+def _rebuild_context(uri, version, schema_bytes, bases, storage_options, stable_row_ids,
+                     base_store_params=None):
     schema = file_pb2.Schema()
     schema.ParseFromString(schema_bytes)
     base_paths = []
@@ -75,4 +93,4 @@ def _rebuild_context(uri, version, schema_bytes, bases, storage_options, stable_
         pb.ParseFromString(b)
         base_paths.append(pb)
     return ScanContext(uri, version, list(schema.fields), dict(schema.metadata), base_paths,
-                       storage_options, stable_row_ids)
+                       storage_options, stable_row_ids, base_store_params)

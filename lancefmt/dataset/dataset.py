@@ -24,29 +24,38 @@ from .fragment import Fragment
 from .scan import ScanSpec, scan_batches
 
 
-def dataset(uri, version=None, *, storage_options: dict | None = None) -> "Dataset":
-    """Open ``uri`` at ``version`` (None = latest, an int, or a tag name)."""
-    return Dataset.open(uri, version, storage_options=storage_options)
+def dataset(uri, version=None, *, storage_options: dict | None = None,
+            base_store_params: dict | None = None) -> "Dataset":
+    """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
+    version opens that branch). ``base_store_params``: per-base storage options
+    (:mod:`lancefmt.dataset.bases`)."""
+    return Dataset.open(uri, version, storage_options=storage_options,
+                        base_store_params=base_store_params)
 
 
 class Dataset:
-    def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None):
+    def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None, *,
+                 base_store_params=None):
         self._uri = uri
         self._mf = manifest_file
         self._storage_options = dict(storage_options) if storage_options else None
+        self._base_store_params = dict(base_store_params) if base_store_params else None
 
     @classmethod
-    def open(cls, uri, version=None, *, storage_options=None) -> "Dataset":
+    def open(cls, uri, version=None, *, storage_options=None, base_store_params=None) -> "Dataset":
+        from ..table.refs import resolve_version_ref
+
         uri = normalize_uri(str(uri) if not isinstance(uri, str) else uri)
         store = open_store(uri, storage_options)
+        uri, version = resolve_version_ref(uri, version, store=store)  # a branch's tag: tree/
         mf = load_manifest(uri, version, store=store)
-        return cls(uri, mf, storage_options)
+        return cls(uri, mf, storage_options, base_store_params=base_store_params)
 
     def __repr__(self):
         return f"Dataset({self._uri!r}, version={self.version})"
 
     def __reduce__(self):
-        return (_reopen, (self._uri, self.version, self._storage_options))
+        return (_reopen, (self._uri, self.version, self._storage_options, self._base_store_params))
 
     # -- identity and metadata --------------------------------------------------------------
     @property
@@ -56,6 +65,11 @@ class Dataset:
     @property
     def storage_options(self) -> dict | None:
         return self._storage_options
+
+    @property
+    def base_store_params(self) -> dict | None:
+        """Per-base storage options this view reads and writes with (see ``dataset.bases``)."""
+        return self._base_store_params
 
     @property
     def version(self) -> int:
@@ -80,7 +94,8 @@ class Dataset:
 
     @cached_property
     def _ctx(self) -> ScanContext:
-        return ScanContext.from_manifest(self._uri, self._mf.header, self._storage_options)
+        return ScanContext.from_manifest(self._uri, self._mf.header, self._storage_options,
+                                         self._base_store_params)
 
     @property
     def schema(self) -> pa.Schema:
@@ -205,10 +220,19 @@ class Dataset:
         return list_versions(self._uri, store=self._store)
 
     def checkout_version(self, version) -> "Dataset":
-        return Dataset.open(self._uri, version, storage_options=self._storage_options)
+        """This dataset (or branch) at an int version; a tag name opens the tagged version
+        (from the dataset root's ``_refs/tags``, on whichever branch it names)."""
+        uri = self._uri
+        if isinstance(version, str):
+            from .branches import dataset_root
+
+            uri = dataset_root(self)
+        return Dataset.open(uri, version, storage_options=self._storage_options,
+                            base_store_params=self._base_store_params)
 
     def checkout_latest(self) -> "Dataset":
-        return Dataset.open(self._uri, None, storage_options=self._storage_options)
+        return Dataset.open(self._uri, None, storage_options=self._storage_options,
+                            base_store_params=self._base_store_params)
 
     def restore(self) -> "Dataset":
         """Commit this (old) version's content as the new latest version."""
@@ -219,14 +243,16 @@ class Dataset:
         mf = commit_transaction(self._uri, Transaction(latest, Restore(self.version)),
                                 store=self._store,
                                 restore_source=(self._mf.manifest, self._mf.indices))
-        return Dataset(self._uri, mf, self._storage_options)
+        return Dataset(self._uri, mf, self._storage_options,
+                       base_store_params=self._base_store_params)
 
     def _commit(self, operation, *, read_version=None, **kw) -> "Dataset":
         from .write import commit
 
         return commit(self._uri, operation,
                       read_version=self.version if read_version is None else read_version,
-                      storage_options=self._storage_options, **kw)
+                      storage_options=self._storage_options,
+                      base_store_params=self._base_store_params, **kw)
 
     def update_config(self, updates: dict) -> "Dataset":
         """Set (value) or delete (None) ``Manifest.config`` keys."""
@@ -278,6 +304,74 @@ class Dataset:
 
         validate_dataset(self)
 
+    # -- multi-base, clones, branches, cleanup (logic in bases/clone/branches/cleanup.py) ----
+    def add_bases(self, bases, transaction_properties: dict | None = None) -> "Dataset":
+        """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``)."""
+        from .bases import add_bases
 
-def _reopen(uri, version, storage_options):
-    return Dataset.open(uri, version, storage_options=storage_options)
+        return add_bases(self, bases, transaction_properties=transaction_properties)
+
+    def update_bases(self, changes: dict, transaction_properties: dict | None = None) -> "Dataset":
+        """New version whose only change is base paths: ``{id_or_name: new_path | BasePath}``
+        (relocation, re-tiering, failover). No data file is read, written or moved."""
+        from .bases import update_bases
+
+        return update_bases(self, changes, transaction_properties=transaction_properties)
+
+    def storage_prefixes(self) -> list:
+        """The distinct storage prefixes this version touches (``bases.StoragePrefix``)."""
+        from .bases import storage_prefixes
+
+        return storage_prefixes(self)
+
+    def shallow_clone(self, target_uri, version=None, *, storage_options: dict | None = None,
+                      base_store_params: dict | None = None) -> "Dataset":
+        """New dataset at ``target_uri`` referencing this one's files (at ``version``: None =
+        this version, an int, or a tag) through a dataset-root BasePath, as Lance does."""
+        from .clone import shallow_clone
+
+        return shallow_clone(self, target_uri, version, storage_options=storage_options,
+                             base_store_params=base_store_params)
+
+    @property
+    def branch(self) -> str | None:
+        """The branch this version belongs to (None = main)."""
+        h = self._mf.header
+        return h.branch if h.HasField("branch") else None
+
+    @property
+    def branches(self):
+        from .branches import Branches
+
+        return Branches(self)
+
+    def create_branch(self, name: str, version=None) -> "Dataset":
+        """New branch ``name`` under ``tree/{name}`` from ``version`` (None = this version, an
+        int on this branch, or a tag); returns the branch's Dataset."""
+        from .branches import create_branch
+
+        return create_branch(self, name, version)
+
+    def checkout_branch(self, name: str | None, version=None) -> "Dataset":
+        """The latest (or ``version``) of branch ``name`` (None or "main" = the main branch)."""
+        from .branches import checkout_branch
+
+        return checkout_branch(self, name, version)
+
+    def cleanup_old_versions(self, older_than=None, retain_versions: int | None = None, *,
+                             delete_unverified: bool = False,
+                             error_if_tagged_old_versions: bool = True, dry_run: bool = False,
+                             clones=(), progress=None):
+        """Remove old versions and the files only they reference (pylance's semantics); see
+        :func:`lancefmt.dataset.cleanup.cleanup_old_versions`. Returns ``CleanupStats``."""
+        from .cleanup import cleanup_old_versions
+
+        return cleanup_old_versions(self, older_than, retain_versions,
+                                    delete_unverified=delete_unverified,
+                                    error_if_tagged_old_versions=error_if_tagged_old_versions,
+                                    dry_run=dry_run, clones=clones, progress=progress)
+
+
+def _reopen(uri, version, storage_options, base_store_params=None):
+    return Dataset.open(uri, version, storage_options=storage_options,
+                        base_store_params=base_store_params)

@@ -126,7 +126,7 @@ def load_deletions(ctx: ScanContext, frag) -> DeletionVector | None:
     base = d.base_id if d.HasField("base_id") else None
     uri = ctx.resolver.deletion_file_uri(name, base)
     dv = read_deletion_file(uri, deletion_file_kind(d), physical_rows=frag.physical_rows,
-                            storage_options=ctx.storage_options)
+                            storage_options=ctx.options_for(uri))
     if d.num_deleted_rows and len(dv) != d.num_deleted_rows:
         raise CorruptFileError(f"holds {len(dv)} deletions, the manifest says {d.num_deleted_rows}", uri)
     return dv

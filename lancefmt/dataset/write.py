@@ -69,13 +69,19 @@ def _bases_of(bases) -> list[BasePath]:
 class _Target:
     data_dir: str
     base_id: int | None
+    storage_options: dict | None = None
 
 
-def _targets(uri: str, bases: list[BasePath], target_bases) -> list[_Target]:
-    """Where new data files go: the dataset root, or the named/numbered bases round-robin."""
+def _targets(uri: str, bases: list[BasePath], target_bases, storage_options=None,
+             base_store_params=None) -> list[_Target]:
+    """Where new data files go: the dataset root, or the named/numbered bases round-robin
+    (each written with its own storage options, see :mod:`.bases`)."""
+    from .bases import BaseOptions
+
     resolver = BasePathResolver(uri, bases)
+    options = BaseOptions(resolver, storage_options, base_store_params)
     if not target_bases:
-        return [_Target(resolver.data_dir(None), None)]
+        return [_Target(resolver.data_dir(None), None, storage_options)]
     if isinstance(target_bases, (str, int)):
         target_bases = [target_bases]
     out = []
@@ -87,7 +93,8 @@ def _targets(uri: str, bases: list[BasePath], target_bases) -> list[_Target]:
         if match is None:
             raise InvalidArgumentError(f"target base {t!r} is not a base path of the dataset "
                                        f"(known: {[(b.id, b.name) for b in bases]})")
-        out.append(_Target(resolver.data_dir(match.id), match.id))
+        data_dir = resolver.data_dir(match.id)
+        out.append(_Target(data_dir, match.id, options.for_uri(data_dir)))
     return out
 
 
@@ -102,6 +109,7 @@ class _FileRoller:
         self.max_rows, self.max_bytes = max_rows, max_bytes
         self.fragments: list[FragmentMetadata] = []
         self.written: list[str] = []
+        self.written_options: list = []
         self._writer = None
         self._target = None
         self._bytes = 0
@@ -111,7 +119,8 @@ class _FileRoller:
         name = data_file_name()
         uri = self._target.data_dir.rstrip("/") + "/" + name
         self._writer = LanceFileWriter(uri, self.schema, self.version,
-                                       store=open_store(uri, self.storage_options), fields=self.fields)
+                                       store=open_store(uri, self._target.storage_options),
+                                       fields=self.fields)
         self._name, self._uri, self._bytes = name, uri, 0
 
     def _close(self):
@@ -119,6 +128,7 @@ class _FileRoller:
         self._writer = None
         rows = w.close()
         self.written.append(self._uri)
+        self.written_options.append(self._target.storage_options)
         df = _data_file(self._name, w, self._target.base_id)
         self.fragments.append(FragmentMetadata.new([df], rows))
 
@@ -149,7 +159,8 @@ class _FileRoller:
         if self._writer is not None:
             self._writer.abort()
             self._writer = None
-        delete_files(self.written, self.storage_options)
+        for uri, options in zip(self.written, self.written_options):
+            delete_files([uri], options)
 
 
 def _data_file(name: str, writer: LanceFileWriter, base_id):
@@ -244,16 +255,17 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
     return _Plan(uri, existing, new_schema, fields, version, bases, reader)
 
 
-def _write_files(plan: _Plan, target_bases, max_rows_per_file, max_bytes_per_file, storage_options):
+def _write_files(plan: _Plan, target_bases, max_rows_per_file, max_bytes_per_file, storage_options,
+                 base_store_params=None):
     if int(max_rows_per_file) <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
-    roller = _FileRoller(plan.schema, plan.fields, plan.storage_version,
-                         _targets(plan.uri, plan.bases, target_bases), storage_options,
+    targets = _targets(plan.uri, plan.bases, target_bases, storage_options, base_store_params)
+    roller = _FileRoller(plan.schema, plan.fields, plan.storage_version, targets, storage_options,
                          int(max_rows_per_file), int(max_bytes_per_file))
     try:
         for batch in plan.reader:
             roller.write(batch)
-        return roller.finish(), roller.written
+        return roller.finish(), list(zip(roller.written, roller.written_options))
     except BaseException:
         roller.abort()
         raise
@@ -263,7 +275,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
                     data_storage_version: str | None = None, target_bases=None,
-                    initial_bases=None, storage_options: dict | None = None) -> list[FragmentMetadata]:
+                    initial_bases=None, storage_options: dict | None = None,
+                    base_store_params: dict | None = None) -> list[FragmentMetadata]:
     """Write data files for ``data`` and return their fragments (ids 0); commit nothing.
 
     ``mode="append"`` matches an existing dataset's schema and storage version;
@@ -274,7 +287,7 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
         mode = "overwrite"
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
     fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                storage_options)
+                                storage_options, base_store_params)
     return fragments
 
 
@@ -282,7 +295,7 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
            max_retries: int = 20, enable_v2_manifest_paths: bool = True,
            data_storage_version: str | None = None, enable_stable_row_ids: bool = False,
            commit_message: str | None = None, transaction_properties: dict | None = None,
-           must_create: bool = False):
+           must_create: bool = False, base_store_params: dict | None = None):
     """Commit one operation (``lancefmt.Operation.*``) and return the new version's Dataset.
 
     ``read_version`` is the version the operation was planned against (conflicts with anything
@@ -311,7 +324,7 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
         build=BuildOptions(data_storage_version=data_storage_version,
                            enable_stable_row_ids=enable_stable_row_ids))
     mf = commit_transaction(uri, txn, store=store, options=options, restore_source=restore_source)
-    return Dataset(uri, mf, storage_options)
+    return Dataset(uri, mf, storage_options, base_store_params=base_store_params)
 
 
 def write_dataset(data, uri, mode: str = "create", *, schema=None,
@@ -320,16 +333,20 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
                   data_storage_version: str | None = None, enable_stable_row_ids: bool = False,
                   initial_bases=None, target_bases=None, storage_options: dict | None = None,
                   enable_v2_manifest_paths: bool = True, commit_message: str | None = None,
-                  transaction_properties: dict | None = None):
-    """Write ``data`` as a new dataset, or append to / overwrite an existing one (docs/api.md)."""
+                  transaction_properties: dict | None = None, base_store_params: dict | None = None):
+    """Write ``data`` as a new dataset, or append to / overwrite an existing one (docs/api.md).
+
+    ``base_store_params``: per-base storage options (see :mod:`lancefmt.dataset.bases`)."""
     if hasattr(uri, "uri") and hasattr(uri, "version"):  # a Dataset: append to it
         if storage_options is None:
             storage_options = uri.storage_options
+        if base_store_params is None:
+            base_store_params = getattr(uri, "base_store_params", None)
         uri = uri.uri
     uri = normalize_uri(str(uri))
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
     fragments, written = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                      storage_options)
+                                      storage_options, base_store_params)
     if plan.existing is not None and mode == "append":
         operation = Append(fragments)
         read_version = plan.existing.version
@@ -344,9 +361,10 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
                       data_storage_version=plan.storage_version,
                       enable_stable_row_ids=enable_stable_row_ids if plan.existing is None else False,
                       commit_message=commit_message, transaction_properties=transaction_properties,
-                      must_create=(mode == "create"))
+                      must_create=(mode == "create"), base_store_params=base_store_params)
     except BaseException:
-        delete_files(written, storage_options)
+        for file_uri, options in written:
+            delete_files([file_uri], options)
         raise
 
 

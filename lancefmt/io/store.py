@@ -30,12 +30,14 @@ from .uri import split_uri, join_uri
 
 @dataclass(frozen=True)
 class FileInfo:
-    """One listed object: its URI, base name, size in bytes, and whether it is a directory."""
+    """One listed object: its URI, base name, size in bytes, whether it is a directory, and its
+    last-modified time (seconds since the epoch; None where the store does not say)."""
 
     uri: str
     name: str
     size: int
     is_dir: bool = False
+    mtime: float | None = None
 
 
 def _freeze(options: dict | None):
@@ -220,10 +222,12 @@ class LocalStore(ObjectStore):
             for e in it:
                 try:  # an entry may vanish between readdir and stat (a concurrent writer's temp file)
                     is_dir = e.is_dir()
-                    size = 0 if is_dir else e.stat().st_size
+                    st = None if is_dir else e.stat()
                 except FileNotFoundError:
                     continue
-                out.append(FileInfo(path.rstrip("/") + "/" + e.name, e.name, size, is_dir))
+                out.append(FileInfo(path.rstrip("/") + "/" + e.name, e.name,
+                                    0 if st is None else st.st_size, is_dir,
+                                    None if st is None else st.st_mtime))
         return out
 
     def _tmp_beside(self, path):
@@ -338,6 +342,19 @@ class _LocalAtomicWriter:
             self.abort()
 
 
+def _mtime(entry: dict) -> float | None:
+    """Last-modified time of an fsspec listing entry (s3: ``LastModified``, memory: ``created``)."""
+    v = entry.get("LastModified", entry.get("mtime", entry.get("created")))
+    if v is None:
+        return None
+    if hasattr(v, "timestamp"):
+        return float(v.timestamp())
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
 class FsspecStore(ObjectStore):
     """Any fsspec file system (s3fs for ``s3://``, gcsfs, ...)."""
 
@@ -379,7 +396,7 @@ class FsspecStore(ObjectStore):
                 continue
             is_dir = e.get("type") == "directory"
             out.append(FileInfo(self._uri(name), name.rsplit("/", 1)[-1],
-                                int(e.get("size") or 0), is_dir))
+                                int(e.get("size") or 0), is_dir, _mtime(e)))
         return out
 
     def walk(self, uri):
@@ -391,7 +408,8 @@ class FsspecStore(ObjectStore):
         for name, e in found.items():
             if e.get("type") == "directory":
                 continue
-            yield FileInfo(self._uri(name), name.rsplit("/", 1)[-1], int(e.get("size") or 0))
+            yield FileInfo(self._uri(name), name.rsplit("/", 1)[-1], int(e.get("size") or 0),
+                           False, _mtime(e))
 
     def put(self, uri, data):
         self.fs.pipe_file(self._path(uri), data)
@@ -457,4 +475,5 @@ class MemoryStore(FsspecStore):
         path = self._path(uri).rstrip("/")
         for name, e in self.fs.find(path, detail=True).items():
             if e.get("type") != "directory":
-                yield FileInfo(self._uri(name), name.rsplit("/", 1)[-1], int(e.get("size") or 0))
+                yield FileInfo(self._uri(name), name.rsplit("/", 1)[-1], int(e.get("size") or 0),
+                               False, _mtime(e))

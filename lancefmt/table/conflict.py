@@ -196,13 +196,56 @@ def _conditional(mine, theirs) -> ConflictResult:
         return _retry("indexed columns were replaced") if idx_fields & rep_fields else OK
     # C17: two base-path updates.
     if isinstance(mine, UpdateBases) and isinstance(theirs, UpdateBases):
+        relocating = mine.relocate or theirs.relocate
         for a in mine.new_bases:
             for b in theirs.new_bases:
-                if (a.id and a.id == b.id) or (a.HasField("name") and b.HasField("name") and a.name == b.name) \
-                        or a.path == b.path:
+                same_id = a.id == b.id and (a.id != 0 or relocating)
+                if same_id or _same_name(a, b) or a.path == b.path:
                     return _incompatible(f"base path {a.path!r} collides with a concurrent update")
         return OK
     return _incompatible(f"{mine.name} cannot be checked against {theirs.name}")
+
+
+def _same_name(a, b) -> bool:
+    """Lance's conflict check compares names only when set (its manifest build, which runs
+    afterwards, also refuses two unnamed bases)."""
+    return a.HasField("name") and b.HasField("name") and a.name == b.name
+
+
+def _base_ids_written(op) -> set:
+    """Base ids of the data and deletion files an operation adds or rewrites."""
+    frags = []
+    if isinstance(op, (Append, Overwrite)):
+        frags = op.fragments
+    elif isinstance(op, Delete):
+        frags = op.updated_fragments
+    elif isinstance(op, Update):
+        frags = list(op.updated_fragments) + list(op.new_fragments)
+    elif isinstance(op, Rewrite):
+        frags = [f for g in op.groups for f in g.new_fragments]
+    elif isinstance(op, Merge):
+        frags = op.fragments
+    ids = set()
+    for f in frags:
+        pb = f.pb if hasattr(f, "pb") else f
+        ids.update(df.base_id for df in pb.files if df.HasField("base_id"))
+        if pb.HasField("deletion_file") and pb.deletion_file.HasField("base_id"):
+            ids.add(pb.deletion_file.base_id)
+    if isinstance(op, DataReplacement):
+        ids.update(g.new_file.base_id for g in op.replacements if g.new_file.HasField("base_id"))
+    return ids
+
+
+def _relocation_conflict(m, t) -> ConflictResult | None:
+    """lancefmt's extra rule for relocations: files written concurrently into a base that the
+    other side relocates would be resolved under the new path, where they do not exist."""
+    for reloc, other in ((m, t), (t, m)):
+        if isinstance(reloc, UpdateBases) and reloc.relocate and not isinstance(other, UpdateBases):
+            moved = {b.id for b in reloc.new_bases} & _base_ids_written(other)
+            if moved:
+                return _retry(f"{other.name} wrote files into base(s) {sorted(moved)} that were "
+                              f"relocated concurrently")
+    return None
 
 
 def check_conflict(mine: Transaction, theirs: Transaction | None) -> ConflictResult:
@@ -210,6 +253,10 @@ def check_conflict(mine: Transaction, theirs: Transaction | None) -> ConflictRes
     if theirs is None:
         return _incompatible("a concurrent version has no readable transaction")
     m, t = mine.operation, theirs.operation
+    if not isinstance(t, Opaque):
+        moved = _relocation_conflict(m, t)
+        if moved is not None:
+            return moved
     if isinstance(t, Opaque) or t.name not in _KINDS:
         return _incompatible(f"concurrent transaction of unknown kind {t.name!r}")
     row = _MATRIX.get(m.name)

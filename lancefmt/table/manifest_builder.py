@@ -178,14 +178,19 @@ def build_manifest(
     if previous is not None and options.enable_stable_row_ids and not stable:
         raise InvalidArgumentError("stable row ids can only be enabled when a dataset is created")
 
+    # Metadata-only operations keep the fragment list as it is (no per-fragment copy: a
+    # 100,000-fragment update_bases costs one protobuf copy and one encode).
+    keep_fragments = previous is not None and isinstance(
+        op, (UpdateConfig, ReserveFragments, UpdateBases, CreateIndex))
     manifest = table_pb2.Manifest()
     if previous is not None:
         manifest.CopyFrom(previous)
-        del manifest.fragments[:]
+        if not keep_fragments:
+            del manifest.fragments[:]
     next_id = (previous.max_fragment_id + 1) if previous is not None and previous.HasField("max_fragment_id") else 0
     next_row_id = previous.next_row_id if (previous is not None and stable) else 0
     indices = list(previous_indices)
-    old = list(previous.fragments) if previous is not None else []
+    old = list(previous.fragments) if previous is not None and not keep_fragments else []
     final: list = []
 
     if isinstance(op, Append):
@@ -245,8 +250,7 @@ def build_manifest(
         final += new
         if op.fields_modified:
             _prune_indices(indices, {f.id for f in op.updated_fragments}, set(op.fields_modified))
-    elif isinstance(op, (UpdateConfig, ReserveFragments, UpdateBases, CreateIndex)):
-        final = [_copy_frag(f) for f in old]
+    elif keep_fragments:
         if isinstance(op, CreateIndex):
             new_names = {i.name for i in op.new_indices}
             removed_uuids = {i.uuid.uuid for i in op.removed_indices}
@@ -277,13 +281,14 @@ def build_manifest(
     else:  # pragma: no cover - every modelled operation is handled above
         raise UnsupportedFeatureError(f"cannot apply a {op.name} transaction")
 
-    final.sort(key=lambda f: f.id)
-    for f in final:  # drop data files that only hold tombstoned fields (-2)
-        if any(all(fid == -2 for fid in df.fields) for df in f.files):
-            kept = [df for df in f.files if any(fid != -2 for fid in df.fields)]
-            del f.files[:]
-            f.files.extend(kept)
-    manifest.fragments.extend(final)
+    if not keep_fragments:
+        final.sort(key=lambda f: f.id)
+        for f in final:  # drop data files that only hold tombstoned fields (-2)
+            if any(all(fid == -2 for fid in df.fields) for df in f.files):
+                kept = [df for df in f.files if any(fid != -2 for fid in df.fields)]
+                del f.files[:]
+                f.files.extend(kept)
+        manifest.fragments.extend(final)
 
     if isinstance(op, UpdateConfig):
         _apply_update_config(manifest, op)
@@ -292,19 +297,36 @@ def build_manifest(
     if stable:
         manifest.next_row_id = next_row_id
     manifest.tag = txn.tag
-    max_id = max((f.id for f in final), default=None)
+    max_id = None if keep_fragments else max((f.id for f in final), default=None)
     if isinstance(op, ReserveFragments):
         base = manifest.max_fragment_id if manifest.HasField("max_fragment_id") else 0
         manifest.max_fragment_id = base + op.num_fragments
-    elif max_id is not None or next_id > 0:
+    elif not keep_fragments and (max_id is not None or next_id > 0):
         top = max(next_id - 1, max_id if max_id is not None else -1)
         if manifest.HasField("max_fragment_id"):
             top = max(top, manifest.max_fragment_id)
         manifest.max_fragment_id = top
-    return _finish(manifest, previous, version, transaction_file, options, stable), indices
+    same = _SameFragments(previous) if keep_fragments else None
+    return _finish(manifest, previous, version, transaction_file, options, stable, same), indices
 
 
-def _finish(manifest, previous, version, transaction_file, options, stable):
+class _SameFragments:
+    """The fragment facts feature flags depend on, taken from the previous manifest's flags
+    when the fragment list is unchanged (saves a pass over every fragment)."""
+
+    def __init__(self, previous):
+        import numpy as np
+
+        r = int(previous.reader_feature_flags)
+        self.has_deletion_file = np.array([bool(r & feature_flags.FLAG_DELETION_FILES)])
+        self.has_row_ids = np.array([bool(r & feature_flags.FLAG_STABLE_ROW_IDS)])
+        self.num_overlays = np.array([int(bool(r & feature_flags.FLAG_UNSTABLE_DATA_OVERLAY_FILES))])
+
+    def __len__(self):
+        return 1
+
+
+def _finish(manifest, previous, version, transaction_file, options, stable, fragments=None):
     manifest.version = version
     manifest.transaction_file = transaction_file
     ts = options.timestamp_ns if options.timestamp_ns is not None else time.time_ns()
@@ -322,7 +344,8 @@ def _finish(manifest, previous, version, transaction_file, options, stable):
     manifest.ClearField("index_section")
     manifest.ClearField("transaction_section")
     manifest.ClearField("transaction_section_deprecated")
-    reader, writer = feature_flags.compute_feature_flags(manifest, enable_stable_row_ids=stable)
+    reader, writer = feature_flags.compute_feature_flags(manifest, enable_stable_row_ids=stable,
+                                                         fragments=fragments)
     manifest.reader_feature_flags = reader
     manifest.writer_feature_flags = writer
     return manifest
@@ -411,18 +434,50 @@ def _apply_update_config(manifest, op: UpdateConfig):
             f.metadata[k] = v.encode()
 
 
+def _base_name(b):
+    return b.name if b.HasField("name") else None
+
+
 def _apply_update_bases(manifest, op: UpdateBases):
-    existing = list(manifest.base_paths)
+    """Add bases as Lance's manifest build does, or relocate existing ones (``op.relocate``).
+
+    Adding (Lance 14 rules, checked by experiment): a new base whose name equals an existing
+    one's (two unnamed bases count as equal, as Rust compares ``Option``s) or whose path equals
+    an existing path is refused; id 0 means "assign ``max(id) + 1``" (1 if there is none); a
+    non-zero id replaces the entry with that id. Relocating: every entry must name an existing
+    id (0 included); its path (and name, flag) replace that entry's, and the new path or name
+    must not collide with another base.
+    """
+    from ..io.uri import check_base_uri
+
+    by_id = {b.id: b for b in manifest.base_paths}
+    order = [b.id for b in manifest.base_paths]
     for nb in op.new_bases:
-        for b in existing:
-            same_name = nb.HasField("name") and b.HasField("name") and nb.name == b.name
-            if same_name or b.path == nb.path:
-                raise InvalidArgumentError(
-                    f"a base path named {nb.name!r} or at {nb.path!r} already exists (id {b.id})")
+        check_base_uri(nb.path)
+        if op.relocate:
+            if nb.id not in by_id:
+                raise InvalidArgumentError(f"cannot relocate base id {nb.id}: the dataset has no "
+                                           f"such base (ids {sorted(by_id)})")
+            for b in by_id.values():
+                if b.id == nb.id:
+                    continue
+                if b.path == nb.path or (nb.HasField("name") and _base_name(b) == nb.name):
+                    raise InvalidArgumentError(
+                        f"base {nb.id} cannot move to {nb.path!r} named {_base_name(nb)!r}: base "
+                        f"{b.id} already has that path or name")
+            new_id = nb.id
+        else:
+            for b in by_id.values():
+                if _base_name(b) == _base_name(nb) or b.path == nb.path:
+                    raise InvalidArgumentError(
+                        f"a base path named {_base_name(nb)!r} or at {nb.path!r} already exists "
+                        f"(id {b.id}, name {_base_name(b)!r}, path {b.path!r})")
+            new_id = nb.id or (max(by_id, default=0) + 1)
         added = table_pb2.BasePath()
         added.CopyFrom(nb)
-        if added.id == 0:
-            added.id = max((b.id for b in existing), default=0) + 1
-        existing.append(added)
+        added.id = new_id
+        if new_id not in by_id:
+            order.append(new_id)
+        by_id[new_id] = added
     del manifest.base_paths[:]
-    manifest.base_paths.extend(existing)
+    manifest.base_paths.extend(by_id[i] for i in order)

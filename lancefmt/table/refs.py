@@ -290,3 +290,31 @@ def resolve_version_ref(dataset_uri: str, ref, *, store=None, storage_options=No
     if version < 0:
         raise InvalidArgumentError(f"version {version} is negative")
     return dataset_uri, version
+
+
+def encode_branch(branch: Branch) -> bytes:
+    """A branch file as pylance 14.0.2 writes it (key order and 2-space indent included)."""
+    obj = {"parentBranch": branch.parent_branch}
+    if branch.identifier is not None:
+        obj["identifier"] = branch.identifier
+    obj["parentVersion"] = branch.parent_version
+    obj["createAt"] = branch.create_at
+    obj["manifestSize"] = branch.manifest_size
+    obj["metadata"] = branch.metadata
+    return json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def write_branch(dataset_uri: str, branch: Branch, *, store=None, storage_options=None) -> bool:
+    """Create the branch file; False (nothing written) if the branch already exists."""
+    store = store or open_store(dataset_uri, storage_options)
+    return store.put_if_absent(branch_file_uri(dataset_uri, branch.name), encode_branch(branch))
+
+
+def version_mapping(branch: Branch | None) -> list:
+    """The lineage pylance 14 records: ``[[version, uuid hex], ...]`` from main to ``branch``."""
+    if branch is None or not branch.identifier:
+        return []
+    mapping = branch.identifier.get("version_mapping") or []
+    if not isinstance(mapping, list):
+        raise CorruptFileError(f"branch {branch.name!r} has a malformed version_mapping")
+    return [list(m) for m in mapping]

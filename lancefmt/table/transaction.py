@@ -229,16 +229,32 @@ class Clone(BaseOperation):
             c.branch_name = self.branch_name
 
 
+# Transaction property marking an UpdateBases that relocates existing bases (see UpdateBases).
+RELOCATE_BASES_KEY = "lancefmt.relocate_bases"
+
+
 @dataclass
 class UpdateBases(BaseOperation):
-    """Add base paths, or (our extension, same wire message) replace the paths of existing ones."""
+    """Add base paths (pylance's ``add_bases``), or relocate existing ones (``update_bases``).
+
+    Both travel as Lance's ``UpdateBases`` message (op 114). An added base has id 0 unless the
+    caller chose one; the manifest builder gives it ``max(id) + 1``. A relocation carries each
+    changed ``BasePath`` with its *existing* id and is marked by the transaction property
+    ``lancefmt.relocate_bases = "true"`` (``relocate=True``), because id 0 on the wire would
+    otherwise mean "assign a new id" and a clone's source base has id 0. pylance 14 itself
+    replaces the entry when an UpdateBases names an existing id (its manifest build inserts by
+    id), so its readers and conflict checks treat our relocation like any UpdateBases.
+    """
 
     new_bases: list  # list of table_pb2.BasePath
+    relocate: bool = False
     name = "update_bases"
 
     def fill(self, txn):
         txn.update_bases.SetInParent()
         txn.update_bases.new_bases.extend(self.new_bases)
+        if self.relocate:
+            txn.transaction_properties[RELOCATE_BASES_KEY] = "true"
 
 
 @dataclass
@@ -473,7 +489,11 @@ class Transaction:
 
     @classmethod
     def from_pb(cls, pb: TxnPb) -> "Transaction":
-        return cls(pb.read_version, _op_from_pb(pb), pb.uuid, pb.tag, dict(pb.transaction_properties))
+        op = _op_from_pb(pb)
+        props = dict(pb.transaction_properties)
+        if isinstance(op, UpdateBases) and props.get(RELOCATE_BASES_KEY) == "true":
+            op.relocate = True
+        return cls(pb.read_version, op, pb.uuid, pb.tag, props)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Transaction":

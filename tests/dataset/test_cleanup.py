@@ -1,0 +1,183 @@
+"""cleanup_old_versions: what goes, and above all what never goes."""
+import os
+import time
+from datetime import timedelta
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancefmt
+from lancefmt import BasePath, InvalidArgumentError
+
+
+def table(n, start=0):
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64())})
+
+
+def files(*dirs):
+    out = set()
+    for d in dirs:
+        for root, _, names in os.walk(d):
+            out |= {os.path.join(root, n) for n in names}
+    return out
+
+
+def referenced(ds):
+    """Every file a version needs: manifest, data, deletion files."""
+    out = {ds.manifest_file.uri}
+    for f in ds.get_fragments():
+        out |= set(f.data_files())
+        if f.deletion_file():
+            out.add(f.deletion_file())
+    return out
+
+
+@pytest.fixture
+def history(tmp_path):
+    """main: v1 create, v2 append, v3 delete, v4 overwrite (to a data base), v5 append, v6 delete,
+    v7 overwrite; tag on v2, a branch from v3 with its own append, a clone of v5 (and a clone of
+    that clone), and a leftover data file from a failed write."""
+    root = str(tmp_path / "ds")
+    b1 = str(tmp_path / "b1")
+    lancefmt.write_dataset(table(10), root, max_rows_per_file=5,
+                           initial_bases=[BasePath(b1, name="b1")])
+    ds = lancefmt.write_dataset(table(10, 10), root, mode="append")
+    ds.tags.create("keep", 2)
+    ds = ds.delete("id = 1")
+    br = ds.create_branch("br")
+    lancefmt.write_dataset(table(3, 50), br, mode="append")
+    ds = lancefmt.write_dataset(table(10, 100), root, mode="overwrite", target_bases=["b1"],
+                                max_rows_per_file=4)
+    ds = lancefmt.write_dataset(table(10, 200), root, mode="append")
+    clone = ds.shallow_clone(str(tmp_path / "clone"))
+    clone2 = lancefmt.write_dataset(table(2, 300), clone, mode="append").shallow_clone(
+        str(tmp_path / "clone2"))
+    ds = ds.delete("id = 205")
+    ds = lancefmt.write_dataset(table(4, 400), root, mode="overwrite")
+    leftover = os.path.join(root, "data", "0" * 24 + "f" * 26 + ".lance")
+    with open(leftover, "wb") as f:
+        f.write(b"partial")
+    time.sleep(0.05)
+    return {"root": root, "b1": b1, "ds": lancefmt.dataset(root), "clone": clone.uri,
+            "clone2": clone2.uri, "leftover": leftover, "tmp": str(tmp_path)}
+
+
+def test_tagged_old_version_raises(history):
+    with pytest.raises(InvalidArgumentError, match="keep"):
+        history["ds"].cleanup_old_versions(older_than=timedelta(0))
+
+
+def test_nothing_referenced_is_deleted(history):
+    h = history
+    ds = h["ds"]
+    needed = set()
+    for v in (2, 3, 7):
+        needed |= referenced(ds.checkout_version(v))
+    branch = ds.checkout_branch("br")
+    for v in (3, 4):
+        needed |= referenced(branch.checkout_version(v))
+    for c in (h["clone"], h["clone2"]):
+        for v in lancefmt.dataset(c).versions():
+            needed |= referenced(lancefmt.dataset(c, v["version"]))
+    before = files(h["tmp"])
+    sizes = {f: os.path.getsize(f) for f in before}
+    dry = ds.cleanup_old_versions(older_than=timedelta(0), error_if_tagged_old_versions=False,
+                                  clones=[h["clone"], h["clone2"]], dry_run=True)
+    assert files(h["tmp"]) == before
+    stats = ds.cleanup_old_versions(older_than=timedelta(0), error_if_tagged_old_versions=False,
+                                    clones=[h["clone"], h["clone2"]])
+    assert stats.removed == dry.removed and not stats.dry_run
+    gone = before - files(h["tmp"])
+    assert gone == set(stats.removed)
+    assert not gone & needed
+    assert h["leftover"] not in gone                       # unverified and young: kept
+    assert stats.old_versions == 4                         # v1, v4, v5, v6
+    kept_versions = [v["version"] for v in ds.versions()]
+    assert kept_versions == [2, 3, 7]                      # tagged, forked, latest
+    # v6's deletion file went; v4/v5's data (in base b1) stays: the clones reference it
+    assert stats.deletion_files_removed == 1 and stats.data_files_removed == 0
+    assert stats.transaction_files_removed == 4
+    assert stats.bytes_removed == sum(sizes[f] for f in gone)
+    # nothing outside the dataset's own root was touched: not the clones, not the branch
+    assert all(f.startswith(h["root"] + os.sep) for f in gone)
+    assert not any("/tree/" in f for f in gone)
+    # pylance reads every retained version, the tag, the branch and the clones
+    for v in kept_versions:
+        assert lance.dataset(h["root"], version=v).to_table() == ds.checkout_version(v).to_table()
+    assert lance.dataset(h["root"], version="keep").count_rows() == 20
+    assert lance.dataset(h["root"]).checkout_version(("br", None)).count_rows() == 22
+    assert lance.dataset(h["clone"]).to_table() == lancefmt.dataset(h["clone"]).to_table()
+    assert lance.dataset(h["clone2"]).count_rows() == 22
+    lancefmt.dataset(h["clone2"]).validate()
+
+
+def test_clone_files_are_at_risk_without_naming_the_clone(history):
+    """The dataset cannot know its clones (neither can Lance): unnamed, their files would go."""
+    h = history
+    dry = h["ds"].cleanup_old_versions(older_than=timedelta(0),
+                                       error_if_tagged_old_versions=False, dry_run=True)
+    clone_needs = referenced(lancefmt.dataset(h["clone"]))
+    assert set(dry.removed) & clone_needs
+
+
+def test_retain_versions_and_unverified(history):
+    h = history
+    ds = h["ds"]
+    stats = ds.cleanup_old_versions(retain_versions=2, error_if_tagged_old_versions=False,
+                                    clones=[h["clone"], h["clone2"]])
+    assert [v["version"] for v in ds.versions()] == [2, 3, 6, 7]
+    assert stats.old_versions == 3
+    # a week later the failed write's leftover is old enough to go; delete_unverified does it now
+    os.utime(h["leftover"], (time.time() - 8 * 86400,) * 2)
+    stats = ds.cleanup_old_versions(retain_versions=10, clones=[h["clone"], h["clone2"]])
+    assert h["leftover"] in stats.removed and stats.old_versions == 0
+
+
+def test_clone_cleanup_never_touches_its_source(history):
+    h = history
+    src_before = files(h["root"], h["b1"])
+    c = lancefmt.dataset(h["clone"])
+    c = lancefmt.write_dataset(table(3), c, mode="overwrite")
+    time.sleep(0.05)
+    stats = c.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert stats.old_versions == 2
+    assert files(h["root"], h["b1"]) == src_before
+    assert all(u.startswith(h["clone"]) for u in stats.removed)
+    assert lance.dataset(h["clone"]).count_rows() == 3
+
+
+def test_shared_data_base_only_loses_verified_files(tmp_path):
+    """A plain data base may be a shared bucket: a file no version ever referenced stays even
+    with delete_unverified; files an old version referenced go."""
+    root, shared = str(tmp_path / "ds"), str(tmp_path / "shared")
+    ds = lancefmt.write_dataset(table(4), root, initial_bases=[BasePath(shared, name="s")],
+                                target_bases=["s"])
+    stranger = os.path.join(shared, "1" * 24 + "a" * 26 + ".lance")
+    open(stranger, "wb").write(b"someone else's")
+    os.utime(stranger, (time.time() - 30 * 86400,) * 2)
+    old_file = next(iter(files(shared) - {stranger}))
+    ds = lancefmt.write_dataset(table(4, 10), root, mode="overwrite", target_bases=["s"])
+    time.sleep(0.05)
+    stats = ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert old_file in stats.removed and stranger not in stats.removed
+    assert os.path.exists(stranger)
+    assert lance.dataset(root).to_table() == table(4, 10)
+
+
+def test_branch_cleanup_keeps_child_branch_files_and_main(tmp_path):
+    root = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(10), root)
+    dev = lancefmt.dataset(root).create_branch("dev")
+    dev = lancefmt.write_dataset(table(5, 10), dev, mode="append")      # dev v2
+    child = dev.create_branch("dev/child")                              # needs dev v2's file
+    dev = lancefmt.write_dataset(table(3, 50), dev, mode="overwrite")   # dev v3
+    time.sleep(0.05)
+    main_before = files(os.path.join(root, "data"), os.path.join(root, "_versions"))
+    stats = dev.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert stats.old_versions == 1                                      # dev v1; v2 is forked
+    assert all(u.startswith(dev.uri + "/") and "/child/" not in u for u in stats.removed)
+    assert files(os.path.join(root, "data"), os.path.join(root, "_versions")) == main_before
+    assert lance.dataset(root).checkout_version(("dev/child", None)).count_rows() == 15
+    assert lance.dataset(root).checkout_version(("dev", None)).count_rows() == 3
+    assert child.to_table() == table(15)
