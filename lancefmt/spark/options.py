@@ -20,10 +20,15 @@ from ..io.uri import normalize_uri
 from ..table.base_paths import BasePath
 
 STORAGE_PREFIX = "storage."
-DEFAULT_BATCH_SIZE = 8192
+# Arrow batches handed to Spark: every batch costs a round of IPC and JVM bookkeeping, so bigger
+# is faster; without a ``batch_size`` option the reader sizes batches to about
+# TARGET_BATCH_BYTES from the row width (see reader.batch_rows), and max_batch_bytes bounds the
+# memory of wide rows (vectors, blobs) on both sides of the socket whatever batch_size says.
+TARGET_BATCH_BYTES = 16 << 20
+DEFAULT_MAX_BATCH_BYTES = 64 << 20
 DEFAULT_ROWS_PER_PARTITION = 1 << 20
-READ_OPTIONS = ("path", "version", "columns", "batch_size", "with_row_id", "with_row_address",
-                "filter", "rows_per_partition", "storage_options")
+READ_OPTIONS = ("path", "version", "columns", "batch_size", "max_batch_bytes", "with_row_id",
+                "with_row_address", "filter", "rows_per_partition", "storage_options")
 WRITE_OPTIONS = ("path", "max_rows_per_file", "max_row_per_file", "max_bytes_per_file",
                  "target_bases", "initial_bases", "data_storage_version", "enable_stable_row_ids",
                  "commit_message", "max_retries", "storage_options")
@@ -130,7 +135,8 @@ class ReadOptions:
     uri: str
     version: int | str | None = None
     columns: list | None = None
-    batch_size: int = DEFAULT_BATCH_SIZE
+    batch_size: int | None = None  # None: sized by bytes
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     with_row_id: bool = False
     with_row_address: bool = False
     filter: str | None = None
@@ -144,7 +150,9 @@ class ReadOptions:
             uri=dataset_uri(options),
             version=_version(opts.get("version")),
             columns=_names("columns", opts.get("columns")),
-            batch_size=_positive_int("batch_size", opts.get("batch_size"), DEFAULT_BATCH_SIZE),
+            batch_size=_positive_int("batch_size", opts.get("batch_size"), None),
+            max_batch_bytes=_positive_int("max_batch_bytes", opts.get("max_batch_bytes"),
+                                          DEFAULT_MAX_BATCH_BYTES),
             with_row_id=_bool("with_row_id", opts.get("with_row_id")),
             with_row_address=_bool("with_row_address", opts.get("with_row_address")),
             filter=(opts.get("filter") or None),

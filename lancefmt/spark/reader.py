@@ -35,8 +35,40 @@ from pyspark.sql.types import StructType
 
 from ..sql_filter import to_expression
 from .filters import split_filters
-from .options import ReadOptions
+from .options import TARGET_BATCH_BYTES, ReadOptions
 from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema
+
+MIN_BATCH_ROWS = 8192
+MAX_BATCH_ROWS = 1 << 20
+# Width guesses for variable-size values (bytes); only used to size batches.
+_VARIABLE_BYTES = 32
+_LIST_ITEMS = 8
+
+
+def row_width(t: pa.DataType) -> float:
+    """Rough bytes per value of ``t`` (exact for fixed-width types)."""
+    if isinstance(t, pa.ExtensionType):
+        return row_width(t.storage_type)
+    if pa.types.is_dictionary(t):
+        return row_width(t.index_type)
+    if pa.types.is_fixed_size_list(t):
+        return t.list_size * row_width(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        return 8 + _LIST_ITEMS * row_width(t.value_type if not pa.types.is_map(t) else t.item_type)
+    if pa.types.is_struct(t):
+        return sum(row_width(f.type) for f in t) or 1
+    try:
+        return max(t.bit_width, 8) / 8
+    except ValueError:  # variable width: strings, binary
+        return _VARIABLE_BYTES
+
+
+def batch_rows(schema: pa.Schema, columns, target_bytes: int = TARGET_BATCH_BYTES) -> int:
+    """Rows per batch so a batch of ``columns`` holds about ``target_bytes``."""
+    width = sum(row_width(schema.field(c).type) for c in columns if schema.get_field_index(c) >= 0)
+    width += 8  # metadata columns, validity, slack
+    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, target_bytes // width)))
+
 
 # The planning worker that refuses pushFilters overrides, and its flag (pyspark 4.1-4.3).
 _PLAN_WORKER = "plan_data_source_read.py"
@@ -129,16 +161,30 @@ class LanceReader(DataSourceReader):
             if rejected:  # cannot happen: pushFilters kept only what translates
                 raise RuntimeError(f"pushed filters no longer translate: {rejected}")
             expr = pushed if expr is None else (expr & pushed)
+        size = self.options.batch_size or batch_rows(dataset_schema, columns)
         return dict(columns=columns, filter=expr, with_row_id=with_row_id,
-                    with_row_address=with_row_address, batch_size=self.options.batch_size)
+                    with_row_address=with_row_address, batch_size=size)
 
     def read(self, partition: LancePartition):
         caster = BatchCaster(self.target)
         args = self._scan_args()
+        limit = self.options.max_batch_bytes
         for fragment, start, stop in partition.pieces:
             for batch in fragment.to_batches(start=start, stop=stop, **args):
                 if batch.num_rows:
-                    yield caster(batch)
+                    yield from _split(caster(batch), limit)
+
+
+def _split(batch, max_bytes: int):
+    """``batch`` in slices of at most ~``max_bytes`` (wide rows: vectors, blobs)."""
+    size = batch.nbytes
+    if size <= max_bytes or batch.num_rows <= 1:
+        yield batch
+        return
+    pieces = min(batch.num_rows, -(-size // max_bytes))
+    step = -(-batch.num_rows // pieces)
+    for offset in range(0, batch.num_rows, step):
+        yield batch.slice(offset, step)
 
 
 class LancePushdownReader(LanceReader):

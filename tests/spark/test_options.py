@@ -7,7 +7,7 @@ from lancefmt.spark.options import ReadOptions, WriteOptions, storage_options
 
 def test_read_options_defaults_and_parsing(tmp_path):
     o = ReadOptions.parse({"path": str(tmp_path)})
-    assert o.version is None and o.columns is None and o.batch_size == 8192
+    assert o.version is None and o.columns is None and o.batch_size is None and o.max_batch_bytes == 64 << 20
     o = ReadOptions.parse({"PATH": str(tmp_path), "Version": "3", "columns": "a, b",
                            "with_row_id": "True", "batch_size": "100", "rows_per_partition": "10"})
     assert (o.version, o.columns, o.with_row_id, o.batch_size, o.rows_per_partition) == (3, ["a", "b"], True, 100, 10)

@@ -83,3 +83,23 @@ def test_pushdown_switch_follows_the_planning_flag(dataset_uri):
     source = LanceDataSource({"path": dataset_uri})
     assert type(source.reader(source.schema())) is LancePushdownReader
     assert "pushFilters" not in LanceReader.__dict__
+
+
+def test_wide_batches_are_split_by_bytes(tmp_path):
+    uri = str(tmp_path / "vectors")
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(np.ones(1000 * 256, np.float32)), 256)
+    lancefmt.write_dataset(pa.table({"id": pa.array(np.arange(1000)), "vec": vectors}), uri)
+    source = LanceDataSource({"path": uri, "max_batch_bytes": str(100_000)})
+    reader = source.reader(source.schema())
+    out = [b for p in reader.partitions() for b in reader.read(p)]
+    assert sum(b.num_rows for b in out) == 1000 and len(out) >= 10
+    assert max(b.nbytes for b in out) <= 110_000
+
+
+def test_batches_are_sized_by_row_width():
+    from lancefmt.spark.reader import MAX_BATCH_ROWS, MIN_BATCH_ROWS, batch_rows
+
+    schema = pa.schema([("x", pa.float64()), ("s", pa.string()), ("vec", pa.list_(pa.float32(), 768))])
+    assert batch_rows(schema, ["x"]) == MAX_BATCH_ROWS
+    assert 100_000 < batch_rows(schema, ["x", "s"]) < MAX_BATCH_ROWS
+    assert batch_rows(schema, ["x", "vec"]) == MIN_BATCH_ROWS  # 3 KB rows: the floor
