@@ -169,7 +169,8 @@ class LanceReader(DataSourceReader):
         caster = BatchCaster(self.target)
         args = self._scan_args()
         limit = self.options.max_batch_bytes
-        for fragment, start, stop in partition.pieces:
+        # Spark turns an empty partition list (a dataset without rows) into one InputPartition(None)
+        for fragment, start, stop in getattr(partition, "pieces", ()):
             for batch in fragment.to_batches(start=start, stop=stop, **args):
                 if batch.num_rows:
                     yield from _split(caster(batch), limit)

@@ -303,3 +303,10 @@ def test_pushed_plan_reuse_on_one_dataframe(pushdown, tmp_path):
     buggy = tuple(int(x) for x in pyspark.__version__.split(".")[:2]) <= (4, 3)
     assert df.count() == (10 if buggy else 100)  # 10: the pushed filter stuck to the DataFrame
     assert spark.read.format("lance").load(uri).count() == 100
+
+
+def test_empty_dataset_reads_as_no_rows(spark, tmp_path):
+    uri = str(tmp_path / "empty")
+    lancefmt.write_dataset(table(0), uri)
+    df = spark.read.format("lance").load(uri)
+    assert df.columns == ["id", "v", "s"] and df.count() == 0

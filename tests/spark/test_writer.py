@@ -120,3 +120,18 @@ def test_metadata_columns_are_not_written(tmp_path):
     batch = pa.record_batch({"id": pa.array([1], pa.int64()), "s": ["a"], "_rowid": pa.array([9], pa.int64())})
     writer.commit([writer.write(iter([batch]))])
     assert lancefmt.dataset(uri).schema.names == ["id", "s"]
+
+
+def test_overwrite_keeps_the_bases_and_targets_them(tmp_path):
+    uri, b1, b2 = str(tmp_path / "ds"), str(tmp_path / "b1"), str(tmp_path / "b2")
+    bases = f'[{{"path": "{b1}", "name": "b1"}}, {{"path": "{b2}", "name": "b2"}}]'
+    writer = plan(uri, initial_bases=bases, target_bases="b1", enable_stable_row_ids="true")
+    writer.commit(run_tasks(writer, (0, 10)))
+    assert lancefmt.dataset(uri).has_stable_row_ids
+    writer = plan(uri, overwrite=True, target_bases="b2")
+    writer.commit(run_tasks(writer, (100, 10), (200, 10)))
+    ds = lancefmt.dataset(uri)
+    assert ds.version == 2 and sorted(b.name for b in ds.base_paths.values()) == ["b1", "b2"]
+    assert sorted(ds.to_table()["id"].to_pylist()) == list(range(100, 110)) + list(range(200, 210))
+    assert len(files(b2)) == 2 and len(files(b1)) == 1   # v1's file stays for time travel
+    assert lancefmt.dataset(uri, 1).count_rows() == 10
