@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lancefmt-installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup build test demo bench clean
+.PHONY: setup build test demo demo-metadata bench bench-spark clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +24,21 @@ build: $(STAMP)
 test: build
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
+# The main job: Spark (local[*]) writes, appends, deletes, time-travels and fails over a
+# multi-base Lance dataset through lancefmt's data source.  DEMO_ARGS="--rows 500000" for less.
 demo: build
+	$(PY) examples/pipeline.py $(DEMO_ARGS)
+
+# Metadata inspection of a pylance-written multi-base dataset.
+demo-metadata: build
 	$(PY) examples/demo.py
 
 bench: build
 	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr
+
+# Spark source/sink vs Spark's Parquet reader/writer, every number in one run.
+bench-spark: build
+	cd asv_bench && ../$(PY) -m benchmarks.spark_source
 
 clean:
 	rm -rf build dist *.egg-info lancefmt/_proto/*_pb2.py

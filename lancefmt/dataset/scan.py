@@ -238,8 +238,8 @@ class FragmentScan:
                 names.append(ROW_ADDRESS)
                 arrays.append(pa.array((np.uint64(self.frag.id) << np.uint64(32)) | pos))
         length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
-        table = pa.Table.from_arrays(arrays, names=names) if arrays else \
-            pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
+        table = pa.Table.from_arrays(arrays, schema=self._window_schema(names, arrays)) if arrays \
+            else pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
         if spec.filter is not None:
             table = table.filter(spec.filter)
         out = list(spec.columns)
@@ -250,6 +250,17 @@ class FragmentScan:
         if table.column_names != out:
             table = table.select(out)
         return table
+
+    def _window_schema(self, names, arrays) -> pa.Schema:
+        """The arrays' own types, with the dataset's nullability (a ``not null`` column stays
+        ``not null`` in what scans return, as the dataset schema says)."""
+        schema = self.ctx.schema
+        fields = []
+        for name, arr in zip(names, arrays):
+            i = schema.get_field_index(name)
+            nullable = schema.field(i).nullable if i >= 0 else True
+            fields.append(pa.field(name, arr.type, nullable=nullable))
+        return pa.schema(fields)
 
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
         for table in self.windows(start, stop):

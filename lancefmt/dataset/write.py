@@ -256,10 +256,12 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
 
 
 def _write_files(plan: _Plan, target_bases, max_rows_per_file, max_bytes_per_file, storage_options,
-                 base_store_params=None):
+                 base_store_params=None, target_offset: int = 0):
     if int(max_rows_per_file) <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     targets = _targets(plan.uri, plan.bases, target_bases, storage_options, base_store_params)
+    shift = int(target_offset) % len(targets)
+    targets = targets[shift:] + targets[:shift]
     roller = _FileRoller(plan.schema, plan.fields, plan.storage_version, targets, storage_options,
                          int(max_rows_per_file), int(max_bytes_per_file))
     try:
@@ -276,18 +278,21 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
                     data_storage_version: str | None = None, target_bases=None,
                     initial_bases=None, storage_options: dict | None = None,
-                    base_store_params: dict | None = None) -> list[FragmentMetadata]:
+                    base_store_params: dict | None = None,
+                    target_offset: int = 0) -> list[FragmentMetadata]:
     """Write data files for ``data`` and return their fragments (ids 0); commit nothing.
 
     ``mode="append"`` matches an existing dataset's schema and storage version;
     ``"overwrite"``/``"create"`` write with the data's own schema (for an Overwrite commit).
+    ``target_offset`` is where the round-robin over ``target_bases`` starts: distributed
+    writers pass their task number so that their first files spread over all bases.
     """
     uri = normalize_uri(str(uri))
     if mode == "create":
         mode = "overwrite"
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
     fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                storage_options, base_store_params)
+                                storage_options, base_store_params, target_offset)
     return fragments
 
 

@@ -168,3 +168,16 @@ def test_delete(uri):
     assert ds.take([3])["id"].to_pylist() == [4]
     unchanged = ds.delete("id < 0")
     assert unchanged.version == ds.version
+
+
+def test_round_robin_start_offset(tmp_path):
+    bases = [lancefmt.BasePath(str(tmp_path / f"b{i}"), name=f"b{i}") for i in range(3)]
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(2), uri, initial_bases=bases)
+    ids = {b.name: b.id for b in lancefmt.dataset(uri).base_paths.values()}
+    for offset in range(4):
+        frags = lancefmt.write_fragments(table(4), uri, max_rows_per_file=2,
+                                         target_bases=["b0", "b1", "b2"], target_offset=offset)
+        got = [f.files[0].base_id for f in frags]
+        names = ["b0", "b1", "b2"]
+        assert got == [ids[names[(offset + k) % 3]] for k in range(2)]

@@ -1,0 +1,198 @@
+"""Spark reads: partitions of pickled fragment row ranges, scanned on the executors.
+
+Planning (``partitions()``) runs in a short-lived Python process on the driver: it opens the
+pinned version's manifest once and cuts its fragments into row ranges of at most
+``rows_per_partition`` physical rows (a big fragment becomes several equal ranges; small
+fragments are packed together up to that size), so the partitions are even. Each
+:class:`LancePartition` carries pickled :class:`~lancefmt.Fragment` objects (the fragment's
+metadata + a small scan context, never the manifest) and the ranges to read.
+
+Executors (``read()``) scan their ranges with :meth:`Fragment.to_batches` and yield Arrow batches
+cast exactly to the Arrow form of the Spark schema (:class:`~lancefmt.spark.schema.BatchCaster`).
+
+Filter pushdown: :class:`LancePushdownReader` adds ``pushFilters``. Spark refuses a reader that
+overrides ``pushFilters`` while ``spark.sql.python.filterPushdown.enabled`` is off (planning fails
+with ``DATA_SOURCE_PUSHDOWN_DISABLED``), and that conf is not visible to Python code in the
+planning process, so :func:`pushdown_enabled` reads the flag Spark's planner passed to its
+worker; the data source then hands out the plain reader when pushdown is off.
+
+Caveat (a Spark bug, 4.1-4.3): Spark stores the read plan made while pushing filters on the
+DataFrame's *relation*, not on the query, and a later query on the same DataFrame object that
+pushes no filter reuses it -- pushed filters included -- so ``df.filter(f).count()`` followed by
+``df.count()`` (or ``df.write``) sees only the rows matching ``f``. Apache Spark master keeps the
+plan per scan (``PythonScanBuilder``: "must NOT be stored on the provider-scoped
+PythonDataSourceV2"). No data source can tell the two queries apart, so with pushdown on, call
+``spark.read.format("lance").load(...)`` afresh for each query (the conf is off by default).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from ..sql_filter import to_expression
+from .filters import split_filters
+from .options import TARGET_BATCH_BYTES, ReadOptions
+from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema
+
+MIN_BATCH_ROWS = 8192
+MAX_BATCH_ROWS = 1 << 20
+# Width guesses for variable-size values (bytes); only used to size batches.
+_VARIABLE_BYTES = 32
+_LIST_ITEMS = 8
+
+
+def row_width(t: pa.DataType) -> float:
+    """Rough bytes per value of ``t`` (exact for fixed-width types)."""
+    if isinstance(t, pa.ExtensionType):
+        return row_width(t.storage_type)
+    if pa.types.is_dictionary(t):
+        return row_width(t.index_type)
+    if pa.types.is_fixed_size_list(t):
+        return t.list_size * row_width(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        return 8 + _LIST_ITEMS * row_width(t.value_type if not pa.types.is_map(t) else t.item_type)
+    if pa.types.is_struct(t):
+        return sum(row_width(f.type) for f in t) or 1
+    try:
+        return max(t.bit_width, 8) / 8
+    except ValueError:  # variable width: strings, binary
+        return _VARIABLE_BYTES
+
+
+def batch_rows(schema: pa.Schema, columns, target_bytes: int = TARGET_BATCH_BYTES) -> int:
+    """Rows per batch so a batch of ``columns`` holds about ``target_bytes``."""
+    width = sum(row_width(schema.field(c).type) for c in columns if schema.get_field_index(c) >= 0)
+    width += 8  # metadata columns, validity, slack
+    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, target_bytes // width)))
+
+
+# The planning worker that refuses pushFilters overrides, and its flag (pyspark 4.1-4.3).
+_PLAN_WORKER = "plan_data_source_read.py"
+_PLAN_FLAG = "enable_pushdown"
+
+
+def pushdown_enabled() -> bool:
+    """Whether a reader made now may override ``pushFilters``.
+
+    Only Spark's ``plan_data_source_read`` worker rejects an override, and only when its
+    ``enable_pushdown`` flag (the conf) is false; every other caller (the filter-pushdown worker,
+    user code) may have it. Deterministic for a given conf, as Spark's replays require.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if os.path.basename(frame.f_code.co_filename) == _PLAN_WORKER:
+            return bool(frame.f_locals.get(_PLAN_FLAG, False))
+        frame = frame.f_back
+    return True
+
+
+class LancePartition(InputPartition):
+    """Row ranges ``(fragment, start, stop)`` of one or more fragments, read by one Spark task."""
+
+    def __init__(self, pieces):
+        super().__init__(None)
+        self.pieces = list(pieces)
+
+    @property
+    def num_rows(self) -> int:
+        return sum(stop - start for _, start, stop in self.pieces)
+
+    def __repr__(self):
+        parts = ", ".join(f"{f.id}[{a}:{b}]" for f, a, b in self.pieces)
+        return f"LancePartition({parts})"
+
+
+def plan_partitions(fragments, rows_per_partition: int) -> list[LancePartition]:
+    """Even partitions of at most ``rows_per_partition`` physical rows (at least one range each)."""
+    pieces = []
+    for frag in fragments:
+        n = frag.physical_rows
+        if n <= 0:
+            continue
+        k = -(-n // rows_per_partition)  # ceil
+        bounds = [n * i // k for i in range(k + 1)]
+        pieces.extend((frag, bounds[i], bounds[i + 1]) for i in range(k))
+    partitions, current, rows = [], [], 0
+    for piece in pieces:
+        size = piece[2] - piece[1]
+        if current and rows + size > rows_per_partition:
+            partitions.append(LancePartition(current))
+            current, rows = [], 0
+        current.append(piece)
+        rows += size
+    if current:
+        partitions.append(LancePartition(current))
+    return partitions
+
+
+class LanceReader(DataSourceReader):
+    """Reads one pinned version of a dataset; pickles small (options, version, schemas)."""
+
+    def __init__(self, options: ReadOptions, version: int, schema: StructType,
+                 dataset_schema: pa.Schema):
+        self.options = options
+        self.version = int(version)
+        self.schema = schema                  # what Spark asked for
+        self.dataset_schema = dataset_schema  # the pinned version's Arrow schema
+        self.target = arrow_schema(schema)
+        self.pushed = []  # Spark Filter objects applied in the scan (pushdown reader only)
+
+    # -- planning (driver) --------------------------------------------------------------------
+    def partitions(self):
+        from ..dataset import dataset
+
+        ds = dataset(self.options.uri, self.version, storage_options=self.options.storage_options)
+        return plan_partitions(ds.get_fragments(), self.options.rows_per_partition)
+
+    # -- executors --------------------------------------------------------------------------
+    def _scan_args(self):
+        dataset_schema = self.dataset_schema
+        names = self.schema.fieldNames()
+        columns = [n for n in names if n not in METADATA_COLUMNS or dataset_schema.get_field_index(n) >= 0]
+        with_row_id = "_rowid" in names and dataset_schema.get_field_index("_rowid") < 0
+        with_row_address = "_rowaddr" in names and dataset_schema.get_field_index("_rowaddr") < 0
+        expr = to_expression(self.options.filter, dataset_schema) if self.options.filter else None
+        if self.pushed:
+            pushed, rejected = split_filters(self.pushed, dataset_schema)
+            if rejected:  # cannot happen: pushFilters kept only what translates
+                raise RuntimeError(f"pushed filters no longer translate: {rejected}")
+            expr = pushed if expr is None else (expr & pushed)
+        size = self.options.batch_size or batch_rows(dataset_schema, columns)
+        return dict(columns=columns, filter=expr, with_row_id=with_row_id,
+                    with_row_address=with_row_address, batch_size=size)
+
+    def read(self, partition: LancePartition):
+        caster = BatchCaster(self.target)
+        args = self._scan_args()
+        limit = self.options.max_batch_bytes
+        # Spark turns an empty partition list (a dataset without rows) into one InputPartition(None)
+        for fragment, start, stop in getattr(partition, "pieces", ()):
+            for batch in fragment.to_batches(start=start, stop=stop, **args):
+                if batch.num_rows:
+                    yield from _split(caster(batch), limit)
+
+
+def _split(batch, max_bytes: int):
+    """``batch`` in slices of at most ~``max_bytes`` (wide rows: vectors, blobs)."""
+    size = batch.nbytes
+    if size <= max_bytes or batch.num_rows <= 1:
+        yield batch
+        return
+    pieces = min(batch.num_rows, -(-size // max_bytes))
+    step = -(-batch.num_rows // pieces)
+    for offset in range(0, batch.num_rows, step):
+        yield batch.slice(offset, step)
+
+
+class LancePushdownReader(LanceReader):
+    """A :class:`LanceReader` that also evaluates Spark's pushed filters inside the scan."""
+
+    def pushFilters(self, filters):
+        _, rejected = split_filters(filters, self.dataset_schema)
+        rejected_ids = {id(f) for f in rejected}
+        self.pushed = [f for f in filters if id(f) not in rejected_ids]
+        return rejected

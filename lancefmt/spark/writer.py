@@ -1,0 +1,176 @@
+"""Spark writes: executors write fragments, the driver commits one transaction.
+
+``writer()`` runs on the driver at planning time and pins what the write is against: the latest
+version (its number becomes the commit's ``read_version``), its schema and base paths -- or
+"no dataset yet". The :class:`LanceWriter` is then pickled to the executors, where ``write()``
+casts the task's Arrow batches to the dataset schema, streams them into data files with
+:func:`lancefmt.write_fragments` (round-robin across ``target_bases``) and returns the
+fragments plus the URIs of the files written. Back on the driver, ``commit()`` makes exactly one
+``Append`` or ``Overwrite`` transaction of all tasks' fragments; the commit protocol rebases it
+over concurrent compatible commits and raises :class:`~lancefmt.CommitConflictError` otherwise.
+``abort()`` deletes the files the successful tasks wrote (a failing task deletes its own before
+re-raising), so a failed job leaves no version and no files behind.
+
+Modes: ``append`` to an existing dataset appends; ``append`` to a missing one creates it (and
+refuses to clobber a dataset someone else created meanwhile); ``overwrite`` replaces (or creates).
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from ..errors import DatasetNotFoundError, InvalidArgumentError
+from ..table.base_paths import BasePathResolver, assign_base_ids
+from .options import WriteOptions
+from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema, write_arrow_schema
+
+APPEND, OVERWRITE, CREATE = "append", "overwrite", "create"
+
+
+class LanceCommitMessage(WriterCommitMessage):
+    """What one task wrote: fragments (ids 0, assigned at commit) and the files' URIs."""
+
+    def __init__(self, fragments, files, rows: int):
+        self.fragments = list(fragments)
+        self.files = list(files)
+        self.rows = int(rows)
+
+    def __repr__(self):
+        return f"LanceCommitMessage({len(self.fragments)} fragments, {self.rows} rows)"
+
+
+def _data_columns(schema: StructType) -> StructType:
+    """Spark's schema without Lance metadata columns (a scan's ``_rowid``/``_rowaddr`` are never
+    data: Lance reserves those names)."""
+    return StructType([f for f in schema.fields if f.name not in METADATA_COLUMNS])
+
+
+def _check_appendable(source: pa.Schema, target: pa.Schema, uri: str) -> None:
+    missing = [n for n in target.names if source.get_field_index(n) < 0]
+    extra = [n for n in source.names if target.get_field_index(n) < 0]
+    if missing or extra:
+        raise InvalidArgumentError(
+            f"cannot append to {uri}: the DataFrame's columns {source.names} differ from the "
+            f"dataset's {target.names}" + (f" (missing {missing})" if missing else "")
+            + (f" (unknown {extra})" if extra else ""))
+    bad = []
+    for f in target:
+        src = source.field(f.name).type
+        try:
+            pa.array([], src).cast(f.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            bad.append(f"{f.name}: {src} -> {f.type}")
+    if bad:
+        raise InvalidArgumentError(f"cannot append to {uri}: column types do not convert ({'; '.join(bad)})")
+
+
+class LanceWriter(DataSourceArrowWriter):
+    """One Spark write job; pickled to the executors and to the committing driver process."""
+
+    def __init__(self, options: WriteOptions, mode: str, read_version: int, schema: pa.Schema,
+                 bases: list):
+        self.options = options
+        self.mode = mode                  # append | overwrite | create
+        self.read_version = int(read_version)
+        self.schema = schema              # Arrow schema of the files written
+        self.bases = list(bases)          # BasePaths (with ids) the files may go to
+        self.must_create = False
+
+    @classmethod
+    def plan(cls, options: WriteOptions, spark_schema: StructType, overwrite: bool) -> "LanceWriter":
+        """Pin the write against the latest version (driver side, at planning time)."""
+        from ..dataset import dataset
+
+        data = _data_columns(spark_schema)
+        try:
+            ds = dataset(options.uri, storage_options=options.storage_options)
+        except DatasetNotFoundError:
+            ds = None
+        if ds is None:
+            bases = assign_base_ids([], options.initial_bases or [])
+            writer = cls(options, CREATE, 0, write_arrow_schema(data), bases)
+            writer.must_create = not overwrite  # an append never replaces someone else's rows
+            return writer
+        if options.initial_bases:
+            raise InvalidArgumentError(
+                f"option 'initial_bases' only applies when creating a dataset; {options.uri} exists")
+        bases = list(ds.base_paths.values())
+        if overwrite:
+            return cls(options, OVERWRITE, ds.version, write_arrow_schema(data, ds.schema), bases)
+        _check_appendable(arrow_schema(data), ds.schema, options.uri)
+        return cls(options, APPEND, ds.version, ds.schema, bases)
+
+    # -- executors --------------------------------------------------------------------------
+    def write(self, iterator):
+        from ..dataset import write_fragments
+
+        caster = BatchCaster(self.schema)
+        counted = [0]
+
+        def batches():
+            for batch in iterator:
+                if batch.num_rows:
+                    counted[0] += batch.num_rows
+                    yield caster(batch)
+
+        reader = pa.RecordBatchReader.from_batches(self.schema, batches())
+        kwargs = self.options.fragment_kwargs()
+        if self.mode == CREATE and self.bases:
+            kwargs["initial_bases"] = self.bases
+        fragments = write_fragments(reader, self.options.uri,
+                                    mode="append" if self.mode == APPEND else "overwrite",
+                                    storage_options=self.options.storage_options,
+                                    target_offset=_task_number(), **kwargs)
+        return LanceCommitMessage(fragments, self._file_uris(fragments), counted[0])
+
+    def _file_uris(self, fragments) -> list[str]:
+        resolver = BasePathResolver(self.options.uri, self.bases)
+        return [resolver.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
+                for frag in fragments for df in frag.files]
+
+    # -- driver -----------------------------------------------------------------------------
+    def operation(self, messages):
+        from ..table.transaction import Append, Overwrite
+
+        fragments = [f for m in messages if m is not None for f in m.fragments]
+        if self.mode == APPEND:
+            return Append(fragments)
+        initial = [b.to_pb() for b in self.bases] if self.mode == CREATE else None
+        return Overwrite(self.schema, fragments, initial)
+
+    def commit(self, messages):
+        from ..dataset import commit
+        from ..dataset.write import delete_files
+
+        try:
+            commit(self.options.uri, self.operation(messages), self.read_version,
+                   storage_options=self.options.storage_options,
+                   max_retries=self.options.max_retries,
+                   enable_stable_row_ids=self.options.enable_stable_row_ids and self.mode == CREATE,
+                   commit_message=self.options.commit_message,
+                   must_create=self.must_create)
+        except BaseException:
+            # nothing was committed: the files are garbage (Spark calls abort() too; deleting
+            # twice is harmless)
+            delete_files(self._written(messages), self.options.storage_options)
+            raise
+
+    def abort(self, messages):
+        from ..dataset.write import delete_files
+
+        delete_files(self._written(messages), self.options.storage_options)
+
+    @staticmethod
+    def _written(messages) -> list[str]:
+        return [u for m in messages if m is not None for u in m.files]
+
+
+def _task_number() -> int:
+    """This Spark task's partition id (0 outside a task): where its round-robin starts."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        return 0
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
