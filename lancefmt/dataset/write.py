@@ -8,17 +8,19 @@ buffers, whatever the input size. New data files go round-robin across the targe
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from ..errors import (
+    CommitConflictError,
     DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError,
 )
 from ..file import LanceFileWriter
 from ..file.schema import arrow_from_fields, fields_from_arrow, storage_schema
 from ..io import open_store
-from ..io.uri import normalize_uri
+from ..io.uri import check_relative, child, normalize_uri, split_uri
 from ..table.base_paths import BasePath, BasePathResolver, assign_base_ids
 from ..table.commit import CommitOptions, commit_transaction
 from ..table.fragment import FragmentMetadata
@@ -102,8 +104,9 @@ class _FileRoller:
     """Writes a batch stream into data files, rolling over at the row/byte limits."""
 
     def __init__(self, schema: pa.Schema, fields, version: str, targets, storage_options,
-                 max_rows: int, max_bytes: int):
+                 max_rows: int, max_bytes: int, staging: str | None = None):
         self.schema, self.fields, self.version = schema, fields, version
+        self.staging = staging
         self.targets = itertools.cycle(targets)
         self.storage_options = storage_options
         self.max_rows, self.max_bytes = max_rows, max_bytes
@@ -118,6 +121,8 @@ class _FileRoller:
         self._target = next(self.targets)
         name = data_file_name()
         uri = self._target.data_dir.rstrip("/") + "/" + name
+        if self.staging is not None:
+            stage_file(self.staging, uri, self.storage_options)
         self._writer = LanceFileWriter(uri, self.schema, self.version,
                                        store=open_store(uri, self._target.storage_options),
                                        fields=self.fields)
@@ -182,6 +187,86 @@ def delete_files(uris, storage_options=None) -> None:
             open_store(u, storage_options).delete(u)
         except OSError:
             pass
+
+
+STAGING_DIR = "_lancefmt_staging"
+
+
+def staging_uri(dataset_uri: str, job_id: str) -> str:
+    """Where a distributed write job records the data files its tasks create (see stage_file)."""
+    return child(normalize_uri(dataset_uri), STAGING_DIR, check_relative(job_id, "job id"))
+
+
+ABORTED_MARKER = "ABORTED"
+
+
+def stage_file(staging: str, uri: str, storage_options=None) -> None:
+    """Record ``uri`` under the job's staging prefix *before* the file is created, so the job's
+    abort can find files of tasks that died or whose results Spark discarded. Refuses (and so
+    stops the task) once the job has been aborted."""
+    store = open_store(staging, storage_options)
+    if store.exists(child(staging, ABORTED_MARKER)):
+        raise CommitConflictError(f"the write job staged at {staging} was aborted")
+    name = uri.rstrip("/").rsplit("/", 1)[-1] + ".pending"
+    store.put(child(staging, name), uri.encode("utf-8"))
+
+
+def abort_staged_job(staging: str, storage_options=None, *, settle: float = 0.5,
+                     timeout: float = 30.0) -> list[str]:
+    """Abort a distributed write: stop its tasks from creating more files, then delete every
+    staged file until no new ones appear for ``settle`` seconds (tasks still running when the
+    job failed finish the file in hand, notice the abort and remove their own files)."""
+    import time
+
+    store = open_store(staging, storage_options)
+    store.put(child(staging, ABORTED_MARKER), b"")
+    removed: list[str] = []
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        files = [u for u in staged_files(staging, storage_options) if u not in removed]
+        markers = [i for i in store.list(staging) if i.name.endswith(".pending")]
+        if files:
+            delete_files(files, storage_options)
+            removed += files
+        for m in markers:
+            store.delete(m.uri)
+        if files or markers:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            break
+        time.sleep(0.1)
+    clear_staging(staging, storage_options)
+    return removed
+
+
+def staged_files(staging: str, storage_options=None) -> list[str]:
+    """The data file URIs recorded under ``staging``."""
+    store = open_store(staging, storage_options)
+    out = []
+    for info in store.list(staging):
+        if info.name.endswith(".pending") and not info.is_dir:
+            try:
+                out.append(store.read(info.uri).decode("utf-8"))
+            except FileNotFoundError:
+                continue
+    return out
+
+
+def clear_staging(staging: str, storage_options=None) -> None:
+    """Remove a job's staging records (after its commit or abort)."""
+    store = open_store(staging, storage_options)
+    for info in store.list(staging):
+        store.delete(info.uri)
+    proto, path = split_uri(staging)
+    if proto == "file":  # local directories do not vanish with their last file
+        for d in (path, os.path.dirname(path)):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
 
 
 def _conform(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
@@ -256,14 +341,14 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
 
 
 def _write_files(plan: _Plan, target_bases, max_rows_per_file, max_bytes_per_file, storage_options,
-                 base_store_params=None, target_offset: int = 0):
+                 base_store_params=None, target_offset: int = 0, staging: str | None = None):
     if int(max_rows_per_file) <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     targets = _targets(plan.uri, plan.bases, target_bases, storage_options, base_store_params)
     shift = int(target_offset) % len(targets)
     targets = targets[shift:] + targets[:shift]
     roller = _FileRoller(plan.schema, plan.fields, plan.storage_version, targets, storage_options,
-                         int(max_rows_per_file), int(max_bytes_per_file))
+                         int(max_rows_per_file), int(max_bytes_per_file), staging)
     try:
         for batch in plan.reader:
             roller.write(batch)
@@ -279,20 +364,22 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     data_storage_version: str | None = None, target_bases=None,
                     initial_bases=None, storage_options: dict | None = None,
                     base_store_params: dict | None = None,
-                    target_offset: int = 0) -> list[FragmentMetadata]:
+                    target_offset: int = 0, staging: str | None = None) -> list[FragmentMetadata]:
     """Write data files for ``data`` and return their fragments (ids 0); commit nothing.
 
     ``mode="append"`` matches an existing dataset's schema and storage version;
     ``"overwrite"``/``"create"`` write with the data's own schema (for an Overwrite commit).
     ``target_offset`` is where the round-robin over ``target_bases`` starts: distributed
     writers pass their task number so that their first files spread over all bases.
+    ``staging`` (a URI from :func:`staging_uri`) records every data file before it is created,
+    so a distributed job can clean up after tasks that died.
     """
     uri = normalize_uri(str(uri))
     if mode == "create":
         mode = "overwrite"
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
     fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                storage_options, base_store_params, target_offset)
+                                storage_options, base_store_params, target_offset, staging)
     return fragments
 
 

@@ -16,6 +16,8 @@ refuses to clobber a dataset someone else created meanwhile); ``overwrite`` repl
 """
 from __future__ import annotations
 
+import uuid
+
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -76,6 +78,7 @@ class LanceWriter(DataSourceArrowWriter):
         self.schema = schema              # Arrow schema of the files written
         self.bases = list(bases)          # BasePaths (with ids) the files may go to
         self.must_create = False
+        self.job_id = uuid.uuid4().hex    # names the job's staging records (see abort)
 
     @classmethod
     def plan(cls, options: WriteOptions, spark_schema: StructType, overwrite: bool) -> "LanceWriter":
@@ -121,8 +124,13 @@ class LanceWriter(DataSourceArrowWriter):
         fragments = write_fragments(reader, self.options.uri,
                                     mode="append" if self.mode == APPEND else "overwrite",
                                     storage_options=self.options.storage_options,
-                                    target_offset=_task_number(), **kwargs)
+                                    target_offset=_task_number(), staging=self._staging(), **kwargs)
         return LanceCommitMessage(fragments, self._file_uris(fragments), counted[0])
+
+    def _staging(self) -> str:
+        from ..dataset.write import staging_uri
+
+        return staging_uri(self.options.uri, self.job_id)
 
     def _file_uris(self, fragments) -> list[str]:
         resolver = BasePathResolver(self.options.uri, self.bases)
@@ -141,7 +149,7 @@ class LanceWriter(DataSourceArrowWriter):
 
     def commit(self, messages):
         from ..dataset import commit
-        from ..dataset.write import delete_files
+        from ..dataset.write import clear_staging, delete_files, staged_files
 
         try:
             commit(self.options.uri, self.operation(messages), self.read_version,
@@ -151,15 +159,25 @@ class LanceWriter(DataSourceArrowWriter):
                    commit_message=self.options.commit_message,
                    must_create=self.must_create)
         except BaseException:
-            # nothing was committed: the files are garbage (Spark calls abort() too; deleting
-            # twice is harmless)
-            delete_files(self._written(messages), self.options.storage_options)
+            # nothing was committed: every file of the job is garbage (Spark calls abort() too;
+            # deleting twice is harmless)
+            self.abort(messages)
             raise
+        # Files of task attempts whose results Spark did not use (retried or speculative
+        # attempts) are in the staging records but not in the commit: remove them.
+        staging = self._staging()
+        committed = set(self._written(messages))
+        stray = [u for u in staged_files(staging, self.options.storage_options) if u not in committed]
+        delete_files(stray, self.options.storage_options)
+        clear_staging(staging, self.options.storage_options)
 
     def abort(self, messages):
-        from ..dataset.write import delete_files
+        """Delete every file the job wrote: those the successful tasks reported, and those the
+        staging records name (tasks that failed, were killed, or whose results Spark dropped)."""
+        from ..dataset.write import abort_staged_job, delete_files
 
         delete_files(self._written(messages), self.options.storage_options)
+        abort_staged_job(self._staging(), self.options.storage_options)
 
     @staticmethod
     def _written(messages) -> list[str]:

@@ -181,3 +181,30 @@ def test_round_robin_start_offset(tmp_path):
         got = [f.files[0].base_id for f in frags]
         names = ["b0", "b1", "b2"]
         assert got == [ids[names[(offset + k) % 3]] for k in range(2)]
+
+
+def test_staging_records_let_an_abort_find_every_file(tmp_path):
+    from lancefmt.dataset.write import abort_staged_job, staged_files, staging_uri
+    from lancefmt.errors import CommitConflictError
+    import os
+
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(2), uri)
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+    staging = staging_uri(uri, "job1")
+    frags = lancefmt.write_fragments(table(10), uri, max_rows_per_file=3, staging=staging)
+    recorded = sorted(staged_files(staging))
+    assert len(recorded) == len(frags) == 4
+    assert sorted(os.path.basename(u) for u in recorded) == sorted(f.files[0].path for f in frags)
+    removed = abort_staged_job(staging, settle=0.1)
+    assert sorted(removed) == recorded
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before
+    assert not os.path.exists(os.path.join(uri, "_lancefmt_staging"))
+    # a task that starts a file after the abort marker is stopped (and removes its own files)
+    from lancefmt.dataset.write import ABORTED_MARKER
+    from lancefmt.io import open_store
+
+    open_store(staging).put(staging + "/" + ABORTED_MARKER, b"")
+    with pytest.raises(CommitConflictError):
+        lancefmt.write_fragments(table(10), uri, max_rows_per_file=3, staging=staging)
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before
