@@ -22,7 +22,6 @@ import uuid as _uuid
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-import fsspec
 
 from ..errors import LanceError
 from .uri import split_uri, join_uri
@@ -360,6 +359,8 @@ class FsspecStore(ObjectStore):
 
     def __init__(self, protocol, storage_options=None):
         super().__init__(protocol, storage_options)
+        import fsspec  # imported on first use: local-only processes (Spark planners) skip it
+
         self.fs = fsspec.filesystem(protocol, **self.storage_options)
 
     def read(self, uri):
