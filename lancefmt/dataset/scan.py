@@ -40,12 +40,13 @@ MAX_TASK_ROWS = 1 << 20
 
 
 def default_threads(ctx: ScanContext | None = None) -> int:
-    """Local files are CPU-bound once cached: one scan thread per two cores (the file reader
-    splits big reads itself). Object stores are latency-bound: many requests in flight."""
+    """Fragments scanned at once. Local files are CPU-bound once cached: one thread per core
+    (at least two, so I/O and decoding overlap). Object stores are latency-bound: many
+    requests in flight."""
     cpus = os.cpu_count() or 2
     if ctx is not None and ctx.uri.startswith(("s3://", "gs://", "gcs://", "az://", "abfs://", "http")):
         return 16
-    return max(1, cpus // 2)
+    return max(2, min(8, cpus))
 
 
 _POOLS: dict = {}
