@@ -56,7 +56,7 @@ def read_transaction_of(mf: ManifestFile, dataset_uri: str, store) -> Transactio
         if pb is not None:
             return Transaction.from_pb(pb)
     except LanceError:
-        pass
+        pass  # an unreadable inline copy: fall back to the _transactions/ file below
     name = mf.header.transaction_file
     if not name:
         return None
