@@ -18,11 +18,13 @@ What lancefmt adds, so that nothing referenced is ever deleted:
 
 * files referenced by any version of any branch (``tree/*``) and of the shallow clones passed
   in ``clones`` (Lance cannot know its clones: list every clone, direct or indirect) are kept;
-* only locations the dataset owns are cleaned: its own root (``data/``, ``_deletions/``,
-  ``_indices/``, ``_transactions/``, temp files in ``_versions/``) and its bases that are not
-  another dataset (a base with a ``_versions/`` directory - a clone's source, a parent branch -
-  is never touched). Plain data bases may be shared buckets, so there only files an old version
-  referenced are removed, never unreferenced strangers.
+* by default only the dataset root is cleaned (``data/``, ``_deletions/``, ``_indices/``,
+  ``_transactions/``, temp files in ``_versions/``), as in pylance 14: another base may be a
+  bucket prefix shared with other datasets, a clone's source, or whatever a crafted old
+  manifest names, so its files are never touched unless the caller names the base in
+  ``owned_bases`` (owned by this dataset alone). Even then only the data, deletion and index
+  files that removed versions referenced go - found from those manifests, never by listing
+  the base - and a base that is another dataset (a clone's source) is refused.
 """
 from __future__ import annotations
 
@@ -152,46 +154,80 @@ def _source_locations(ds, uri: str) -> set:
     return out
 
 
-def _candidates(ds, bases) -> list[_Candidate]:
-    """Files in the locations ``ds`` owns: its root, and bases that are neither another dataset
-    (a clone's or branch's source: a dataset-root base with its own ``_versions/``) nor
-    inherited from one (any base location the source's manifests list)."""
+def _root_candidates(ds) -> list[_Candidate]:
+    """Every cleanable file below the dataset root, by listing (the root is the dataset's)."""
+    out = []
+    root = ds.uri
+    for sub in (DATA_DIR, DELETIONS_DIR, INDICES_DIR, TRANSACTIONS_DIR, VERSIONS_DIR):
+        top = child(root, sub)
+        infos = ds._store.list(top) if sub == VERSIONS_DIR else ds._store.walk(top)
+        for info in infos:
+            if info.is_dir:
+                continue
+            kind = _kind(info.uri[len(root) + 1:], info.name)
+            if kind is not None:
+                out.append(_Candidate(info.uri, kind, info.size, info.mtime, False))
+    return out
+
+
+def _owned(ds, bases, owned_bases) -> list[tuple[str, list[str]]]:
+    """(base URI, the roots where its data/deletion/index files live) of each base the
+    caller named in ``owned_bases`` (by name, id or path); another dataset is refused."""
     from ..table.base_paths import resolve_base_uri
 
-    store = ds._store
     out = []
-    roots = [(ds.uri, False)]
-    located = []
-    foreign = set()
-    for b in bases:
-        uri = resolve_base_uri(b.path)
-        if uri == ds.uri or uri.startswith(ds.uri + "/"):
-            continue
-        if b.is_dataset_root and _is_dataset(ds._ctx.store_for(uri), uri):
-            foreign |= _source_locations(ds, uri)
-        located.append((b, uri))
-    for b, uri in located:
-        if uri in foreign:
-            continue  # another dataset's, or inherited from one: never ours to clean
-        if b.is_dataset_root:
-            roots.append((uri, False))
-        else:
-            bstore = ds._ctx.store_for(uri)
-            for info in bstore.list(uri):
-                if not info.is_dir and info.name.endswith(".lance"):
-                    out.append(_Candidate(info.uri, "data", info.size, info.mtime, True))
-    for root, shared in roots:
-        rstore = ds._ctx.store_for(root) if root != ds.uri else store
-        for sub in (DATA_DIR, DELETIONS_DIR, INDICES_DIR, TRANSACTIONS_DIR, VERSIONS_DIR):
-            top = child(root, sub)
-            infos = rstore.list(top) if sub == VERSIONS_DIR else rstore.walk(top)
-            for info in infos:
-                if info.is_dir:
-                    continue
-                rel = info.uri[len(root) + 1:]
-                kind = _kind(rel, info.name)
-                if kind is not None and (root == ds.uri or kind in ("data", "deletion", "index")):
-                    out.append(_Candidate(info.uri, kind, info.size, info.mtime, shared))
+    foreign = set()  # other datasets' locations (a clone's source and the bases it inherited)
+    if owned_bases:
+        for b in bases:
+            uri = resolve_base_uri(b.path)
+            if b.is_dataset_root and uri != ds.uri and _is_dataset(ds._ctx.store_for(uri), uri):
+                foreign |= _source_locations(ds, uri)
+    for want in owned_bases or ():
+        match = [b for b in bases if (isinstance(want, int) and b.id == want) or (
+            isinstance(want, str) and want in (b.name, str(b.id), b.path))]
+        if not match:
+            raise InvalidArgumentError(
+                f"owned base {want!r} is not a base path of the dataset "
+                f"(known: {sorted((b.id, b.name) for b in bases)})")
+        for b in match:
+            uri = resolve_base_uri(b.path)
+            if uri == ds.uri or uri.startswith(ds.uri + "/"):
+                continue  # inside the root: cleaned with it
+            if uri in foreign or _is_dataset(ds._ctx.store_for(uri), uri):
+                raise InvalidArgumentError(
+                    f"base {want!r} ({uri}) is another dataset (a clone's source or a parent "
+                    f"branch): it is never this dataset's to clean")
+            roots = ([child(uri, d) for d in (DATA_DIR, DELETIONS_DIR, INDICES_DIR)]
+                     if b.is_dataset_root else [uri])
+            out.append((uri, roots))
+    return out
+
+
+def _owned_candidates(ds, owned, verified: "_Refs") -> list[_Candidate]:
+    """Files in owned bases that removed versions referenced (an index directory such a
+    version names is walked: its files are that index's)."""
+    out, seen = [], set()
+
+    def add(uri, kind, size=None, mtime=None):
+        if uri in seen:
+            return
+        seen.add(uri)
+        if size is None:
+            try:
+                size = ds._ctx.store_for(uri).size(uri)
+            except FileNotFoundError:
+                return  # already gone
+        out.append(_Candidate(uri, kind, size, mtime, True))
+
+    for _base, roots in owned:
+        inside = tuple(r + "/" for r in roots)
+        for uri in sorted(verified.files):
+            if uri.startswith(inside):
+                add(uri, "deletion" if "/" + DELETIONS_DIR + "/" in uri[len(_base):] else "data")
+        for d in sorted(verified.index_dirs):
+            if d.startswith(inside):
+                for info in ds._ctx.store_for(d).walk(d):
+                    add(info.uri, "index", info.size, info.mtime)
     return out
 
 
@@ -219,12 +255,15 @@ def _protected(ds, root: str, clones, progress) -> _Refs:
 def cleanup_old_versions(ds, older_than=None, retain_versions: int | None = None, *,
                          delete_unverified: bool = False,
                          error_if_tagged_old_versions: bool = True, dry_run: bool = False,
-                         clones=(), progress=None, now: float | None = None) -> CleanupStats:
+                         clones=(), owned_bases=(), progress=None,
+                         now: float | None = None) -> CleanupStats:
     """Remove ``ds``'s old versions and unreferenced files (see the module docstring).
 
     ``older_than``: a ``timedelta``; ``retain_versions``: keep the last n versions;
     ``dry_run``: only report; ``clones``: URIs (or Datasets) of shallow clones whose files
-    must survive; ``progress``: show progress bars (tqdm); ``now``: the clock (tests).
+    must survive; ``owned_bases``: names (or ids, or paths) of bases this dataset alone owns,
+    whose files removed versions referenced may go too (by default only the dataset root is
+    cleaned); ``progress``: show progress bars (tqdm); ``now``: the clock (tests).
     """
     from .branches import dataset_root
 
@@ -280,7 +319,8 @@ def cleanup_old_versions(ds, older_than=None, retain_versions: int | None = None
     stats = CleanupStats(dry_run=bool(dry_run))
     unverified_before = now - UNVERIFIED_THRESHOLD.total_seconds()
     doomed = []
-    for c in _candidates(ds, [BasePath.from_pb(b) for b in bases.values()]):
+    owned = _owned(ds, [BasePath.from_pb(b) for b in bases.values()], owned_bases)
+    for c in _root_candidates(ds) + _owned_candidates(ds, owned, verified):
         if c.uri in retained or c.uri in protected:
             continue
         if c.mtime is not None and earliest_retained is not None and c.mtime >= earliest_retained:

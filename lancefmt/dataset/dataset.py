@@ -361,7 +361,7 @@ class Dataset:
     def cleanup_old_versions(self, older_than=None, retain_versions: int | None = None, *,
                              delete_unverified: bool = False,
                              error_if_tagged_old_versions: bool = True, dry_run: bool = False,
-                             clones=(), progress=None):
+                             clones=(), owned_bases=(), progress=None):
         """Remove old versions and the files only they reference (pylance's semantics); see
         :func:`lancefmt.dataset.cleanup.cleanup_old_versions`. Returns ``CleanupStats``."""
         from .cleanup import cleanup_old_versions
@@ -369,7 +369,8 @@ class Dataset:
         return cleanup_old_versions(self, older_than, retain_versions,
                                     delete_unverified=delete_unverified,
                                     error_if_tagged_old_versions=error_if_tagged_old_versions,
-                                    dry_run=dry_run, clones=clones, progress=progress)
+                                    dry_run=dry_run, clones=clones, owned_bases=owned_bases,
+                                    progress=progress)
 
 
 def _reopen(uri, version, storage_options, base_store_params=None):

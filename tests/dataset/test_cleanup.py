@@ -147,9 +147,10 @@ def test_clone_cleanup_never_touches_its_source(history):
     assert lance.dataset(h["clone"]).count_rows() == 3
 
 
-def test_shared_data_base_only_loses_verified_files(tmp_path):
-    """A plain data base may be a shared bucket: a file no version ever referenced stays even
-    with delete_unverified; files an old version referenced go."""
+def test_other_bases_are_untouched_unless_owned(tmp_path):
+    """A data base may be a shared bucket: by default cleanup leaves it alone (pylance 14 too);
+    named in owned_bases, it loses the files removed versions referenced - never strangers,
+    even with delete_unverified - and dry_run reports exactly that."""
     root, shared = str(tmp_path / "ds"), str(tmp_path / "shared")
     ds = lancefmt.write_dataset(table(4), root, initial_bases=[BasePath(shared, name="s")],
                                 target_bases=["s"])
@@ -159,10 +160,63 @@ def test_shared_data_base_only_loses_verified_files(tmp_path):
     old_file = next(iter(files(shared) - {stranger}))
     ds = lancefmt.write_dataset(table(4, 10), root, mode="overwrite", target_bases=["s"])
     time.sleep(0.05)
+    before = files(shared)
     stats = ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
-    assert old_file in stats.removed and stranger not in stats.removed
-    assert os.path.exists(stranger)
-    assert lance.dataset(root).to_table() == table(4, 10)
+    assert stats.old_versions == 1 and files(shared) == before
+    assert all(u.startswith(root + "/") for u in stats.removed)
+    with pytest.raises(InvalidArgumentError):
+        ds.cleanup_old_versions(older_than=timedelta(0), owned_bases=["nope"])
+    lancefmt.write_dataset(table(4, 20), root, mode="overwrite", target_bases=["s"])
+    ds = lancefmt.write_dataset(table(4, 30), root, mode="overwrite", target_bases=["s"])
+    time.sleep(0.05)
+    # v2 and v3's files go; old_file's last referencing version was removed unowned: it stays
+    live = set(ds.get_fragments()[0].data_files())
+    gone = files(shared) - {stranger, old_file} - live
+    assert len(gone) == 2
+    before = files(shared)
+    plan = ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True,
+                                   owned_bases=["s"], dry_run=True)
+    assert {u for u in plan.removed if u.startswith(shared)} == gone and files(shared) == before
+    stats = ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True,
+                                    owned_bases=["s"])
+    assert stats.removed == plan.removed
+    assert files(shared) == {stranger, old_file} | live
+    assert lance.dataset(root).to_table() == table(4, 30)
+
+
+def _shared_root_pair(tmp_path):
+    """Datasets A and B whose data both go to one dataset-root base (a common prefix); B's
+    data file is a month old."""
+    shared = str(tmp_path / "bucket")
+    out = {}
+    for name in ("a", "b"):
+        uri = str(tmp_path / name)
+        lancefmt.write_dataset(table(3), uri, target_bases=["s"], initial_bases=[
+            BasePath(shared, name="s", is_dataset_root=True)])
+        out[name] = uri
+    b_files = set(lancefmt.dataset(out["b"]).get_fragments()[0].data_files())
+    for f in b_files:
+        os.utime(f, (time.time() - 30 * 86400,) * 2)
+    lancefmt.write_dataset(table(3, 10), out["a"], mode="overwrite", target_bases=["s"])
+    return out, b_files
+
+
+@pytest.mark.parametrize("cleaner", ["lancefmt", "pylance"])
+def test_shared_base_of_two_datasets_survives_default_cleanup(tmp_path, cleaner):
+    (out, b_files) = _shared_root_pair(tmp_path)
+    opener = lancefmt.dataset if cleaner == "lancefmt" else lance.dataset
+    opener(out["a"]).cleanup_old_versions()
+    opener(out["a"]).cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert all(os.path.exists(f) for f in b_files)
+    assert lance.dataset(out["b"]).to_table() == table(3)
+    assert lancefmt.dataset(out["a"]).to_table() == table(3, 10)
+
+
+def test_owned_base_that_is_another_dataset_is_refused(history):
+    """A clone's source (and every base it inherited) is never the clone's to clean."""
+    c = lancefmt.dataset(history["clone"])
+    with pytest.raises(InvalidArgumentError):
+        c.cleanup_old_versions(older_than=timedelta(0), owned_bases=["b1"])
 
 
 def test_branch_cleanup_keeps_child_branch_files_and_main(tmp_path):
