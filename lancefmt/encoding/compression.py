@@ -74,8 +74,11 @@ def _is_bare_zstd_frame(buf: bytes) -> bool:
     return len(buf) >= 8 and buf[:4] == _ZSTD_MAGIC and not (buf[4] & 0x10)
 
 
-def decompress(scheme: str, data, path: str | None = None) -> pa.Buffer:
-    """Undo :func:`compress` (``data`` is any buffer); CorruptFileError on any bad frame."""
+def decompress(scheme: str, data, path: str | None = None, max_size: int | None = None) -> pa.Buffer:
+    """Undo :func:`compress` (``data`` is any buffer); CorruptFileError on any bad frame.
+
+    ``max_size``: the most bytes the page can need (from the sizes it declares): a length
+    prefix claiming more is refused before anything is allocated."""
     buf = data.to_pybytes() if isinstance(data, pa.Buffer) else bytes(data)
     try:
         if scheme == "zstd":
@@ -92,7 +95,7 @@ def decompress(scheme: str, data, path: str | None = None) -> pa.Buffer:
                     raise CorruptFileError("zstd buffer shorter than its length prefix", path)
                 size = struct.unpack_from("<Q", buf)[0]
                 body = buf[8:]
-            _check_size(size, path)
+            _check_size(size, path, max_size)
             if size == 0:
                 return pa.py_buffer(b"")
             out = _codec("zstd").decompress(body, decompressed_size=size)
@@ -100,7 +103,7 @@ def decompress(scheme: str, data, path: str | None = None) -> pa.Buffer:
             if len(buf) < 4:
                 raise CorruptFileError("lz4 buffer shorter than its length prefix", path)
             size = struct.unpack_from("<I", buf)[0]
-            _check_size(size, path)
+            _check_size(size, path, max_size)
             if size == 0:
                 return pa.py_buffer(b"")
             out = _codec("lz4_raw").decompress(buf[4:], decompressed_size=size)
@@ -114,6 +117,9 @@ def decompress(scheme: str, data, path: str | None = None) -> pa.Buffer:
     return out
 
 
-def _check_size(size: int, path):
+def _check_size(size: int, path, max_size: int | None):
     if size > MAX_DECOMPRESSED_BYTES:
         raise CorruptFileError(f"implausible decompressed size {size}", path)
+    if max_size is not None and size > max_size:
+        raise CorruptFileError(
+            f"compressed buffer claims {size} bytes, the page needs at most {max_size}", path)

@@ -27,6 +27,10 @@ from .. import compression
 from .._dictionary import dictionary_validity, expand_string_dictionary
 from .._offsets import decode_adjusted_offsets
 
+# Bytes a compressed buffer may hold beyond what its page needs (padding): a length prefix
+# claiming more than need + this is corrupt, and refused before anything is allocated.
+DECOMPRESS_SLACK = 4096
+
 _BINARY_LIKE = (pa.types.is_string, pa.types.is_binary, pa.types.is_large_string,
                 pa.types.is_large_binary)
 
@@ -90,9 +94,10 @@ class PageDecoder:
         if not flat.HasField("buffer"):
             raise self.corrupt("flat encoding without a buffer")
         buf = self.buffer(flat.buffer)
-        if flat.HasField("compression") and flat.compression.scheme not in ("", "none"):
-            buf = compression.decompress(flat.compression.scheme, buf, self.path)
         need = (num_values * flat.bits_per_value + 7) // 8
+        if flat.HasField("compression") and flat.compression.scheme not in ("", "none"):
+            buf = compression.decompress(flat.compression.scheme, buf, self.path,
+                                         need + DECOMPRESS_SLACK)
         if buf.size < need:
             raise self.corrupt(f"buffer of {buf.size} bytes is too short for {num_values} "
                                f"{flat.bits_per_value}-bit values ({need} bytes)")
@@ -181,7 +186,7 @@ class PageDecoder:
         if not is_binary_like(dtype):
             raise self.corrupt(f"binary values for a {dtype} field")
         ends = self.u64_values(binary.indices, n)
-        data = self._bytes(binary.bytes)
+        data = self._bytes(binary.bytes, int(ends.max()) if n else 0)
         large = is_large_binary_like(dtype)
         if not large and data.size > 2147483647:
             raise self.unsupported("a string page over 2 GiB read as 32-bit offsets")
@@ -194,8 +199,9 @@ class PageDecoder:
             dtype, n, [None if validity is None else pa.py_buffer(validity),
                        pa.py_buffer(offsets), data])
 
-    def _bytes(self, enc: pb.ArrayEncoding) -> pa.Buffer:
-        """The data bytes of a binary page (a ``Flat`` of 8-bit values, maybe compressed)."""
+    def _bytes(self, enc: pb.ArrayEncoding, max_size: int) -> pa.Buffer:
+        """The data bytes of a binary page (a ``Flat`` of 8-bit values, maybe compressed);
+        ``max_size``: the largest end offset the page declares."""
         if enc.WhichOneof("array_encoding") != "flat":
             raise self.unsupported(f"binary bytes encoded as {enc.WhichOneof('array_encoding')!r}")
         flat = enc.flat
@@ -203,7 +209,8 @@ class PageDecoder:
             raise self.corrupt(f"binary bytes with {flat.bits_per_value} bits per value")
         buf = self.buffer(flat.buffer)
         if flat.HasField("compression") and flat.compression.scheme not in ("", "none"):
-            buf = compression.decompress(flat.compression.scheme, buf, self.path)
+            buf = compression.decompress(flat.compression.scheme, buf, self.path,
+                                         max_size + DECOMPRESS_SLACK)
         return buf
 
     def _dictionary(self, d: pb.Dictionary, n: int, dtype) -> pa.Array:
