@@ -447,17 +447,51 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
         operation = Overwrite(plan.fields, fragments, bases,
                               schema_metadata=_schema_metadata(plan.schema))
         read_version = plan.existing.version if plan.existing is not None else 0
+    creating_append = plan.existing is None and mode == "append"
     try:
-        return commit(uri, operation, read_version, storage_options=storage_options,
-                      enable_v2_manifest_paths=enable_v2_manifest_paths,
-                      data_storage_version=plan.storage_version,
-                      enable_stable_row_ids=enable_stable_row_ids if plan.existing is None else False,
-                      commit_message=commit_message, transaction_properties=transaction_properties,
-                      must_create=(mode == "create"), base_store_params=base_store_params)
+        try:
+            return commit(uri, operation, read_version, storage_options=storage_options,
+                          enable_v2_manifest_paths=enable_v2_manifest_paths,
+                          data_storage_version=plan.storage_version,
+                          enable_stable_row_ids=enable_stable_row_ids if plan.existing is None else False,
+                          commit_message=commit_message, transaction_properties=transaction_properties,
+                          must_create=(mode == "create" or creating_append),
+                          base_store_params=base_store_params)
+        except DatasetExistsError:
+            if not creating_append:
+                raise
+        # Lost the race to create the dataset: the files are written, append them instead.
+        return _append_after_lost_create(plan, fragments, storage_options, commit_message,
+                                         transaction_properties, base_store_params)
     except BaseException:
         for file_uri, options in written:
             delete_files([file_uri], options)
         raise
+
+
+def _append_after_lost_create(plan: _Plan, fragments, storage_options, commit_message,
+                              transaction_properties, base_store_params):
+    """Commit ``fragments`` (written for a new dataset) as an Append to the dataset a concurrent
+    writer created first, when their files fit it: same fields (names, types, ids), storage
+    version and bases. Otherwise the create conflicts (nothing of ours is committed)."""
+    store = open_store(plan.uri, storage_options)
+    existing = _existing(plan.uri, store)
+    if existing is None:  # created and gone again: nothing sensible to rebase on
+        raise CommitConflictError(f"the dataset at {plan.uri} was created concurrently and removed")
+    existing.check_writable()
+    header = existing.header
+    ours = [f.SerializeToString(deterministic=True) for f in plan.fields]
+    theirs = [f.SerializeToString(deterministic=True) for f in header.fields]
+    same_bases = sorted(b.to_pb().SerializeToString(deterministic=True) for b in plan.bases) == \
+        sorted(b.SerializeToString(deterministic=True) for b in header.base_paths)
+    if ours != theirs or existing.data_storage_version != plan.storage_version or not same_bases:
+        raise CommitConflictError(
+            f"a dataset was created concurrently at {plan.uri} with a different schema, storage "
+            f"version or bases; this append's data was not committed")
+    return commit(plan.uri, Append(fragments), existing.version, storage_options=storage_options,
+                  data_storage_version=plan.storage_version, commit_message=commit_message,
+                  transaction_properties=transaction_properties,
+                  base_store_params=base_store_params)
 
 
 def _schema_metadata(schema: pa.Schema) -> dict:

@@ -171,3 +171,56 @@ def test_streaming_write_has_bounded_memory(tmp_path):
     p.join()
     assert count == 20_000_000
     assert peak < 120 * 1024 * 1024, peak
+
+
+def test_concurrent_create_or_append_keeps_every_acknowledged_row(tmp_path):
+    """Writers appending to a dataset that does not exist yet all race to create version 1;
+    the losers rebase as appends, so every row whose write returned is there."""
+    import threading
+
+    uri = str(tmp_path / "ds")
+    n, per = 8, 5
+    barrier = threading.Barrier(n)
+    errors = []
+
+    def writer(i):
+        data = pa.table({"id": pa.array(range(i * per, (i + 1) * per), pa.int64())})
+        barrier.wait()
+        try:
+            lancefmt.write_dataset(data, uri, mode="append")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    ids = sorted(lancefmt.dataset(uri).to_table().column("id").to_pylist())
+    assert ids == list(range(n * per))
+    data_dir = os.path.join(uri, "data")
+    assert len(os.listdir(data_dir)) == n
+
+
+def test_lost_create_race_with_another_schema_conflicts_and_leaves_nothing(tmp_path, monkeypatch):
+    """A loser whose data does not fit the dataset the winner created gets a conflict, and its
+    data files are removed."""
+    from lancefmt.dataset import write as write_mod
+
+    uri = str(tmp_path / "ds")
+    real_commit = write_mod.commit
+
+    rival = []
+
+    def commit_after_rival(*args, **kwargs):  # the rival creates the dataset just before us
+        if not rival:
+            rival.append(True)
+            lancefmt.write_dataset(pa.table({"other": pa.array([1.5])}), uri)
+        return real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(write_mod, "commit", commit_after_rival)
+    with pytest.raises(CommitConflictError):
+        lancefmt.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64())}), uri, mode="append")
+    assert lancefmt.dataset(uri).to_table().column_names == ["other"]
+    assert len(os.listdir(os.path.join(uri, "data"))) == 1
