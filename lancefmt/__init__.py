@@ -10,6 +10,7 @@ from .errors import (
     InvalidArgumentError,
     InvalidPathError,
     LanceError,
+    StorageError,
     UnsupportedFeatureError,
 )
 from .table.base_paths import BasePath
@@ -29,6 +30,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "InvalidPathError",
     "InvalidArgumentError",
+    "StorageError",
     "BasePath",
     "__version__",
     "Dataset",

@@ -54,3 +54,69 @@ class InvalidPathError(LanceError, ValueError):
 
 class InvalidArgumentError(LanceError, ValueError):
     """A caller passed something that cannot be honoured (bad mode, schema mismatch on append...)."""
+
+
+class StorageError(LanceError, OSError):
+    """A storage operation failed (permission, disk full, missing object...). ``path`` and
+    ``operation`` name what failed; the OS error is ``__cause__``. Derives from ``OSError``
+    (and from its specific subclass, see :func:`storage_error`) so ``except OSError`` and
+    ``except FileNotFoundError`` keep working."""
+
+    def __init__(self, operation: str, path: str | None, reason: str = "", errno: int | None = None):
+        self.operation = operation
+        self.path = path
+        self.reason = reason
+        message = f"{operation} {path} failed" + (f": {reason}" if reason else "")
+        if errno is not None:
+            OSError.__init__(self, errno, message)
+        else:
+            OSError.__init__(self, message)
+        self.filename = path
+        self._message = message
+
+    def __str__(self) -> str:
+        return self._message
+
+    def __reduce__(self):
+        return (type(self), (self.operation, self.path, self.reason, self.errno))
+
+
+class StorageNotFoundError(StorageError, FileNotFoundError):
+    """The object a storage operation needed does not exist."""
+
+
+class StorageExistsError(StorageError, FileExistsError):
+    """A storage operation found an object where none was expected."""
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """Storage refused the operation (credentials, file permissions)."""
+
+
+class StorageIsADirectoryError(StorageError, IsADirectoryError):
+    """A file operation met a directory."""
+
+
+class StorageNotADirectoryError(StorageError, NotADirectoryError):
+    """A path component that must be a directory is a file."""
+
+
+_STORAGE_ERROR_CLASSES = (
+    (FileNotFoundError, StorageNotFoundError),
+    (FileExistsError, StorageExistsError),
+    (PermissionError, StoragePermissionError),
+    (IsADirectoryError, StorageIsADirectoryError),
+    (NotADirectoryError, StorageNotADirectoryError),
+)
+
+
+def storage_error(exc: BaseException, operation: str, path: str | None) -> StorageError:
+    """The :class:`StorageError` (of the subclass matching ``exc``'s builtin type) that reports
+    ``exc`` for ``operation`` on ``path``; the caller raises it ``from exc``."""
+    cls = StorageError
+    for builtin, wrapper in _STORAGE_ERROR_CLASSES:
+        if isinstance(exc, builtin):
+            cls = wrapper
+            break
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return cls(operation, path, reason, getattr(exc, "errno", None))

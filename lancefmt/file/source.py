@@ -85,10 +85,10 @@ class ByteSource:
     def _wrap(self, fn, *args):
         try:
             return fn(*args)
+        except FileNotFoundError as e:  # a StorageNotFoundError too: a missing data file
+            raise CorruptFileError(f"file not found ({e})", self.path) from None
         except LanceError:
             raise
-        except FileNotFoundError as e:
-            raise CorruptFileError(f"file not found ({e})", self.path) from None
         except OSError as e:
             raise CorruptFileError(f"read failed ({e})", self.path) from None
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import errno
+import functools
 import os
 import threading
 import uuid as _uuid
@@ -23,8 +24,96 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 
-from ..errors import LanceError
+from ..errors import LanceError, storage_error
 from .uri import split_uri, join_uri
+
+# Store methods whose OS errors become StorageErrors (naming the operation and the object).
+_GUARDED = ("read", "read_range", "read_ranges", "read_tail", "size", "exists", "list", "put",
+            "put_if_absent", "delete", "delete_many", "copy", "open_output", "open_input")
+
+
+def _guard(name: str, fn):
+    """``fn`` with its ``OSError``s raised as :class:`StorageError` (``__cause__`` = the OS
+    error); LanceErrors (already reported) pass through."""
+
+    @functools.wraps(fn)
+    def guarded(self, *args, **kwargs):
+        try:
+            out = fn(self, *args, **kwargs)
+        except LanceError:
+            raise
+        except OSError as e:
+            raise storage_error(e, name, _subject(args)) from e
+        if name == "open_output":
+            return _GuardedOutput(out, _subject(args))
+        return out
+
+    guarded._guarded = True
+    return guarded
+
+
+def _guard_walk(fn):
+    @functools.wraps(fn)
+    def guarded(self, uri, *args, **kwargs):
+        try:
+            yield from fn(self, uri, *args, **kwargs)
+        except LanceError:
+            raise
+        except OSError as e:
+            raise storage_error(e, "walk", uri) from e
+
+    guarded._guarded = True
+    return guarded
+
+
+def _subject(args) -> str | None:
+    if not args:
+        return None
+    first = args[0]
+    if isinstance(first, str):
+        return first
+    try:
+        return ", ".join(list(first)[:3]) or None
+    except TypeError:
+        return repr(first)
+
+
+class _GuardedOutput:
+    """An output stream whose write/close failures (disk full...) are StorageErrors."""
+
+    def __init__(self, inner, uri):
+        self._inner, self._uri = inner, uri
+
+    def _call(self, op, *args):
+        try:
+            return getattr(self._inner, op)(*args)
+        except LanceError:
+            raise
+        except OSError as e:
+            raise storage_error(e, op, self._uri) from e
+
+    def write(self, data):
+        return self._call("write", data)
+
+    def close(self):
+        return self._call("close")
+
+    def tell(self):
+        return self._inner.tell()
+
+    def __getattr__(self, name):  # abort/discard/closed...: the inner stream's
+        return getattr(self._inner, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        elif hasattr(self._inner, "abort"):
+            self._inner.abort()
+        elif hasattr(self._inner, "discard"):
+            self._inner.discard()
 
 
 @dataclass(frozen=True)
@@ -53,6 +142,16 @@ class ObjectStore(abc.ABC):
     """Storage behind one URI scheme (and one set of ``storage_options``)."""
 
     protocol: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _GUARDED:
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_guarded", False):
+                setattr(cls, name, _guard(name, fn))
+        walk = cls.__dict__.get("walk")
+        if walk is not None and not getattr(walk, "_guarded", False):
+            cls.walk = _guard_walk(walk)
 
     def __init__(self, protocol: str, storage_options: dict | None = None):
         self.protocol = protocol
