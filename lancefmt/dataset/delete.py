@@ -43,22 +43,26 @@ def plan_delete(ds, predicate):
         raise InvalidArgumentError("delete needs a predicate (use 'true' to delete every row)")
     spec = ScanSpec.build(ds.schema, [], predicate, with_row_address=True)
     updated, removed = [], []
-    for frag in ds.get_fragments():
-        scan = FragmentScan(ds._ctx, frag._pb, spec)
-        hits = _matching_offsets(scan)
-        if not hits.size:
-            continue
-        old = scan.deletions or DeletionVector.empty()
-        dv = old.extend(hits)
-        if dv.deletes_all(frag.physical_rows):
-            removed.append(frag.id)
-            continue
-        deletion = write_deletion_file(ds.uri, frag.id, ds.version, dv,
-                                       storage_options=ds.storage_options,
-                                       file_id=secrets.randbits(64))
-        meta = FragmentMetadata.from_bytes(frag._pb.SerializeToString())
-        meta.pb.deletion_file.CopyFrom(deletion)
-        updated.append(meta)
+    try:
+        for frag in ds.get_fragments():
+            scan = FragmentScan(ds._ctx, frag._pb, spec)
+            hits = _matching_offsets(scan)
+            if not hits.size:
+                continue
+            old = scan.deletions or DeletionVector.empty()
+            dv = old.extend(hits)
+            if dv.deletes_all(frag.physical_rows):
+                removed.append(frag.id)
+                continue
+            deletion = write_deletion_file(ds.uri, frag.id, ds.version, dv,
+                                           storage_options=ds.storage_options,
+                                           file_id=secrets.randbits(64))
+            meta = FragmentMetadata.from_bytes(frag._pb.SerializeToString())
+            meta.pb.deletion_file.CopyFrom(deletion)
+            updated.append(meta)
+    except BaseException:  # a later fragment failed: the deletion files written so far go
+        _remove_deletion_files(ds, updated)
+        raise
     return updated, removed
 
 

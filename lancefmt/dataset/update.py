@@ -63,11 +63,22 @@ def _new_values(matched: pa.Table, exprs: dict, schema: pa.Schema) -> pa.Table:
 
 
 def plan_update(ds, exprs: dict, where):
+    """(new rows, updated fragments, removed ids, row ids, created-at versions), or None when
+    nothing matches; on failure the deletion files it wrote are removed again."""
+    updated = []
+    try:
+        return _plan_update(ds, exprs, where, updated)
+    except BaseException:
+        _cleanup(ds, updated, [])
+        raise
+
+
+def _plan_update(ds, exprs: dict, where, updated: list):
     schema = ds.schema
     stable = ds.has_stable_row_ids
     spec = ScanSpec.build(schema, schema.names, where, with_row_id=stable, with_row_address=True)
     matched_parts, row_ids, created = [], [], []
-    updated, removed = [], []
+    removed = []
     for frag in ds.get_fragments():
         scan = FragmentScan(ds._ctx, frag._pb, spec)
         tables = [t for t in scan.windows() if t.num_rows]
