@@ -35,9 +35,10 @@ from datetime import timedelta
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, InvalidPathError
 from ..io.uri import child
 from ..table.base_paths import BasePathResolver
+from ..table.commit import transaction_file_uri
 from ..table.naming import (
     DATA_DIR, DELETIONS_DIR, INDICES_DIR, TRANSACTIONS_DIR, VERSIONS_DIR,
 )
@@ -93,7 +94,10 @@ class _Refs:
             b = int(table.deletion_base_id[i])
             self.files.add(resolver.deletion_file_uri(names[i], None if b < 0 else b))
         if h.transaction_file:
-            self.files.add(child(dataset_uri, TRANSACTIONS_DIR, h.transaction_file))
+            try:
+                self.files.add(transaction_file_uri(dataset_uri, h.transaction_file))
+            except InvalidPathError:
+                pass  # names nothing inside _transactions/: nothing there to keep or remove
         for idx in mf.indices:
             name = str(_uuid.UUID(bytes=bytes(idx.uuid.uuid)))
             self.index_dirs.add(resolver.index_dir_uri(name, idx.base_id if idx.HasField("base_id") else None))

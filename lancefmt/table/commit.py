@@ -22,7 +22,7 @@ from ..errors import (
     RetryableCommitConflictError,
 )
 from ..io import open_store
-from ..io.uri import child
+from ..io.uri import check_relative, child
 from .conflict import Verdict, check_conflict
 from .manifest import ManifestFile, encode_manifest_file, parse_manifest_file, read_manifest
 from .manifest_builder import BuildOptions, build_manifest
@@ -46,7 +46,9 @@ class CommitOptions:
 
 
 def transaction_file_uri(dataset_uri: str, name: str) -> str:
-    return child(dataset_uri, TRANSACTIONS_DIR, name)
+    """``{dataset}/_transactions/{name}``; a name that would leave ``_transactions/`` (a crafted
+    manifest's ``../../x``) is an InvalidPathError."""
+    return child(dataset_uri, TRANSACTIONS_DIR, check_relative(name, "transaction file name"))
 
 
 def read_transaction_of(mf: ManifestFile, dataset_uri: str, store) -> Transaction | None:

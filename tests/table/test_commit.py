@@ -160,3 +160,24 @@ def test_four_processes_ten_appends_each(tmp_path):
     expected = [0] + [w * 1000 + i for w in range(4) for i in range(10)]
     assert sorted(ds.to_table()["a"].to_pylist()) == sorted(expected)
     assert latest_manifest(uri).version == 41
+
+
+def test_transaction_file_name_escaping_transactions_dir_is_refused(tmp_path):
+    """A crafted manifest's ``transaction_file = "../../x"`` must not open a file outside the
+    dataset (before: it was joined unchecked and read)."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    import lancefmt
+    from lancefmt.errors import InvalidPathError
+    from lancefmt.table.commit import read_transaction_of
+
+    ds = lancefmt.write_dataset(pa.table({"a": [1]}), str(tmp_path / "ds"))
+    inside = os.path.join(ds.uri, "_transactions", os.listdir(os.path.join(ds.uri, "_transactions"))[0])
+    outside = tmp_path / "outside.txn"
+    outside.write_bytes(open(inside, "rb").read())
+    fake = SimpleNamespace(transaction=lambda: None,
+                           header=SimpleNamespace(transaction_file="../../outside.txn"))
+    with pytest.raises(InvalidPathError):
+        read_transaction_of(fake, ds.uri, ds._store)
