@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from ..errors import DatasetNotFoundError, InvalidArgumentError
+from ..errors import CorruptFileError, DatasetNotFoundError, InvalidArgumentError
 from ..io import open_store
 from ..io.uri import normalize_uri
 from ..table.base_paths import BasePath
@@ -40,6 +40,26 @@ class Dataset:
         self._mf = manifest_file
         self._storage_options = dict(storage_options) if storage_options else None
         self._base_store_params = dict(base_store_params) if base_store_params else None
+        if len(manifest_file.fragments.unknown_row_counts()):
+            self._resolve_row_counts()
+
+    def _resolve_row_counts(self) -> None:
+        """A fragment whose manifest says 0 rows has its data file's count (pylance reads it so
+        too): never read as empty, and counts never go negative."""
+        from ..file import LanceFileReader
+
+        frags = self._mf.fragments
+        counts = {}
+        for i in frags.unknown_row_counts().tolist():
+            df = frags.fragment(i).files[0]
+            uri = self._ctx.resolver.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
+            n = LanceFileReader(uri, store=self._ctx.store_for(uri)).num_rows
+            if n < frags.num_deleted_rows[i]:
+                raise CorruptFileError(
+                    f"fragment {int(frags.ids[i])} deletes {int(frags.num_deleted_rows[i])} rows "
+                    f"of the {n} its data file holds", uri)
+            counts[i] = n
+        self._mf.set_row_counts(counts)
 
     @classmethod
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None) -> "Dataset":

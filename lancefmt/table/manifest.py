@@ -96,6 +96,7 @@ class FragmentTable:
         self._file_fragment_index = None
         self._paths = None
         self._index = None
+        self._row_counts: dict = {}
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -209,8 +210,19 @@ class FragmentTable:
         return memoryview(self._buf)[start:start + int(self.byte_lengths[i])]
 
     def fragment(self, i: int) -> "table_pb2.DataFragment":
-        """Decode the fragment at position ``i``."""
-        return _parse(table_pb2.DataFragment, self.fragment_bytes(i), "fragment", self.path)
+        """Decode the fragment at position ``i`` (with its row count resolved, see
+        :meth:`ManifestFile.set_row_counts`)."""
+        pb = _parse(table_pb2.DataFragment, self.fragment_bytes(i), "fragment", self.path)
+        if self._row_counts:
+            n = self._row_counts.get(int(i) % len(self))
+            if n is not None:
+                pb.physical_rows = n
+        return pb
+
+    def unknown_row_counts(self) -> np.ndarray:
+        """Positions of fragments with data files whose ``physical_rows`` is 0 (legacy manifests
+        leave it unset: the data file has the count)."""
+        return np.flatnonzero((self.physical_rows == 0) & (self.num_data_files > 0))
 
     def fragment_by_id(self, fragment_id: int) -> "table_pb2.DataFragment":
         return self.fragment(self.position(fragment_id))
@@ -319,7 +331,22 @@ class ManifestFile:
         """The whole ``table_pb2.Manifest`` (decoded on first use; unknown fields are kept)."""
         if self._manifest is None:
             self._manifest = _parse(table_pb2.Manifest, self.manifest_bytes, "manifest", self.uri)
+            for i, n in self.fragments._row_counts.items():
+                self._manifest.fragments[i].physical_rows = n
         return self._manifest
+
+    def set_row_counts(self, counts: dict) -> None:
+        """Fill in the row counts (position -> rows, read from the data files) of fragments
+        whose ``physical_rows`` the manifest leaves 0, as pylance does; every view of the
+        fragments (columns, decoded fragments, the full protobuf) then has them."""
+        frags = self.fragments
+        rows = frags.physical_rows.copy()
+        for i, n in counts.items():
+            rows[int(i)] = int(n)
+            frags._row_counts[int(i)] = int(n)
+            if self._manifest is not None:
+                self._manifest.fragments[int(i)].physical_rows = int(n)
+        frags.physical_rows = rows
 
     def check_readable(self) -> None:
         """Refuse (UnsupportedFeatureError / CorruptFileError) a version lancefmt cannot read."""

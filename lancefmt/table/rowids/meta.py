@@ -48,7 +48,10 @@ def _stored_bytes(fragment, names, dataset_uri, storage_options):
 
 
 def _expected(fragment):
-    return fragment.physical_rows or None
+    """How many values a fragment's sequences must hold: its row count, checked before
+    anything is allocated (0 too: a legacy fragment's count is filled in from its data file
+    before its row ids are read, so 0 here means an empty fragment)."""
+    return int(fragment.physical_rows)
 
 
 def row_id_bytes(fragment, dataset_uri: str = "", storage_options: dict | None = None):
