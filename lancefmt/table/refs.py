@@ -112,9 +112,11 @@ def _opt_time(obj, key, path):
     v = obj.get(key)
     if v is None:
         return None
+    if isinstance(v, bool) or not isinstance(v, (str, int)):  # 1e999, lists, objects...
+        raise CorruptFileError(f"{key} is not a timestamp: {v!r}", path)
     try:
         return parse_rfc3339(v) if isinstance(v, str) else int(v)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise CorruptFileError(f"{key} is not a timestamp: {v!r}", path) from None
 
 
@@ -123,6 +125,8 @@ def _json(data: bytes, path):
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise CorruptFileError(f"not valid JSON: {e}", path) from None
+    except RecursionError:
+        raise CorruptFileError("JSON nested too deeply", path) from None
     if not isinstance(obj, dict):
         raise CorruptFileError("expected a JSON object", path)
     return obj
@@ -315,6 +319,9 @@ def version_mapping(branch: Branch | None) -> list:
     if branch is None or not branch.identifier:
         return []
     mapping = branch.identifier.get("version_mapping") or []
-    if not isinstance(mapping, list):
-        raise CorruptFileError(f"branch {branch.name!r} has a malformed version_mapping")
+    if not isinstance(mapping, list) or not all(
+            isinstance(m, list) and len(m) == 2 and isinstance(m[0], int)
+            and not isinstance(m[0], bool) and isinstance(m[1], str) for m in mapping):
+        raise CorruptFileError(f"branch {branch.name!r} has a malformed version_mapping "
+                               f"(expected [[version, uuid], ...])")
     return [list(m) for m in mapping]

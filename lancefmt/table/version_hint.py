@@ -32,7 +32,7 @@ def decode_version_hint(data: bytes):
     """The version in a hint file, or None if it is not a well-formed hint."""
     try:
         obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     v = obj.get("version") if isinstance(obj, dict) else None
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:

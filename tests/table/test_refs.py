@@ -101,3 +101,39 @@ def test_resolve_version_ref():
     for bad in (True, -1, 1.5):
         with pytest.raises(InvalidArgumentError):
             refs.resolve_version_ref("/d", bad)
+
+
+@pytest.mark.parametrize("data", [
+    b"[" * 100000 + b"]" * 100000,                                   # RecursionError
+    b'{"version": 1, "createdAt": 1e999}',                            # OverflowError
+    b'{"version": 1, "createdAt": [1]}',
+    b'{"version": 1, "updatedAt": {"a": 1}}',
+])
+def test_hostile_tag_json_is_corrupt(data):
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.refs import decode_tag
+
+    with pytest.raises(CorruptFileError):
+        decode_tag("t", data, "t.json")
+
+
+@pytest.mark.parametrize("mapping", [[5], [[1]], [["1", "ab"]], [[1, 2]], "x", [[True, "ab"]]])
+def test_malformed_version_mapping_is_corrupt(mapping):
+    import json
+
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.refs import decode_branch, version_mapping
+
+    data = json.dumps({"parentBranch": None, "identifier": {"version_mapping": mapping},
+                       "parentVersion": 1}).encode()
+    branch = decode_branch("b", data, "b.json")
+    with pytest.raises(CorruptFileError):
+        version_mapping(branch)
+
+
+def test_deeply_nested_branch_json_is_corrupt():
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.refs import decode_branch
+
+    with pytest.raises(CorruptFileError):
+        decode_branch("b", b'{"identifier":' * 50000 + b"1" + b"}" * 50000, "b.json")

@@ -29,3 +29,10 @@ def test_only_local_datasets_get_a_hint():
     assert vh.wants_version_hint("/tmp/ds")
     assert vh.wants_version_hint("file:///tmp/ds")
     assert not vh.wants_version_hint("s3://bucket/ds")
+
+
+def test_deeply_nested_hint_is_no_hint():
+    from lancefmt.table.version_hint import decode_version_hint
+
+    assert decode_version_hint(b"[" * 100000 + b"]" * 100000) is None
+    assert decode_version_hint(b'{"version": 1e999}') is None
