@@ -63,4 +63,12 @@ def data_file_column_map(field_ids, column_indices) -> dict[int, int]:
     if len(field_ids) != len(column_indices):
         raise InvalidArgumentError(
             f"{len(field_ids)} field ids but {len(column_indices)} column indices")
-    return {int(f): int(c) for f, c in zip(field_ids, column_indices) if c >= 0}
+    out = {int(f): int(c) for f, c in zip(field_ids, column_indices) if c >= 0}
+    if len(set(out.values())) != len(out):
+        # Two fields in one column would decode one column's pages as two kinds of array.
+        from ..errors import CorruptFileError
+
+        dup = next(c for c in out.values() if list(out.values()).count(c) > 1)
+        raise CorruptFileError(f"column {dup} is claimed by more than one field "
+                               f"(column_indices {column_indices})")
+    return out

@@ -104,7 +104,10 @@ class LanceFileReader:
             roots = field_tree(fields)
             if columns is not None:
                 roots = select_roots(roots, columns)
-            column_of = data_file_column_map(field_ids, column_indices)
+            try:
+                column_of = data_file_column_map(field_ids, column_indices)
+            except CorruptFileError as e:
+                raise CorruptFileError(f"manifest column_indices: {e.reason}", self.path) from None
             missing = [n.id for r in roots for n in r.walk()
                        if n.id not in column_of and not _inside_packed(r, n)]
             if missing:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from .._proto import file_pb2, table_pb2, transaction_pb2
-from ..errors import UnsupportedFeatureError
+from ..errors import CorruptFileError, UnsupportedFeatureError
 from .fragment import FragmentMetadata
 
 TxnPb = transaction_pb2.Transaction
@@ -496,7 +496,14 @@ class Transaction:
         return cls(pb.read_version, op, pb.uuid, pb.tag, props)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Transaction":
+    def from_bytes(cls, data: bytes, path: str | None = None) -> "Transaction":
+        """A serialized ``Transaction`` (a ``.txn`` file); bytes that do not decode are a
+        CorruptFileError naming ``path``."""
+        from google.protobuf.message import DecodeError
+
         pb = TxnPb()
-        pb.ParseFromString(data)
+        try:
+            pb.ParseFromString(bytes(data))
+        except (DecodeError, ValueError, TypeError, RecursionError) as e:
+            raise CorruptFileError(f"cannot decode transaction: {e}", path) from None
         return cls.from_pb(pb)

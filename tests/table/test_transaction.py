@@ -80,3 +80,13 @@ def test_fragment_metadata_pickles_small():
     data = pickle.dumps(frag)
     assert len(data) < 200
     assert pickle.loads(data) == frag
+
+
+@pytest.mark.parametrize("data", [b"\xff\xff\xff", b"\x0a\x05ab", b"\x08" + b"\xff" * 11])
+def test_undecodable_transaction_bytes_are_corrupt(data):
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.transaction import Transaction
+
+    with pytest.raises(CorruptFileError) as info:
+        Transaction.from_bytes(data, "x.txn")
+    assert info.value.path == "x.txn"
