@@ -28,6 +28,7 @@ from pyroaring import BitMap
 from ..errors import CorruptFileError, InvalidArgumentError
 from ..io import check_relative, child, open_store
 from . import _deletion
+from ._ipc_bounds import check_ipc_file_sizes
 from .._proto import table_pb2
 from .naming import DELETIONS_DIR, deletion_file_name
 
@@ -40,6 +41,7 @@ _KINDS = {v: k for k, v in _FILE_TYPES.items()}
 _ROARING_NO_RUNS = 12346
 _ROARING_RUNS = 12347
 
+MAX_DELETED_ROWS = 1 << 32  # offsets are u32
 DELETION_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
 __all__ = [
@@ -247,7 +249,7 @@ def parse_deletion_file(data, kind: str, *, physical_rows: int | None = None,
     ``physical_rows``); a bad file raises CorruptFileError naming ``path``.
     """
     if kind == ARROW:
-        dv = DeletionVector(_read_arrow(data, path), ARROW)
+        dv = DeletionVector(_read_arrow(data, path, physical_rows), ARROW)
     elif kind == BITMAP:
         dv = DeletionVector(_read_bitmap(data, path), BITMAP)
     else:
@@ -257,10 +259,13 @@ def parse_deletion_file(data, kind: str, *, physical_rows: int | None = None,
     return dv
 
 
-def _read_arrow(data, path) -> np.ndarray:
+def _read_arrow(data, path, physical_rows: int | None = None) -> np.ndarray:
     view = memoryview(data)
     if len(view) < 12 or view[:6] != b"ARROW1" or view[-6:] != b"ARROW1":
         raise CorruptFileError("unreadable Arrow deletion file: no ARROW1 magic at both ends", path)
+    # At most one uint32 offset per row of the fragment: bound what pyarrow may allocate.
+    check_ipc_file_sizes(data, MAX_DELETED_ROWS if physical_rows is None else physical_rows,
+                         4, path)
     try:
         reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(data)))
         if reader.num_record_batches != 1:

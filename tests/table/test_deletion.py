@@ -1,4 +1,6 @@
 """Deletion vectors, deletion files (.arrow / .bin) and masking."""
+import os
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -294,3 +296,60 @@ def test_sorted_unique_kernel(values):
     got = _deletion.sorted_unique(arr)
     assert got.dtype == np.uint32
     np.testing.assert_array_equal(got, np.unique(arr))
+
+
+@pytest.mark.parametrize("physical_rows", [None, 5000])
+def test_arrow_deletion_file_claiming_a_huge_buffer_is_refused_before_allocating(physical_rows):
+    """pyarrow allocates whatever a compressed buffer's length prefix claims: the prefix is
+    checked against the batch's declared rows (and the fragment's) first."""
+    import struct
+
+    import numpy as np
+
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.deletion import DeletionVector, deletion_file_bytes, parse_deletion_file
+
+    dv = DeletionVector.from_offsets(np.arange(0, 3000, 3, dtype=np.uint32))
+    data = bytearray(deletion_file_bytes(dv, "arrow", compression="zstd"))
+    at = data.find(b"\x28\xb5\x2f\xfd")  # the zstd frame of the values buffer
+    assert struct.unpack_from("<q", data, at - 8)[0] == 4000
+    struct.pack_into("<q", data, at - 8, 1 << 40)
+    with pytest.raises(CorruptFileError):
+        parse_deletion_file(bytes(data), "arrow", physical_rows=physical_rows)
+
+
+def test_arrow_deletion_file_with_more_rows_than_the_fragment_is_refused():
+    import numpy as np
+
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.deletion import DeletionVector, deletion_file_bytes, parse_deletion_file
+
+    data = deletion_file_bytes(DeletionVector.from_offsets(np.arange(50, dtype=np.uint32)), "arrow")
+    assert len(parse_deletion_file(data, "arrow", physical_rows=50)) == 50
+    with pytest.raises(CorruptFileError):
+        parse_deletion_file(data, "arrow", physical_rows=10)
+
+
+def test_arrow_deletion_prefix_check_happens_before_pyarrow_allocates(tmp_path):
+    """In a fresh process (a clean allocation peak): a 1 GiB claim is refused without pyarrow
+    ever allocating it."""
+    import subprocess
+    import sys
+
+    script = """
+import struct, numpy as np, pyarrow as pa
+from lancefmt.errors import CorruptFileError
+from lancefmt.table.deletion import DeletionVector, deletion_file_bytes, parse_deletion_file
+data = bytearray(deletion_file_bytes(
+    DeletionVector.from_offsets(np.arange(0, 3000, 3, dtype=np.uint32)), "arrow"))
+at = data.find(b"\\x28\\xb5\\x2f\\xfd")
+struct.pack_into("<q", data, at - 8, 1 << 30)
+try:
+    parse_deletion_file(bytes(data), "arrow", physical_rows=5000)
+except CorruptFileError:
+    pass
+print(pa.default_memory_pool().max_memory())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env={**os.environ})
+    assert int(out.stdout.split()[-1]) < 1 << 26
