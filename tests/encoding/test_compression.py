@@ -47,3 +47,38 @@ def test_unknown_scheme():
         compression.decompress("snappy", b"1234")
     with pytest.raises(UnsupportedFeatureError):
         compression.compress("brotli", b"1234")
+
+
+def test_page_decompression_is_bounded_by_what_the_page_needs(tmp_path):
+    """A zstd page whose length prefix claims 1 GiB (under the global cap) for 100 short strings
+    is refused before anything is allocated (fresh process: a clean allocation peak)."""
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import struct, pyarrow as pa
+from lancefmt.file import LanceFileReader, LanceFileWriter
+from lancefmt.errors import CorruptFileError
+path = {str(tmp_path / "z.lance")!r}
+field = pa.field("x", pa.string(), metadata={{"lance-encoding:compression": "zstd"}})
+t = pa.table({{"x": pa.array([str(i) for i in range(100)])}}, schema=pa.schema([field]))
+with LanceFileWriter(path, t.schema) as w:
+    w.write_batch(t)
+data = bytearray(open(path, "rb").read())
+at = data.find(b"\\x28\\xb5\\x2f\\xfd")
+assert struct.unpack_from("<Q", data, at - 8)[0] == 190, "not a framed zstd page"
+struct.pack_into("<Q", data, at - 8, 1 << 30)
+open(path, "wb").write(bytes(data))
+try:
+    LanceFileReader(path).read_all()
+    print("read")
+except CorruptFileError as e:
+    print("corrupt")
+print(pa.default_memory_pool().max_memory())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ})
+    assert out.returncode == 0, out.stderr
+    verdict, peak = out.stdout.split()
+    assert verdict == "corrupt" and int(peak) < 1 << 26
