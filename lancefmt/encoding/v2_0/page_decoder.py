@@ -26,6 +26,7 @@ from ...errors import CorruptFileError, UnsupportedFeatureError
 from .. import compression
 from .._dictionary import dictionary_validity, expand_string_dictionary
 from .._offsets import decode_adjusted_offsets
+from .._utf8 import first_invalid_utf8_row
 
 # Bytes a compressed buffer may hold beyond what its page needs (padding): a length prefix
 # claiming more than need + this is corrupt, and refused before anything is allocated.
@@ -195,9 +196,17 @@ class PageDecoder:
         if bad >= 0:
             raise self.corrupt(f"string offset of row {bad} goes backwards or past the "
                                f"{data.size} data bytes")
+        self._check_utf8(dtype, data, offsets)
         return pa.Array.from_buffers(
             dtype, n, [None if validity is None else pa.py_buffer(validity),
                        pa.py_buffer(offsets), data])
+
+    def _check_utf8(self, dtype, data, offsets) -> None:
+        """Strings must be valid UTF-8 row by row (binary may hold anything)."""
+        if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+            bad = first_invalid_utf8_row(data if data is not None else b"", offsets)
+            if bad >= 0:
+                raise self.corrupt(f"string of row {bad} is not valid UTF-8")
 
     def _bytes(self, enc: pb.ArrayEncoding, max_size: int) -> pa.Buffer:
         """The data bytes of a binary page (a ``Flat`` of 8-bit values, maybe compressed);
@@ -236,6 +245,7 @@ class PageDecoder:
         item_offsets = np.frombuffer(items.buffers()[1], dtype=np.int64, count=m + 1)
         item_data = items.buffers()[2]
         item_validity = items.buffers()[0] if items.null_count else None
+        self._check_utf8(dtype, item_data, item_offsets)  # each item once, not each row
         offsets, data, validity, _nulls, bad = expand_string_dictionary(
             idx, item_offsets, item_validity,
             np.frombuffer(item_data, dtype=np.uint8) if item_data is not None else
