@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lancefmt-installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup build test demo demo-metadata bench bench-spark clean
+.PHONY: setup build test demo demo-metadata bench bench-spark fuzz clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,16 @@ bench: build
 # Spark source/sink vs Spark's Parquet reader/writer, every number in one run.
 bench-spark: build
 	cd asv_bench && ../$(PY) -m benchmarks.spark_source
+
+# Fuzz every untrusted-input entry point SECONDS seconds each (atheris), one after the other at
+# low priority; findings land in fuzz/findings/ (keep minimized ones in fuzz/regressions/).
+SECONDS ?= 60
+FUZZ_TARGETS ?= manifest transaction deletion_arrow deletion_bin rowids file_v2_0 file_v2_1 refs dataset
+fuzz: build
+	$(PY) -m fuzz.seeds fuzz/corpus
+	for t in $(FUZZ_TARGETS); do \
+		nice -n 19 $(PY) -m fuzz.run $$t fuzz/corpus -max_total_time=$(SECONDS) -print_final_stats=1 || exit 1; \
+	done
 
 clean:
 	rm -rf build dist *.egg-info lancefmt/_proto/*_pb2.py

@@ -260,9 +260,9 @@ def _output_table(arrays, proj: Projection, num_rows: int) -> pa.Table:
         if not col.type.equals(target.type):
             col = _to_extension(col, target.type)
         out.append(col)
-    if not out:  # no columns, but the row count still matters
-        return pa.table({"_": pa.nulls(num_rows)}).drop_columns(["_"]).replace_schema_metadata(
-            proj.schema.metadata)
+    if not out:  # no columns, but the row count still matters (replace_schema_metadata
+        # would drop it: build the table with its metadata instead)
+        return pa.table({"_": pa.nulls(num_rows)}, metadata=proj.schema.metadata).drop_columns(["_"])
     return pa.Table.from_arrays(out, schema=proj.schema)
 
 
@@ -275,6 +275,9 @@ def _to_extension(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
 
 def _combine_batch(table: pa.Table) -> pa.RecordBatch:
     """One RecordBatch of a (small) table, concatenating chunks only when a column has several."""
+    if not table.num_columns:  # keep the row count of a column-less read
+        return pa.record_batch({"_": pa.nulls(table.num_rows)},
+                               metadata=table.schema.metadata).drop_columns(["_"])
     if all(c.num_chunks == 1 for c in table.columns):
         return pa.RecordBatch.from_arrays([c.chunk(0) for c in table.columns], schema=table.schema)
     return table.combine_chunks().to_batches()[0] if table.num_rows else \

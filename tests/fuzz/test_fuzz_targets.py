@@ -1,0 +1,73 @@
+"""The fuzz harness in the suite: every target fuzzed a few seconds with a fixed seed (a
+finding fails the test), and every kept finding replayed (``fuzz/regressions``)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+from fuzz.targets import TARGETS, make_target  # noqa: E402
+
+SECONDS = int(os.environ.get("LANCEFMT_FUZZ_SECONDS", "2"))
+REGRESSIONS = os.path.join(ROOT, "fuzz", "regressions")
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    from fuzz.seeds import make_seeds
+
+    out = str(tmp_path_factory.mktemp("seeds"))
+    make_seeds(out)
+    return out
+
+
+def test_every_target_has_pylance_and_lancefmt_seeds(seeds):
+    for name in TARGETS:
+        files = os.listdir(os.path.join(seeds, name))
+        assert files, name
+        if name not in ("file_v2_1", "dataset"):  # pylance-only writers there
+            assert any(f.startswith("lancefmt") for f in files), name
+        if name not in ("deletion_bin",):
+            assert any(f.startswith(("pylance", "file-")) for f in files), name
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_seeds_run_clean(seeds, name):
+    """Every unmodified seed goes through its target without a finding."""
+    target = make_target(name, seeds)
+    d = os.path.join(seeds, name)
+    for f in sorted(os.listdir(d)):
+        with open(os.path.join(d, f), "rb") as fh:
+            target(fh.read())
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_fuzz_target_briefly(seeds, name, tmp_path):
+    pytest.importorskip("atheris")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    out = subprocess.run(
+        [sys.executable, "-m", "fuzz.run", name, seeds, f"-max_total_time={SECONDS}",
+         "-seed=20261122", f"-artifact_prefix={tmp_path}/"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=SECONDS + 120)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+    runs = re.search(r"Done (\d+) runs", log)
+    assert runs and int(runs.group(1)) > 0, log[-2000:]
+
+
+def _regressions():
+    if not os.path.isdir(REGRESSIONS):
+        return []
+    return [(t, f) for t in sorted(os.listdir(REGRESSIONS))
+            for f in sorted(os.listdir(os.path.join(REGRESSIONS, t)))]
+
+
+@pytest.mark.parametrize("name,case", _regressions())
+def test_kept_findings_stay_fixed(seeds, name, case):
+    with open(os.path.join(REGRESSIONS, name, case), "rb") as fh:
+        make_target(name, seeds)(fh.read())
