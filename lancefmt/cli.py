@@ -11,7 +11,8 @@ fragments, rows, storage version, feature flags, base paths, tags, naming scheme
 * ``clone SRC DST [--version V]`` makes a shallow clone;
 * ``tags URI`` / ``tags URI create NAME [VERSION]`` / ``tags URI delete NAME``;
 * ``branches URI`` / ``branches URI create NAME [--version V]`` / ``branches URI delete NAME``;
-* ``cleanup URI [--older-than 14d] [--retain-versions N] [--dry-run] [--clone URI ...]``;
+* ``cleanup URI [--older-than 14d] [--retain-versions N] [--dry-run] [--clone URI ...]
+  [--owned-base NAME ...]``;
 * ``prefixes URI`` lists the distinct storage prefixes a version touches (what credential
   vending has to cover).
 
@@ -326,7 +327,7 @@ def _cmd_cleanup(args) -> int:
     stats = ds.cleanup_old_versions(
         older_than, args.retain_versions, delete_unverified=args.delete_unverified,
         error_if_tagged_old_versions=not args.ignore_tagged, dry_run=args.dry_run,
-        clones=args.clone or (), progress=_progress(args))
+        clones=args.clone or (), owned_bases=args.owned_base or (), progress=_progress(args))
     verb = "would remove" if args.dry_run else "removed"
     lines = [f"{verb} {u}" for u in stats.removed] + [
         f"{verb} {stats.old_versions} old versions, {stats.data_files_removed} data files, "
@@ -419,6 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip old tagged versions instead of failing")
     p.add_argument("--clone", action="append", metavar="URI",
                    help="a shallow clone whose files must survive (repeatable)")
+    p.add_argument("--owned-base", action="append", metavar="NAME",
+                   help="a base (name or id) this dataset alone owns: files removed versions "
+                        "referenced there go too (repeatable; by default only the root is cleaned)")
     progress(p)
     p.set_defaults(func=_cmd_cleanup)
 

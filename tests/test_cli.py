@@ -179,6 +179,12 @@ def test_cleanup_command(multibase, capsys):
     dry = json.loads(out)
     assert code == 0 and dry["dry_run"] and dry["old_versions"] == 2
     assert all(os.path.exists(u) for u in dry["removed"])
+    assert all(u.startswith(root + "/") for u in dry["removed"])  # the base is not owned
+    code, out = run(capsys, "cleanup", root, "--older-than", "0s", "--dry-run", "--json",
+                    "--no-progress", "--owned-base", "b1")
+    owned = json.loads(out)
+    assert set(dry["removed"]) <= set(owned["removed"])
+    assert all(os.path.exists(u) for u in owned["removed"])
     code, out = run(capsys, "cleanup", root, "--older-than", "0s", "--no-progress")
     assert code == 0 and "removed 2 old versions" in out
     assert not any(os.path.exists(u) for u in dry["removed"])
