@@ -44,6 +44,8 @@ from lance_namespace_urllib3_client.models import TableVersion, TagContents
 from ..dataset import Dataset, write_dataset
 from ..errors import DatasetExistsError, DatasetNotFoundError, InvalidPathError, LanceError
 from ..io import open_store
+from ..table.manifest import read_manifest
+from ..table.versions import list_manifests
 from ..io.uri import check_relative, child, has_scheme, normalize_uri, split_uri
 from .errors import (
     InvalidInputError, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
@@ -637,13 +639,13 @@ class DirectoryNamespace(LanceNamespace):
         req, _ = self._plain(request, ListTableVersionsRequest)
         ds = self._dataset(req.id)
         out = []
-        for v in sorted(ds.versions(), key=lambda v: v["version"], reverse=bool(req.descending)):
-            ts = v.get("timestamp")
+        for loc in list_manifests(ds.uri, store=self._store):
+            m = read_manifest(loc.uri, size=loc.size, store=self._store)
+            ts = m.timestamp
             millis = int(ts.timestamp() * 1000) if hasattr(ts, "timestamp") else 0
-            meta = {str(k): str(x) for k, x in (v.get("metadata") or {}).items()}
-            out.append(TableVersion(version=v["version"], manifest_path=v.get("manifest_path") or "",
-                                    manifest_size=v.get("manifest_size"),
-                                    timestamp_millis=millis, metadata=meta or None))
+            out.append(TableVersion(version=loc.version, manifest_path=loc.uri,
+                                    manifest_size=loc.size, timestamp_millis=millis))
+        out.sort(key=lambda v: v.version, reverse=bool(req.descending))
         start = int(req.page_token) if req.page_token else 0
         end = start + req.limit if req.limit else len(out)
         token = str(end) if end < len(out) else None
