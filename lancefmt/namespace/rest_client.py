@@ -64,7 +64,7 @@ class RestNamespace(LanceNamespace):
         for name in route.query:
             value = getattr(request, name, None)
             if value is not None:
-                query[name] = _query_text(value)
+                query[name] = list(value) if name == "on" else _query_text(value)
         headers = dict(self.headers)
         for k, v in (request.context or {}).items():
             if k.startswith("header."):
@@ -77,7 +77,7 @@ class RestNamespace(LanceNamespace):
         elif route.kind == "arrow":
             body = bytes(data or b"")
             headers["Content-Type"] = "application/vnd.apache.arrow.stream"
-        url = self.uri + path + ("?" + urlencode(query) if query else "")
+        url = self.uri + path + ("?" + urlencode(query, doseq=True) if query else "")
         resp = self._http.request(route.method, url, body=body, headers=headers)
         if resp.status >= 400:
             try:

@@ -46,8 +46,6 @@ def _query_value(name: str, text: str):
         return int(text)
     if name in _JSON_FIELDS:
         return json.loads(text)
-    if name == "on":
-        return [text] if not text.startswith("[") else json.loads(text)
     return text
 
 
@@ -148,7 +146,9 @@ class RestAdapter:
             if not isinstance(fields, dict):
                 raise InvalidInputError("request body must be a JSON object")
         for name in route.query:
-            if name in request.args:
+            if name == "on" and "on" in request.args:  # a list: repeated parameter ("multi")
+                fields["on"] = [v for raw in request.args.getlist("on") for v in raw.split(",")]
+            elif name in request.args:
                 try:
                     fields[name] = _query_value(name, request.args[name])
                 except ValueError:

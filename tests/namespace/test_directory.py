@@ -1,7 +1,8 @@
 """lancefmt.namespace.DirectoryNamespace on its own: V1 listing, V2 manifest, compatibility mode,
 migration, rename, the table operations, and conflict-checked manifest updates."""
-import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 
 import lance_namespace as ln
@@ -322,25 +323,30 @@ def _committed_txn(root, name):
     return name in names
 
 
-def _create_in_process(root, i, queue):
-    from lancefmt.namespace import DirectoryNamespace as NS, TableAlreadyExistsError
+_CHILD = """
+import os, sys, time
+import pyarrow as pa
+from lancefmt.namespace import DirectoryNamespace, TableAlreadyExistsError
+root, i, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+ns = DirectoryNamespace(root=root)
+open(go + str(i), "w").close()
+while not all(os.path.exists(go + str(j)) for j in range(2)):
+    time.sleep(0.01)
+try:
+    ns.create_table(["n", "p"], pa.table({"who": [i]}))
+    print("ok")
+except TableAlreadyExistsError:
+    print("exists")
+"""
 
-    try:
-        NS(root=root).create_table(["n", "p"], pa.table({"who": [i]}))
-        queue.put("ok")
-    except TableAlreadyExistsError:
-        queue.put("exists")
 
-
-def test_two_processes_create_same_table(root):
+def test_two_processes_create_same_table(root, tmp_path):
     DirectoryNamespace(root=root).create_namespace(["n"])
-    ctx = multiprocessing.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_create_in_process, args=(root, i, q)) for i in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-    assert sorted(q.get(timeout=5) for _ in procs) == ["exists", "ok"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    go = str(tmp_path / "ready-")
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, root, str(i), go], env=env,
+                              stdout=subprocess.PIPE, text=True) for i in range(2)]
+    outs = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
+    assert outs == ["exists", "ok"]
     assert DirectoryNamespace(root=root).list_tables(["n"]) == ["p"]
     assert len([d for d in os.listdir(root) if d.endswith("_n$p")]) == 1
