@@ -164,8 +164,7 @@ class DirectoryNamespace(LanceNamespace):
         if not self.manifest_enabled:
             return False
         snap = snap or self._snapshot()
-        row = snap.get(DELIMITER.join(parts))
-        return row is not None and row.object_type == NAMESPACE
+        return snap.type_of(DELIMITER.join(parts)) == NAMESPACE
 
     def _require_namespace(self, parts, snap=None):
         if not self._namespace_exists(parts, snap):
@@ -260,7 +259,7 @@ class DirectoryNamespace(LanceNamespace):
         else:
             snap = self._snapshot()
             self._require_namespace(parts, snap)
-            names = snap.children(DELIMITER.join(parts), NAMESPACE).column("name").to_pylist()
+            names = snap.child_names(DELIMITER.join(parts), NAMESPACE)
         names, token = _page(sorted(names), req.page_token, req.limit)
         return names if plain else ListNamespacesResponse(namespaces=names, page_token=token)
 
@@ -320,8 +319,12 @@ class DirectoryNamespace(LanceNamespace):
         if self.manifest_enabled:
             snap = self._snapshot()
             self._require_namespace(parts, snap)
+            if parts and include_declared:  # child namespaces: the manifest alone answers
+                return snap.child_names(DELIMITER.join(parts), TABLE)
             rows = snap.children(DELIMITER.join(parts), TABLE)
-            names = dict(zip(rows.column("name").to_pylist(), rows.column("location").to_pylist()))
+            k = len(DELIMITER.join(parts)) + 1 if parts else 0
+            names = dict(zip([i[k:] for i in rows.column("object_id").to_pylist()],
+                             snap.locations(rows)))
             claimed = set(names.values())
         elif parts:
             raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(parts)}")
@@ -583,7 +586,7 @@ class DirectoryNamespace(LanceNamespace):
                     found.append((name, info.name))
 
         def plan(snap):
-            claimed = set(snap.table.column("location").to_pylist())
+            claimed = set(snap.locations(snap.table))
             add = [Row(n, TABLE, loc) for n, loc in found
                    if snap.get(n) is None and loc not in claimed]
             return Change(add=add, result=[r.object_id for r in add])

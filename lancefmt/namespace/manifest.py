@@ -18,6 +18,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -87,46 +88,95 @@ def _quote(text: str) -> str:
 
 
 class Snapshot:
-    """The manifest rows of one version (version 0: no manifest yet), indexed by object id."""
+    """The manifest rows of one version (version 0: no manifest yet).
+
+    Holds ``object_id``, ``object_type`` and ``location``; the ``metadata`` column is read only
+    when a row's properties are asked for (listings never need it)."""
+
+    CORE = ["object_id", "object_type"]
 
     def __init__(self, ds: Dataset | None, table: pa.Table):
         self.dataset = ds
         self.version = ds.version if ds is not None else 0
         self.table = table
-        ids = table.column("object_id").to_pylist()
-        self._index = {oid: i for i, oid in enumerate(ids)}
+        self._columns = {}
+
+    def _row_index(self, object_id: str) -> int:
+        return pc.index(self.table.column("object_id"), object_id).as_py()
+
+    def _lazy(self, name: str):
+        """A column read on first use (same version, same row order as ``table``)."""
+        col = self._columns.get(name)
+        if col is None:
+            if self.dataset is None or not self.table.num_rows:
+                col = pa.chunked_array([pa.array([], pa.string())])
+            else:
+                col = self.dataset.to_table(columns=[name]).column(name)
+            self._columns[name] = col
+        return col
+
+    def locations(self, rows: pa.Table) -> list:
+        """The ``location`` of each row of ``rows`` (a filtered ``table`` with ``_pos``)."""
+        return pc.take(self._lazy("location"), rows.column("_pos")).to_pylist()
+
+    def type_of(self, object_id: str) -> str | None:
+        """The object's type, or None (without reading the metadata column)."""
+        i = self._row_index(object_id)
+        return None if i < 0 else self.table.column("object_type")[i].as_py()
 
     def get(self, object_id: str) -> Row | None:
-        i = self._index.get(object_id)
-        if i is None:
+        i = self._row_index(object_id)
+        if i < 0:
             return None
         t = self.table
-        meta = t.column("metadata")[i].as_py()
-        return Row(object_id, t.column("object_type")[i].as_py(), t.column("location")[i].as_py(),
+        meta = self._lazy("metadata")[i].as_py()
+        return Row(object_id, t.column("object_type")[i].as_py(), self._lazy("location")[i].as_py(),
                    json.loads(meta) if meta else None)
 
     def children(self, prefix_id: str, object_type: str | None = None) -> pa.Table:
         """Rows directly inside the namespace ``prefix_id`` ("" = root), with a ``name`` column."""
         t = self.table
         ids = t.column("object_id")
+        depth = prefix_id.count(DELIMITER) + 1 if prefix_id else 0
+        mask = pc.equal(pc.count_substring(ids, DELIMITER), depth)
         if prefix_id:
-            prefix = prefix_id + DELIMITER
-            mask = pc.starts_with(ids, prefix)
-            names = pc.utf8_slice_codeunits(ids, len(prefix))
-        else:
-            mask = None
-            names = ids
-        flat = pc.invert(pc.match_substring(names, DELIMITER))
-        mask = flat if mask is None else pc.and_(mask, flat)
+            mask = pc.and_(mask, pc.starts_with(ids, prefix_id + DELIMITER))
         if object_type is not None:
             mask = pc.and_(mask, pc.equal(t.column("object_type"), object_type))
-        out = t.append_column("name", names).filter(mask)
-        return out
+        return t.filter(mask)
+
+    def child_names(self, prefix_id: str, object_type: str | None = None) -> list:
+        """Sorted names directly inside ``prefix_id`` (a listing)."""
+        ids = self.children(prefix_id, object_type).column("object_id")
+        if prefix_id:
+            ids = strip_prefix(ids, len((prefix_id + DELIMITER).encode("utf-8")))
+        return sorted(ids.to_pylist())
 
     def descendants(self, prefix_id: str) -> list:
         prefix = prefix_id + DELIMITER
         ids = self.table.column("object_id")
         return self.table.filter(pc.starts_with(ids, prefix)).column("object_id").to_pylist()
+
+
+def strip_prefix(ids, nbytes: int) -> pa.StringArray:
+    """``ids`` (strings that all start with the same ``nbytes``-byte prefix) without it, by
+    rewriting the offsets and data buffers with numpy (no per-string Python work)."""
+    arr = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    n = len(arr)
+    if n == 0:
+        return pa.array([], pa.string())
+    if arr.type != pa.string():
+        arr = arr.cast(pa.string())
+    _, offsets_buf, data_buf = arr.buffers()
+    off = np.frombuffer(offsets_buf, dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+    base = off - off[0]
+    if np.any(np.diff(base) < nbytes):
+        raise ValueError("every id must start with the prefix")
+    data = np.frombuffer(data_buf, dtype=np.uint8)[off[0]:off[-1]]
+    keep = np.ones(len(data), dtype=bool)
+    keep[(base[:-1, None] + np.arange(nbytes)).ravel()] = False
+    new_off = (base - nbytes * np.arange(n + 1, dtype=np.int32)).astype(np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(new_off), pa.py_buffer(data[keep]))
 
 
 class ManifestTable:
@@ -150,11 +200,13 @@ class ManifestTable:
         """The latest rows (cached per version: an unchanged manifest is not re-read)."""
         ds = self._open()
         if ds is None:
-            return Snapshot(None, SCHEMA.empty_table())
+            empty = SCHEMA.empty_table().select(Snapshot.CORE)
+            return Snapshot(None, empty.append_column("_pos", pa.array([], pa.int64())))
         cached = self._cache
         if cached is not None and cached.version == ds.version:
             return cached
-        table = ds.to_table(columns=SCHEMA.names) if ds.count_rows() else SCHEMA.empty_table()
+        table = ds.to_table(columns=Snapshot.CORE)
+        table = table.append_column("_pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
         snap = Snapshot(ds, table)
         self._cache = snap
         return snap
