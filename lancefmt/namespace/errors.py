@@ -22,7 +22,8 @@ TableAlreadyExistsError = _make(_ln.TableAlreadyExistsError)
 TableTagNotFoundError = _make(_ln.TableTagNotFoundError)
 TableTagAlreadyExistsError = _make(_ln.TableTagAlreadyExistsError)
 TableVersionNotFoundError = _make(_ln.TableVersionNotFoundError)
-InvalidInputError = _make(_ln.InvalidInputError)
+class InvalidInputError(LanceError, _ln.InvalidInputError, ValueError):
+    """Raised when the request contains invalid parameters (also a ValueError)."""
 ConcurrentModificationError = _make(_ln.ConcurrentModificationError)
 InternalError = _make(_ln.InternalError)
 

@@ -27,10 +27,10 @@ from ..dataset.delete import plan_delete
 from ..errors import DatasetExistsError, DatasetNotFoundError
 from ..io import open_store
 from ..io.uri import child
-from ..table.manifest import encode_manifest_file, parse_manifest_file
+from ..table.manifest import encode_manifest_file
 from ..table.manifest_builder import build_manifest
 from ..table.naming import manifest_scheme, transaction_file_name
-from ..table.transaction import Append, Delete, Transaction, Update
+from ..table.transaction import Append, Delete, Rewrite, RewriteGroup, Transaction, Update
 from ..table.commit import transaction_file_uri
 from ..table.version_hint import wants_version_hint, write_version_hint
 from ..table.versions import manifest_uri
@@ -50,6 +50,7 @@ SCHEMA = pa.schema([
     pa.field("base_objects", pa.list_(pa.field("object_id", pa.string()))),
 ])
 MAX_ATTEMPTS = 50
+COMPACT_FRAGMENTS = 16
 
 
 @dataclass
@@ -241,7 +242,6 @@ class ManifestTable:
 
     def _commit_next(self, ds: Dataset, change: Change) -> bool:
         """Commit ``change`` as version ``ds.version + 1`` or not at all (False: lost the race)."""
-        store = open_store(self.uri, self.storage_options)
         new = write_fragments(rows_table(change.add), self.uri, mode="append",
                               storage_options=self.storage_options) if change.add else []
         updated, removed = [], []
@@ -253,9 +253,16 @@ class ManifestTable:
                         new_fragments=new) if new else Delete(updated, removed, pred)
         else:
             op = Append(new)
-        written = [child(self.uri, "data", f.pb.files[i].path)
-                   for f in new for i in range(len(f.pb.files))]
-        written += [_deletion_uri(ds, f) for f in updated]
+        written = _data_uris(self.uri, new) + [_deletion_uri(ds, f) for f in updated]
+        if not self._commit_exactly_next(ds, op, written):
+            return False
+        self._maybe_compact()
+        return True
+
+    def _commit_exactly_next(self, ds: Dataset, op, written: list) -> bool:
+        """Build version ``ds.version + 1`` from ``ds`` + ``op`` and create it only if nobody
+        else did; on failure remove ``written`` (our new files) and the transaction file."""
+        store = open_store(self.uri, self.storage_options)
         txn = Transaction(ds.version, op)
         txn_name = transaction_file_name(ds.version, txn.uuid)
         txn_uri = transaction_file_uri(self.uri, txn_name)
@@ -270,13 +277,11 @@ class ManifestTable:
             uri = manifest_uri(self.uri, ds.version + 1, scheme)
             data = encode_manifest_file(manifest, txn_pb, indices)
             committed = store.put_if_absent(uri, data)
-            if committed:
-                if wants_version_hint(self.uri):
-                    try:
-                        write_version_hint(self.uri, ds.version + 1, store=store)
-                    except OSError:
-                        pass  # only a hint
-                parse_manifest_file(data, uri)
+            if committed and wants_version_hint(self.uri):
+                try:
+                    write_version_hint(self.uri, ds.version + 1, store=store)
+                except OSError:
+                    pass  # only a hint
             return committed
         finally:
             if not committed:
@@ -285,6 +290,24 @@ class ManifestTable:
                         store.delete(u)
                     except OSError:
                         pass
+
+    def _maybe_compact(self) -> None:
+        """Keep listings fast: once the manifest has ``COMPACT_FRAGMENTS`` fragments, rewrite its
+        live rows into one fragment (a Rewrite transaction, committed exactly as the next
+        version or dropped: compaction is best effort). Manifests with indices are left alone."""
+        ds = self._open()
+        if ds is None or len(ds.get_fragments()) < COMPACT_FRAGMENTS or ds.manifest_file.indices:
+            return
+        frags = [f.metadata for f in ds.get_fragments()]
+        table = ds.to_table()
+        new = write_fragments(table, self.uri, mode="append",
+                              storage_options=self.storage_options) if table.num_rows else []
+        self._commit_exactly_next(ds, Rewrite([RewriteGroup(frags, new)]), _data_uris(self.uri, new))
+
+
+def _data_uris(dataset_uri: str, fragments) -> list:
+    return [child(dataset_uri, "data", f.pb.files[i].path)
+            for f in fragments for i in range(len(f.pb.files))]
 
 
 def _deletion_uri(ds: Dataset, meta) -> str:

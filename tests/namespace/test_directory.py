@@ -350,3 +350,23 @@ def test_two_processes_create_same_table(root, tmp_path):
     assert outs == ["exists", "ok"]
     assert DirectoryNamespace(root=root).list_tables(["n"]) == ["p"]
     assert len([d for d in os.listdir(root) if d.endswith("_n$p")]) == 1
+
+
+def test_manifest_is_compacted_and_pylance_still_reads_it(root):
+    import lance
+    import lance.namespace as pyns
+
+    from lancefmt.namespace.manifest import COMPACT_FRAGMENTS
+
+    ns = DirectoryNamespace(root=root)
+    ns.create_namespace(["n"])
+    for i in range(COMPACT_FRAGMENTS + 3):
+        ns.create_table(["n", f"t{i:02d}"], TABLE)
+    ns.drop_table(ln.DropTableRequest(id=["n", "t00"]))
+    m = lancefmt.dataset(os.path.join(root, "__manifest"))
+    assert len(m.get_fragments()) < COMPACT_FRAGMENTS
+    expected = [f"t{i:02d}" for i in range(1, COMPACT_FRAGMENTS + 3)]
+    assert ns.list_tables(["n"]) == expected
+    assert pyns.DirectoryNamespace(root=root).list_tables(ln.ListTablesRequest(id=["n"])).tables \
+        == expected
+    lance.dataset(os.path.join(root, "__manifest")).validate()
