@@ -82,9 +82,10 @@ class RestNamespace(LanceNamespace):
         if resp.status >= 400:
             try:
                 err = json.loads(resp.data)
-                raise error_for_code(int(err.get("code", 18)), err.get("error") or resp.data.decode())
+                code, message = int(err.get("code", 18)), str(err.get("error") or err)
             except (ValueError, TypeError, AttributeError):
                 raise InternalError(f"HTTP {resp.status} from {url}: {resp.data[:200]!r}") from None
+            raise error_for_code(code, message)
         if route.op in ("namespace_exists", "table_exists"):
             return getattr(ln, route.request.__name__.replace("Request", "Response"))()
         if route.op == "count_table_rows":
