@@ -370,3 +370,17 @@ def test_manifest_is_compacted_and_pylance_still_reads_it(root):
     assert pyns.DirectoryNamespace(root=root).list_tables(ln.ListTablesRequest(id=["n"])).tables \
         == expected
     lance.dataset(os.path.join(root, "__manifest")).validate()
+
+
+def test_memory_root(memory_uri):
+    ns = DirectoryNamespace(root=memory_uri)
+    ns.create_namespace(["n"])
+    ns.create_table(["n", "t"], TABLE)
+    ns.create_table(["r"], TABLE)
+    assert ns.list_tables([]) == ["r"] and ns.list_tables(["n"]) == ["t"]
+    assert ns.describe_table(["r"]).location == memory_uri + "/r.lance"
+    assert ns.open_table(["n", "t"]).to_table().equals(TABLE)
+    ns.rename_table(ln.RenameTableRequest(id=["r"], new_table_name="s"))
+    assert ns.open_table(["s"]).to_table().equals(TABLE)
+    ns.drop_table(ln.DropTableRequest(id=["s"]))
+    assert ns.list_tables([]) == []
