@@ -429,6 +429,8 @@ class DirectoryNamespace(LanceNamespace):
             found = True
         except TableNotFoundError:
             found = False
+        if found and self._declared_only(loc):
+            return self._create_declared(oid, loc, data, plain, req)
         if found:
             if mode == "create":
                 raise TableAlreadyExistsError(f"Table already exists: {oid}")
@@ -457,6 +459,22 @@ class DirectoryNamespace(LanceNamespace):
         return ds if plain else CreateTableResponse(location=self._public_uri(loc),
                                                     version=ds.version,
                                                     properties=req.properties)
+
+    def _declared_only(self, loc: str) -> bool:
+        """A declared table: its directory holds no committed version yet."""
+        return not self._store.list(child(self._uri_of(loc), "_versions"))
+
+    def _create_declared(self, oid, loc, data, plain, req):
+        """The first data of a declared table goes to its declared location (as pylance)."""
+        uri = self._uri_of(loc)
+        try:
+            ds = write_dataset(_as_reader(data), uri, mode="create",
+                               storage_options=self.storage_options)
+        except DatasetExistsError:
+            raise TableAlreadyExistsError(f"Table already exists: {oid}") from None
+        self._store.delete(child(uri, RESERVED_MARKER))
+        return ds if plain else CreateTableResponse(location=self._public_uri(loc),
+                                                    version=ds.version)
 
     def declare_table(self, request, properties=None) -> DeclareTableResponse:
         """Reserve a table name and location (a ``.lance-reserved`` marker) without data."""

@@ -87,9 +87,16 @@ def test_lancefmt_sees_what_pylance_adds(shared_root):
     mine = ours.describe_table(ln.DescribeTableRequest(id=["theirs", "t"]))
     assert mine.location == theirs.describe_table(ln.DescribeTableRequest(id=["theirs", "t"])).location
     assert lance.dataset(mine.location).to_table().equals(TABLE)
+    # a table pylance declared gets its data from lancefmt at the declared location
+    ours.create_table(["theirs", "declared"], TABLE)
+    d = theirs.describe_table(ln.DescribeTableRequest(id=["theirs", "declared"]))
+    assert lance.dataset(d.location).to_table().equals(TABLE)
+    assert d.location == ours.describe_table(["theirs", "declared"]).location
     # lancefmt keeps writing the manifest after pylance did, and pylance still reads it
     ours.create_table(["theirs", "mine"], TABLE)
     assert theirs.list_tables(ln.ListTablesRequest(id=["theirs"])).tables == ["declared", "mine", "t"]
+    assert theirs.list_tables(ln.ListTablesRequest(id=["theirs"], include_declared=False)).tables \
+        == ["declared", "mine", "t"]
     ours.drop_table(ln.DropTableRequest(id=["theirs", "mine"]))
     assert theirs.list_tables(ln.ListTablesRequest(id=["theirs"])).tables == ["declared", "t"]
     with pytest.raises(ln.TableNotFoundError):

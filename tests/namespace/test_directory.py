@@ -384,3 +384,16 @@ def test_memory_root(memory_uri):
     assert ns.open_table(["s"]).to_table().equals(TABLE)
     ns.drop_table(ln.DropTableRequest(id=["s"]))
     assert ns.list_tables([]) == []
+
+
+def test_create_fills_a_declared_table(root):
+    ns = DirectoryNamespace(root=root)
+    loc = ns.declare_table(ln.DeclareTableRequest(id=["d"])).location
+    assert loc.endswith("/d.lance")
+    out = ns.create_table(ln.CreateTableRequest(id=["d"]), ipc(TABLE))
+    assert out.location == loc and out.version == 1
+    assert os.listdir(loc[len("file://"):]) != [".lance-reserved"]
+    assert ".lance-reserved" not in os.listdir(loc[len("file://"):])
+    with pytest.raises(nserr.TableAlreadyExistsError):
+        ns.create_table(ln.CreateTableRequest(id=["d"]), ipc(TABLE))
+    assert ns.list_tables(ln.ListTablesRequest(id=[], include_declared=False)).tables == ["d"]
