@@ -404,7 +404,7 @@ class DirectoryNamespace(LanceNamespace):
                 if row.object_type == TABLE else \
                 NamespaceAlreadyExistsError(f"{oid!r} already exists as a {row.object_type}")
 
-    def _register(self, parts, oid, location, properties, *, expect_v1_free=True):
+    def _register(self, parts, oid, location, properties):
         """Add the manifest row (conflict-checked): exactly one of concurrent callers wins."""
 
         def plan(snap):
