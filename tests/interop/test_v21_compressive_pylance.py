@@ -292,3 +292,20 @@ def test_every_page_layout_parses(tmp_path, version):
         for page in pages(path, col):
             assert isinstance(page.layout, pb.PageLayout)
             assert page.layout.mini_block_layout.has_large_chunk == (version == "2.2")
+
+
+def test_constant_page_rle_and_ool_levels(tmp_path):
+    """2.2 all-null list pages carry block-compressed levels: RLE rep, bit-packed def."""
+    typ = pa.list_(pa.int32())
+    arr = pa.array([None if i % 3 else [] for i in range(N)], typ)
+    path = write(tmp_path, "allnull", pa.table({"x": arr}), "2.2")
+    described = " ".join(pylance_encodings(path).split())
+    assert "ConstantLayout" in described and "rep_compression: Some( CompressiveEncoding { " \
+        "compression: Some( Rle" in described and "OutOfLineBitpacking" in described
+    (page,) = pages(path)
+    cl = page.layout.constant_layout
+    rep = decode_levels(cl.rep_compression, page.buffers[0], cl.num_rep_values, path=path)
+    defs = decode_levels(cl.def_compression, page.buffers[1], cl.num_def_values, path=path)
+    assert rep.tolist() == [1] * N
+    # layers [item, null-and-empty list]: list null = 1, empty = 2
+    assert defs.tolist() == [1 if i % 3 else 2 for i in range(N)]
