@@ -20,6 +20,7 @@ from lancefmt._proto import encodings_v2_1_pb2 as pb  # noqa: E402
 from lancefmt.encoding.v2_1.compressive import (FullZipValues, decode_block,  # noqa: E402
                                                 decode_levels, decode_miniblock,
                                                 gather_dictionary)
+from lancefmt.errors import CorruptFileError  # noqa: E402
 from lancefmt.encoding.v2_1.values import (FixedSizeListValues, FixedValues,  # noqa: E402
                                            StructValues, VariableValues)
 
@@ -309,3 +310,33 @@ def test_constant_page_rle_and_ool_levels(tmp_path):
     assert rep.tolist() == [1] * N
     # layers [item, null-and-empty list]: list null = 1, empty = 2
     assert defs.tolist() == [1 if i % 3 else 2 for i in range(N)]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", ["bitpack_int64_seq", "bitpack_u8", "flat_f64",
+                                  "bitpack_int16_nullable"])
+def test_page_batch_equals_chunk_by_chunk(tmp_path, name, version):
+    from lancefmt.encoding.v2_1.compressive import decode_miniblock_batch
+
+    f, arr, _ = CASES[name]
+    path = write(tmp_path, name, pa.Table.from_arrays([arr], schema=pa.schema([f])), version)
+    for page in pages(path):
+        mb = page.layout.mini_block_layout
+        cs = chunks(page)
+        base = page.buffers[1].ctypes.data
+        starts = [c.values[0].ctypes.data - base for c in cs]
+        sizes = [c.values[0].size for c in cs]
+        counts = [c.num_values for c in cs]
+        got = decode_miniblock_batch(mb.value_compression, page.buffers[1], starts, sizes,
+                                     counts, path=path)
+        want = _concat([decode_miniblock(mb.value_compression, c.values, c.num_values)
+                        for c in cs])
+        assert got.num_values == want.num_values == mb.num_items
+        assert got.bits_per_value == want.bits_per_value
+        assert np.array_equal(got.data, want.data)
+        # a chunk claiming more values than its buffer holds is refused
+        bad = list(counts)
+        bad[0] += 4096
+        with pytest.raises(CorruptFileError, match=path):
+            decode_miniblock_batch(mb.value_compression, page.buffers[1], starts, sizes, bad,
+                                   path=path)

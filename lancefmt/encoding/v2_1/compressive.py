@@ -31,7 +31,7 @@ from . import _fastlanes, _fsst, _gather
 from .values import (FixedSizeListValues, FixedValues, StructValues,
                      ValueBlock, VariableValues)
 
-__all__ = ["decode_miniblock", "decode_block", "decode_levels", "FullZipValues",
+__all__ = ["decode_miniblock", "decode_miniblock_batch", "decode_block", "decode_levels", "FullZipValues",
            "gather_dictionary", "CompressiveEncoding"]
 
 CompressiveEncoding = pb.CompressiveEncoding
@@ -175,31 +175,11 @@ def _inline_bitpacked(enc, buf, n, path) -> FixedValues:
     t = _bitpack_t(ib.uncompressed_bits_per_value, path)
     if ib.HasField("values"):
         buf = _decompress(ib.values, buf, _max_bytes(enc, n), path)
-    wb = t // 8
-    groups = (n + 1023) // 1024
-    # Walk the width words first: the whole layout is checked before anything is allocated.
-    widths = []
-    pos = 0
-    for g in range(groups):
-        if pos + wb > buf.size:
-            raise _corrupt(f"bit-packed buffer of {buf.size} bytes ends inside block {g} of "
-                           f"{groups}", path)
-        w = int.from_bytes(bytes(buf[pos:pos + wb]), "little")
-        if w > t:
-            raise _corrupt(f"bit width {w} of block {g} exceeds the {t}-bit word", path)
-        if pos + wb + 128 * w > buf.size:
-            raise _corrupt(f"bit-packed block {g} of width {w} runs past the {buf.size}-byte "
-                           f"buffer", path)
-        widths.append((pos + wb, w))
-        pos += wb + 128 * w
-    out = np.empty(groups * 1024, dtype=_WORD_DTYPES[t])
-    if groups == 1:
-        start, w = widths[0]
-        _fastlanes.unpack_into(_aligned(buf[start:start + 128 * w], wb), t, w, 1, out, 0)
-    else:
-        for g, (start, w) in enumerate(widths):
-            _fastlanes.unpack_into(_aligned(buf[start:start + 128 * w], wb), t, w, 1, out, g)
-    return FixedValues(t, n, out[:n].view(np.uint8))
+    try:
+        out = _fastlanes.decode_inline(buf, t, n)
+    except ValueError as e:
+        raise _corrupt(str(e), path) from None
+    return FixedValues(t, n, out.view(np.uint8))
 
 
 def _ool_bitpacked(enc, buf, n, path) -> FixedValues:
@@ -814,3 +794,34 @@ class FullZipValues:
                 children.append(child)
         return StructValues(n, children)
 
+
+
+# ------------------------------------------------------------------------- whole pages at once
+
+def decode_miniblock_batch(enc, data, starts, sizes, counts, *, path=None):
+    """Every chunk of a page in one call, for the single-buffer encodings where per-chunk
+    dispatch would dominate (inline bit-packing, flat of whole bytes): chunk i's only value
+    buffer is ``data[starts[i]:starts[i]+sizes[i]]`` with ``counts[i]`` values. Returns the
+    concatenated ``FixedValues``, or None when ``enc`` is not batchable (decode per chunk)."""
+    kind = enc.WhichOneof("compression")
+    data = _u8(data)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    try:
+        if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
+            t = _bitpack_t(enc.inline_bitpacking.uncompressed_bits_per_value, path)
+            out = _fastlanes.decode_inline_chunks(data, starts, sizes, counts, t)
+            return FixedValues(t, out.size, out.view(np.uint8))
+        if kind == "flat" and not enc.flat.HasField("data"):
+            bits = int(enc.flat.bits_per_value)
+            if bits < 8 or bits % 8:
+                return None
+            w = bits // 8
+            if np.any(sizes < counts * w):
+                raise _corrupt("a flat chunk is shorter than its values", path)
+            out = _fastlanes.gather_fixed_chunks(data, starts, counts, w)
+            return FixedValues(bits, int(counts.sum()), out)
+    except ValueError as e:
+        raise _corrupt(str(e), path) from None
+    return None
