@@ -1,0 +1,92 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Per-value kernels of the 2.1/2.2 compressive layer: run-length expansion and dictionary
+gathers. Each entry point checks its whole input range once, then loops without the GIL."""
+import numpy as np
+
+cimport numpy as cnp
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+cnp.import_array()
+
+
+def rle_expand(const uint8_t[::1] values, Py_ssize_t width, const uint8_t[::1] run_lengths,
+               Py_ssize_t num_values):
+    """Expand runs: value j (``width`` bytes in ``values``) repeated ``run_lengths[j]`` times,
+    exactly ``num_values`` values in all. Raises ValueError when the runs do not cover exactly
+    ``num_values`` values or ``values`` is too short for the runs."""
+    cdef Py_ssize_t nruns = run_lengths.shape[0]
+    cdef Py_ssize_t j, k, pos = 0
+    cdef int64_t total = 0
+    if width <= 0:
+        raise ValueError("RLE value width must be positive")
+    if values.shape[0] < nruns * width:
+        raise ValueError(f"{nruns} RLE runs of {width}-byte values need {nruns * width} bytes, "
+                         f"got {values.shape[0]}")
+    with nogil:
+        for j in range(nruns):
+            total += run_lengths[j]
+    if total != num_values:
+        raise ValueError(f"RLE runs cover {total} values, expected {num_values}")
+    cdef cnp.ndarray out = np.empty(num_values * width, dtype=np.uint8)
+    if num_values == 0:
+        return out
+    cdef uint8_t[::1] o = out
+    cdef uint8_t* dst = &o[0]
+    cdef const uint8_t* src = &values[0]
+    cdef uint8_t run
+    with nogil:
+        if width == 8:
+            for j in range(nruns):
+                for k in range(run_lengths[j]):
+                    memcpy(dst + pos * 8, src + j * 8, 8)
+                    pos += 1
+        elif width == 4:
+            for j in range(nruns):
+                for k in range(run_lengths[j]):
+                    memcpy(dst + pos * 4, src + j * 4, 4)
+                    pos += 1
+        else:
+            for j in range(nruns):
+                run = run_lengths[j]
+                for k in range(run):
+                    memcpy(dst + pos * width, src + j * width, width)
+                    pos += 1
+    return out
+
+
+def gather_variable(const int64_t[::1] offsets, const uint8_t[::1] data, indices):
+    """Strings ``data[offsets[i]:offsets[i+1]]`` for each ``i`` in ``indices`` (any integer
+    array). Returns ``(out_offsets int64[n+1], out_data uint8)``. The dictionary offsets must
+    already be checked (monotonic, within ``data``); indices are checked here."""
+    cdef Py_ssize_t nitems = offsets.shape[0] - 1
+    if nitems < 0:
+        raise ValueError("dictionary needs at least one offset")
+    idx_arr = np.ascontiguousarray(indices, dtype=np.int64)
+    cdef const int64_t[::1] idx = idx_arr
+    cdef Py_ssize_t n = idx.shape[0]
+    cdef Py_ssize_t i, bad = -1
+    cdef int64_t total = 0, j
+    cdef cnp.ndarray out_off = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] oo = out_off
+    with nogil:
+        oo[0] = 0
+        for i in range(n):
+            j = idx[i]
+            if j < 0 or j >= nitems:
+                bad = i
+                break
+            total += offsets[j + 1] - offsets[j]
+            oo[i + 1] = total
+    if bad != -1:
+        raise ValueError(f"dictionary index {idx[bad]} out of range 0..{nitems}")
+    cdef cnp.ndarray out = np.empty(total, dtype=np.uint8)
+    if total == 0:
+        return out_off, out
+    cdef uint8_t[::1] ov = out
+    cdef const uint8_t* src = &data[0]
+    with nogil:
+        for i in range(n):
+            j = idx[i]
+            memcpy(&ov[0] + oo[i], src + offsets[j], offsets[j + 1] - offsets[j])
+    return out_off, out
