@@ -1,0 +1,369 @@
+"""Structural page layouts of Lance 2.1 / 2.2 -> levels + one value block per page.
+
+* mini-block: chunk metadata words (u16 in 2.1, u32 in 2.2), then per chunk a header, level
+  buffers and value buffers (each 8-byte aligned); optional dictionary and repetition index;
+* full-zip: a control word per level entry, each visible value in line (Cython walk);
+* constant / all-null: levels only (raw or block-compressed), plus an optional constant value;
+* blob (v1): a mini-block page of (position, size) descriptions, bytes out of line.
+
+Every size comes from the page metadata and is checked against the bytes actually there
+before anything is allocated from it.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import CorruptFileError, UnsupportedFeatureError
+from . import blocks
+from ._repdef import zip_walk_fixed, zip_walk_variable
+from .layout import Layers
+from .values import DictionaryValues, FixedValues, StructValues, VariableValues
+
+_MAX_LEVELS = 1 << 40
+
+
+@dataclass
+class ConstantValue:
+    """A constant page's one value: the Arrow buffers of a length-1 array (no validity)."""
+
+    buffers: list
+
+
+@dataclass
+class PageData:
+    """A decoded page: levels per entry (None: no levels of that kind) and the visible values
+    (None: every visible item is null)."""
+
+    layers: Layers
+    rep: np.ndarray | None
+    defs: np.ndarray | None
+    values: object
+    num_visible: int
+
+
+def _compressive():
+    from . import compressive  # the compressive layer (helper branch compressive21)
+
+    return compressive
+
+
+def _u8(buf) -> np.ndarray:
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
+def _align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+class MiniBlockChunks:
+    """The chunk table of a mini-block page: per chunk its value count, byte offset, size."""
+
+    def __init__(self, mb, meta_buf, data_size: int, where: str, path):
+        wide = mb.has_large_chunk
+        width = 4 if wide else 2
+        if len(meta_buf) % width:
+            raise CorruptFileError(f"{where}: chunk metadata of {len(meta_buf)} bytes", path)
+        words = np.frombuffer(meta_buf, dtype="<u4" if wide else "<u2").astype(np.int64)
+        n = words.size
+        if n == 0 and mb.num_items:
+            raise CorruptFileError(f"{where}: {mb.num_items} items but no chunks", path)
+        logs = words & 0xF
+        sizes = ((words >> 4) + 1) * 8
+        counts = np.left_shift(np.int64(1), logs)
+        if n:
+            rest = int(mb.num_items) - int(counts[:-1].sum())
+            if rest < 0:
+                raise CorruptFileError(f"{where}: chunks hold more than the page's "
+                                       f"{mb.num_items} items", path)
+            counts[-1] = rest
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        if n and int(offsets[-1]) > data_size:
+            raise CorruptFileError(f"{where}: chunks of {int(offsets[-1])} bytes in a "
+                                   f"{data_size}-byte buffer", path)
+        self.counts = counts
+        self.offsets = offsets
+        self.sizes = sizes
+        self.value_starts = np.concatenate([[0], np.cumsum(counts)])
+        self.wide = wide
+
+    def __len__(self):
+        return self.counts.size
+
+
+class MiniBlockPage:
+    """The page-level parts of a mini-block page (chunk table, dictionary, repetition index),
+    parsed once; decodes any of its chunks given their bytes."""
+
+    def __init__(self, mb, meta_buf, data_size: int, dict_buf, rep_index_buf, where: str, path,
+                 layers_pb=None):
+        self.mb = mb
+        self.where = where
+        self.path = path
+        self.layers = Layers.of(layers_pb if layers_pb is not None else mb.layers, where, path)
+        if not mb.HasField("value_compression"):
+            raise CorruptFileError(f"{where}: mini-block page without a value encoding", path)
+        if mb.num_buffers > 64:
+            raise CorruptFileError(f"{where}: {mb.num_buffers} value buffers per chunk", path)
+        self.chunks = MiniBlockChunks(mb, meta_buf, data_size, where, path)
+        self.dictionary = None
+        if mb.HasField("dictionary"):
+            if dict_buf is None:
+                raise CorruptFileError(f"{where}: dictionary page without a dictionary buffer",
+                                       path)
+            self.dictionary = _compressive().decode_block(
+                mb.dictionary, _u8(dict_buf), int(mb.num_dictionary_items), path=path)
+        self.rep_index = None
+        if mb.repetition_index_depth:
+            depth = int(mb.repetition_index_depth)
+            width = (depth + 1) * 8
+            if rep_index_buf is None or len(rep_index_buf) < width * len(self.chunks):
+                raise CorruptFileError(f"{where}: repetition index too short for "
+                                       f"{len(self.chunks)} chunks", path)
+            self.rep_index = np.frombuffer(rep_index_buf, dtype="<u8",
+                                           count=(depth + 1) * len(self.chunks)
+                                           ).reshape(len(self.chunks), depth + 1)
+
+    @staticmethod
+    def buffer_roles(mb) -> tuple:
+        """Indices of (meta, data, dictionary | None, repetition index | None) page buffers."""
+        d = 2 if mb.HasField("dictionary") else None
+        r = (3 if d is not None else 2) if mb.repetition_index_depth else None
+        return 0, 1, d, r
+
+    @classmethod
+    def from_buffers(cls, mb, buffers, where, path, layers_pb=None) -> "MiniBlockPage":
+        m, dt, d, r = cls.buffer_roles(mb)
+        need = 1 + max(x for x in (m, dt, d, r) if x is not None)
+        if len(buffers) < need:
+            raise CorruptFileError(f"{where}: mini-block page has {len(buffers)} buffers, "
+                                   f"needs {need}", path)
+        page = cls(mb, buffers[m], len(buffers[dt]), None if d is None else buffers[d],
+                   None if r is None else buffers[r], where, path, layers_pb)
+        page.data = _u8(buffers[dt])
+        return page
+
+    def chunk_bytes(self, i: int) -> np.ndarray:
+        start, size = int(self.chunks.offsets[i]), int(self.chunks.sizes[i])
+        return self.data[start:start + size]
+
+    def decode_chunk(self, i: int, chunk: np.ndarray):
+        """(rep | None, def | None, values) of chunk ``i`` from its bytes."""
+        mb, where, path = self.mb, self.where, self.path
+        comp = _compressive()
+        size = int(self.chunks.sizes[i])
+        if chunk.size < size:
+            raise CorruptFileError(f"{where}: chunk {i} is cut short", path)
+        count = int(self.chunks.counts[i])
+        has_rep, has_def = mb.HasField("rep_compression"), mb.HasField("def_compression")
+        nb = int(mb.num_buffers)
+        vw = 4 if self.chunks.wide else 2
+        head = 2 + 2 * has_rep + 2 * has_def + vw * nb
+        if head > size:
+            raise CorruptFileError(f"{where}: chunk {i} header runs past the chunk", path)
+        raw = chunk[:head].tobytes()
+        num_levels, = struct.unpack_from("<H", raw, 0)
+        pos = 2
+        rep_bytes = def_bytes = 0
+        if has_rep:
+            rep_bytes, = struct.unpack_from("<H", raw, pos)
+            pos += 2
+        if has_def:
+            def_bytes, = struct.unpack_from("<H", raw, pos)
+            pos += 2
+        value_sizes = struct.unpack_from(f"<{nb}{'I' if vw == 4 else 'H'}", raw, pos)
+        pos = _align8(head)
+
+        def take_bytes(n):
+            nonlocal pos
+            if pos + n > size:
+                raise CorruptFileError(f"{where}: chunk {i} buffers run past the chunk", path)
+            out = chunk[pos:pos + n]
+            pos = _align8(pos + n)
+            return out
+
+        rep = defs = None
+        if has_rep:
+            rep = comp.decode_levels(mb.rep_compression, take_bytes(rep_bytes), num_levels,
+                                     path=path)
+        if has_def:
+            defs = comp.decode_levels(mb.def_compression, take_bytes(def_bytes), num_levels,
+                                      path=path)
+        for lv in (rep, defs):
+            if lv is not None and lv.size != num_levels:
+                raise CorruptFileError(f"{where}: chunk {i} decoded {lv.size} levels, header "
+                                       f"says {num_levels}", path)
+        bufs = [take_bytes(s) for s in value_sizes]
+        values = comp.decode_miniblock(mb.value_compression, bufs, count, path=path)
+        if values.num_values != count:
+            raise CorruptFileError(f"{where}: chunk {i} decoded {values.num_values} values, "
+                                   f"expected {count}", path)
+        if self.dictionary is not None:
+            values = DictionaryValues(count, _indices(values, where, path), self.dictionary)
+        return rep, defs, values
+
+    def decode(self, chunk_ids=None, chunk_data=None) -> PageData:
+        """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated;
+        ``chunk_data[i]`` gives chunk bytes fetched apart from the page (random access)."""
+        ids = range(len(self.chunks)) if chunk_ids is None else chunk_ids
+        reps, defs, vals = [], [], []
+        for i in ids:
+            i = int(i)
+            raw = chunk_data[i] if chunk_data is not None else self.chunk_bytes(i)
+            r, d, v = self.decode_chunk(i, raw)
+            reps.append(r)
+            defs.append(d)
+            vals.append(v)
+        if not vals:
+            return PageData(self.layers, None, None, None, 0)
+        rep = np.concatenate(reps) if reps[0] is not None else None
+        dl = np.concatenate(defs) if defs[0] is not None else None
+        block = blocks.concat(vals)
+        return PageData(self.layers, rep, dl, block, block.num_values)
+
+
+def _indices(block, where, path) -> np.ndarray:
+    if not isinstance(block, FixedValues) or block.bits_per_value not in (8, 16, 32, 64):
+        raise CorruptFileError(f"{where}: dictionary indices are not fixed-width integers", path)
+    dt = {8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[block.bits_per_value]
+    return blocks.fixed_bytes(block).view(dt)
+
+
+def decode_full_zip(fz, buffers, where: str, path) -> PageData:
+    """Walk a full-zip page's zipped buffer into levels and values."""
+    layers = Layers.of(fz.layers, where, path)
+    if not buffers:
+        raise CorruptFileError(f"{where}: full-zip page without buffers", path)
+    if fz.bits_rep > 16 or fz.bits_def > 16:
+        raise CorruptFileError(f"{where}: {fz.bits_rep}/{fz.bits_def}-bit levels", path)
+    total = fz.bits_rep + fz.bits_def
+    ctrl = 0 if total == 0 else 1 if total <= 8 else 2 if total <= 16 else 4
+    buf = _u8(buffers[0])
+    entries = int(fz.num_items)
+    max_visible = layers.max_visible_def
+    comp = _compressive()
+    try:
+        kind = fz.WhichOneof("details")
+        if kind == "bits_per_value":
+            bits = int(fz.bits_per_value)
+            if bits % 8 or bits == 0:
+                raise UnsupportedFeatureError(f"{where}: full-zip values of {bits} bits", path)
+            rep, defs, data, vis = zip_walk_fixed(buf, entries, ctrl, fz.bits_def, max_visible,
+                                                  bits // 8)
+            raw = FixedValues(bits, vis, data)
+        elif kind == "bits_per_offset":
+            rep, defs, offsets, data, vis = zip_walk_variable(
+                buf, entries, ctrl, fz.bits_def, max_visible, int(fz.bits_per_offset))
+            raw = VariableValues(vis, offsets, data, int(fz.bits_per_offset))
+        else:
+            raise CorruptFileError(f"{where}: full-zip page without a value width", path)
+    except ValueError as e:
+        raise CorruptFileError(f"{where}: {e}", path) from None
+    if fz.num_visible_items and vis != fz.num_visible_items:
+        raise CorruptFileError(f"{where}: {vis} visible items, page says "
+                               f"{fz.num_visible_items}", path)
+    values = comp.FullZipValues(fz.value_compression, path=path).decode(raw)
+    if not fz.bits_rep:
+        rep = None
+    if not fz.bits_def:
+        defs = None
+    return PageData(layers, rep, defs, values, vis)
+
+
+def _levels(enc_set, enc, buf, count, where, path):
+    if buf is None or len(buf) == 0:
+        return None
+    if enc_set:
+        if count > _MAX_LEVELS or count > 8 * 1024 * len(buf) + 65536:
+            raise CorruptFileError(f"{where}: {count} levels in {len(buf)} bytes", path)
+        out = _compressive().decode_levels(enc, _u8(buf), int(count), path=path)
+        if out.size != count:
+            raise CorruptFileError(f"{where}: decoded {out.size} levels, expected {count}", path)
+        return out
+    if len(buf) % 2:
+        raise CorruptFileError(f"{where}: odd-sized raw level buffer", path)
+    return np.frombuffer(buf, dtype="<u2")
+
+
+def decode_constant(c, buffers, num_rows: int, where: str, path) -> PageData:
+    """A constant or all-null page: levels (if any) and the constant value (if any)."""
+    layers = Layers.of(c.layers, where, path)
+    n = len(buffers)
+    value = None
+    if c.HasField("inline_value"):
+        if n not in (0, 2):
+            raise CorruptFileError(f"{where}: constant page with {n} buffers", path)
+        value = ConstantValue([bytes(c.inline_value)])
+        lv = buffers if n == 2 else []
+    elif n in (1, 3):
+        value = ConstantValue(_scalar_buffers(bytes(buffers[0]), where, path))
+        lv = buffers[1:]
+    elif n in (0, 2):
+        lv = buffers
+    else:
+        raise CorruptFileError(f"{where}: constant page with {n} buffers", path)
+    rep = defs = None
+    if lv:
+        rep = _levels(c.HasField("rep_compression"), c.rep_compression, lv[0],
+                      int(c.num_rep_values), where, path)
+        defs = _levels(c.HasField("def_compression"), c.def_compression, lv[1],
+                       int(c.num_def_values), where, path)
+    if rep is not None and defs is not None and rep.size != defs.size:
+        raise CorruptFileError(f"{where}: {rep.size} rep levels but {defs.size} def levels", path)
+    if defs is not None:
+        visible = int(np.count_nonzero(defs <= layers.max_visible_def))
+    elif rep is not None:
+        visible = rep.size
+    else:
+        visible = num_rows
+    return PageData(layers, rep, defs, value, visible)
+
+
+def _scalar_buffers(raw: bytes, where, path) -> list:
+    """``u32 n, n x u32 length, buffers``: the Arrow buffers of a length-1 array."""
+    if len(raw) < 4:
+        raise CorruptFileError(f"{where}: short constant value buffer", path)
+    n, = struct.unpack_from("<I", raw, 0)
+    if n > 16 or 4 + 4 * n > len(raw):
+        raise CorruptFileError(f"{where}: constant value with {n} buffers", path)
+    lengths = struct.unpack_from(f"<{n}I", raw, 4)
+    pos = 4 + 4 * n
+    out = []
+    for ln in lengths:
+        if pos + ln > len(raw):
+            raise CorruptFileError(f"{where}: constant value buffers run past the buffer", path)
+        out.append(raw[pos:pos + ln])
+        pos += ln
+    return out
+
+
+def decode_blob(blob, buffers, fetch, data_end, where: str, path) -> PageData:
+    """A blob (v1) page: (position, size) per entry from the inner mini-block page, the bytes
+    fetched from where they lie in the file; null entries carry ``(def << 16) | rep``."""
+    inner = blob.inner_layout.mini_block_layout
+    page = MiniBlockPage.from_buffers(inner, buffers, where, path).decode()
+    layers = Layers.of(blob.layers, where, path)
+    desc = page.values
+    if not isinstance(desc, StructValues) or len(desc.children) != 2 or any(
+            not isinstance(c, FixedValues) or c.bits_per_value != 64 for c in desc.children):
+        raise CorruptFileError(f"{where}: blob descriptions are not (u64, u64) pairs", path)
+    n = desc.num_values
+    positions = blocks.fixed_bytes(desc.children[0]).view("<u8")
+    sizes = blocks.fixed_bytes(desc.children[1]).view("<u8")
+    null = (sizes == 0) & (positions != 0)
+    defs = np.where(null, positions >> 16, 0).astype(np.uint16)
+    if layers.num_lists:
+        raise UnsupportedFeatureError(f"{where}: blob values inside lists", path)
+    stored = np.flatnonzero(sizes > 0)
+    if stored.size and (np.any(positions[stored] > data_end) or
+                        np.any(sizes[stored] > data_end - positions[stored])):
+        raise CorruptFileError(f"{where}: a blob lies outside the data region", path)
+    bufs = fetch([(int(positions[k]), int(sizes[k])) for k in stored])
+    data = (np.concatenate([_u8(b) for b in bufs]) if bufs else np.zeros(0, dtype=np.uint8))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.where(null, 0, sizes).astype(np.int64), out=offsets[1:])
+    values = VariableValues(n, offsets, data, 64)
+    return PageData(layers, None, defs if defs.any() else None, values, n)

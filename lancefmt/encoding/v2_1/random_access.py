@@ -1,0 +1,297 @@
+"""Random access into 2.1 / 2.2 pages: ``take`` reads only what holds the requested rows.
+
+* mini-block: the chunk table (buffer 0), the dictionary and the repetition index are read and
+  parsed once per page (kept on the page description); a row maps to its chunks through the
+  value counts (no lists) or the repetition index (rows ending in each chunk, and whether the
+  last row spills into the next chunk); only those chunks' bytes are fetched;
+* full-zip: fixed-width rows without lists sit at ``row * entry_size``; otherwise the
+  repetition index (``rows + 1`` byte offsets of width ``size / (rows + 1)``) gives each row's
+  bytes, and only those are fetched and walked;
+* constant, blob and pages already decoded in this read are decoded whole.
+
+All I/O of one take goes out in two coalesced rounds (page metadata, then row bytes).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import CorruptFileError
+from ..take import take_chunks
+from . import assemble, blocks
+from ._repdef import row_starts, zip_walk_fixed, zip_walk_variable
+from .layout import parse_layout
+from .pages import MiniBlockPage, PageData, _compressive
+from .values import FixedValues, VariableValues
+
+# A take reading more than this fraction of a page's rows decodes the whole page instead.
+WHOLE_PAGE_FRACTION = 0.5
+
+
+def miniblock(page, buffers, path) -> MiniBlockPage:
+    """The mini-block page of ``page`` over its full buffers (whole-page decodes)."""
+    mb = page.parsed.mini_block_layout
+    return MiniBlockPage.from_buffers(mb, buffers, page.describe(), path)
+
+
+def _meta_ranges(page, roles):
+    out = []
+    for r in roles:
+        if r is not None:
+            if r >= len(page.buffer_offsets):
+                return None
+            out.append((int(page.buffer_offsets[r]), int(page.buffer_sizes[r])))
+    return out
+
+
+def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
+    col = leaf.column
+    page_of = np.searchsorted(col.page_starts, rows, side="right") - 1
+    groups = np.split(np.arange(rows.size), np.flatnonzero(np.diff(page_of)) + 1)
+    plans = []
+    for g in groups:
+        page = col.pages[int(page_of[g[0]])]
+        local = rows[g] - page.row_start
+        plans.append([page, local, _plan_kind(leaf, source, page, local)])
+    _load_meta(leaf, source, [p for p in plans if p[2] in ("mini", "zipidx")])
+    ranges, pending = [], []
+    for plan in plans:
+        page, local, kind = plan
+        if kind == "whole":
+            continue
+        need = _row_ranges(leaf, page, local, kind)
+        plan.append(need)
+        plan.append(len(ranges))
+        ranges.extend(need["ranges"])
+        pending.append(plan)
+    fetched = source.fetch(ranges)
+    source.prefetch([p[0] for p in plans if p[2] == "whole"])
+    out = []
+    for plan in plans:
+        page, local, kind = plan[:3]
+        if kind == "whole":
+            arr = source.decoded(page, lambda pg, bufs: leaf.decode_page(source, pg, bufs))
+            if local.size == len(arr):
+                out.append(arr)
+            else:
+                out.extend(take_chunks([arr], leaf.dtype, pa.array(local)).chunks)
+            continue
+        need, first = plan[3], plan[4]
+        pieces = fetched[first:first + len(need["ranges"])]
+        out.extend(_decode_rows(leaf, page, local, kind, need, pieces))
+    return out
+
+
+def _plan_kind(leaf, source, page, local) -> str:
+    if source.is_decoded(page) or local.size > WHOLE_PAGE_FRACTION * page.num_rows:
+        return "whole"
+    layout = parse_layout(page, leaf.version, leaf.path)
+    kind = layout.WhichOneof("layout")
+    if kind == "mini_block_layout":
+        mb = layout.mini_block_layout
+        roles = MiniBlockPage.buffer_roles(mb)
+        if _meta_ranges(page, roles) is None or mb.repetition_index_depth not in (0, 1) or (
+                mb.HasField("rep_compression") and not mb.repetition_index_depth):
+            return "whole"
+        return "mini"
+    if kind == "full_zip_layout":
+        fz = layout.full_zip_layout
+        if len(page.buffer_offsets) >= 2:
+            return "zipidx"
+        if fz.WhichOneof("details") == "bits_per_value" and not fz.bits_rep:
+            return "zipfixed"
+    return "whole"
+
+
+def _load_meta(leaf, source, plans) -> None:
+    """Fetch and parse the page-level metadata of the pages a take reads in part."""
+    todo = [p for p in plans if getattr(p[0], "v21_meta", None) is None]
+    ranges, spans_ = [], []
+    for page, _local, kind in todo:
+        layout = page.parsed
+        if kind == "mini":
+            mb = layout.mini_block_layout
+            m, _d, d, r = MiniBlockPage.buffer_roles(mb)
+            rs = _meta_ranges(page, (m, d, r))
+        else:
+            rs = [(int(page.buffer_offsets[1]), int(page.buffer_sizes[1]))]
+        spans_.append((len(ranges), len(rs)))
+        ranges.extend(rs)
+    fetched = source.fetch(ranges)
+    for (page, _local, kind), (a, n) in zip(todo, spans_):
+        bufs = fetched[a:a + n]
+        where = page.describe()
+        if kind == "mini":
+            mb = page.parsed.mini_block_layout
+            _m, _dt, d, r = MiniBlockPage.buffer_roles(mb)
+            it = iter(bufs[1:])
+            dict_buf = next(it) if d is not None else None
+            rep_buf = next(it) if r is not None else None
+            meta = MiniBlockPage(mb, bufs[0], int(page.buffer_sizes[1]), dict_buf, rep_buf, where,
+                                 leaf.path)
+            meta.row_ends = _chunk_row_ends(meta, page, leaf.path)
+        else:
+            raw = np.frombuffer(bufs[0], dtype=np.uint8)
+            rows = page.num_rows
+            width, rem = divmod(raw.size, rows + 1)
+            if rem or width not in (1, 2, 4, 8):
+                raise CorruptFileError(f"{where}: repetition index of {raw.size} bytes for "
+                                       f"{rows} rows", leaf.path)
+            idx = raw.view({1: np.uint8, 2: "<u2", 4: "<u4", 8: "<u8"}[width]).astype(np.int64)
+            if np.any(np.diff(idx) < 0) or int(idx[-1]) > int(page.buffer_sizes[0]) or idx[0] < 0:
+                raise CorruptFileError(f"{where}: bad full-zip repetition index", leaf.path)
+            meta = idx
+        page.v21_meta = meta
+
+
+def _chunk_row_ends(meta: MiniBlockPage, page, path) -> np.ndarray:
+    """Rows ended by the end of each chunk (cumulative)."""
+    if meta.rep_index is None:
+        ends = np.cumsum(meta.chunks.counts)
+    else:
+        ends = np.cumsum(meta.rep_index[:, 0].astype(np.int64))
+    if ends.size and int(ends[-1]) != page.num_rows:
+        raise CorruptFileError(f"{page.describe()}: chunks hold {int(ends[-1])} rows, the page "
+                               f"{page.num_rows}", path)
+    return ends
+
+
+def _row_ranges(leaf, page, local, kind) -> dict:
+    """The byte ranges of buffer 0/1 a take of ``local`` rows of ``page`` needs."""
+    base = int(page.buffer_offsets[0])
+    if kind == "mini":
+        meta = page.v21_meta
+        ends = meta.row_ends
+        e = np.searchsorted(ends, local, side="right")
+        s = np.zeros_like(e)
+        prev = local - 1
+        has_prev = local > 0
+        c = np.searchsorted(ends, np.maximum(prev, 0), side="right")
+        left = meta.rep_index[:, 1] if meta.rep_index is not None else np.zeros(ends.size, np.uint64)
+        c_safe = np.minimum(c, ends.size - 1)
+        spill = (ends[c_safe] == local) & (left[c_safe] == 0)
+        s = np.where(has_prev, c + spill.astype(np.int64), 0)
+        s = np.minimum(s, e)
+        # clusters of chunks [S, E]
+        clusters = []
+        for a, b in zip(s.tolist(), e.tolist()):
+            if clusters and a <= clusters[-1][1] + 1:
+                clusters[-1][1] = max(clusters[-1][1], b)
+            else:
+                clusters.append([a, b])
+        chunk_ids = sorted({c for a, b in clusters for c in range(a, b + 1)})
+        dbase = int(page.buffer_offsets[1])
+        ranges = [(dbase + int(meta.chunks.offsets[c]), int(meta.chunks.sizes[c]))
+                  for c in chunk_ids]
+        return {"ranges": ranges, "chunks": chunk_ids, "clusters": clusters}
+    if kind == "zipfixed":
+        fz = page.parsed.full_zip_layout
+        total = fz.bits_def
+        ctrl = 0 if total == 0 else 1 if total <= 8 else 2 if total <= 16 else 4
+        es = ctrl + int(fz.bits_per_value) // 8
+        if es * page.num_rows > int(page.buffer_sizes[0]):
+            raise CorruptFileError(f"{page.describe()}: full-zip page shorter than its rows",
+                                   leaf.path)
+        runs = _runs(local)
+        return {"ranges": [(base + a * es, (b - a) * es) for a, b in runs]}
+    idx = page.v21_meta
+    runs = _runs(local)
+    return {"ranges": [(base + int(idx[a]), int(idx[b] - idx[a])) for a, b in runs]}
+
+
+def _runs(local: np.ndarray):
+    breaks = np.flatnonzero(np.diff(local) != 1) + 1
+    starts = local[np.concatenate([[0], breaks])]
+    stops = local[np.concatenate([breaks - 1, [local.size - 1]])] + 1
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
+    where = page.describe()
+    if kind == "mini":
+        meta = page.v21_meta
+        data = {c: np.frombuffer(b, dtype=np.uint8) for c, b in zip(need["chunks"], pieces)}
+        out_arrays, firsts = [], []
+        for a, b in need["clusters"]:
+            pd = meta.decode(range(a, b + 1), data)
+            first, arr = _cluster_rows(meta, pd, a, b, where, leaf)
+            out_arrays.append(arr)
+            firsts.append(first)
+        starts = np.array(firsts, dtype=np.int64)
+        lengths = np.array([len(x) for x in out_arrays], dtype=np.int64)
+        which = np.searchsorted(starts, local, side="right") - 1
+        base = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        positions = base[which] + (local - starts[which])
+        return take_chunks(out_arrays, leaf.dtype, pa.array(positions)).chunks
+    fz = page.parsed.full_zip_layout
+    buf = np.concatenate([np.frombuffer(p, dtype=np.uint8) for p in pieces]) if pieces else \
+        np.zeros(0, np.uint8)
+    from .layout import Layers
+    layers = Layers.of(fz.layers, where, leaf.path)
+    total = fz.bits_rep + fz.bits_def
+    ctrl = 0 if total == 0 else 1 if total <= 8 else 2 if total <= 16 else 4
+    n = -1 if ctrl else local.size
+    try:
+        if fz.WhichOneof("details") == "bits_per_value":
+            bits = int(fz.bits_per_value)
+            rep, defs, vals, vis = zip_walk_fixed(buf, n, ctrl, fz.bits_def,
+                                                  layers.max_visible_def, bits // 8)
+            raw = FixedValues(bits, vis, vals)
+        else:
+            rep, defs, offs, vals, vis = zip_walk_variable(buf, n, ctrl, fz.bits_def,
+                                                           layers.max_visible_def,
+                                                           int(fz.bits_per_offset))
+            raw = VariableValues(vis, offs, vals, int(fz.bits_per_offset))
+    except ValueError as e:
+        raise CorruptFileError(f"{where}: {e}", leaf.path) from None
+    values = _compressive().FullZipValues(fz.value_compression, path=leaf.path).decode(raw)
+    pd = PageData(layers, rep if fz.bits_rep else None, defs if fz.bits_def else None, values, vis)
+    arr = assemble.page_array(pd, leaf.path_types, where, leaf.path)
+    if len(arr) != local.size:
+        raise CorruptFileError(f"{where}: {len(arr)} rows decoded for {local.size} requested",
+                               leaf.path)
+    return [arr]
+
+
+def _cluster_rows(meta: MiniBlockPage, pd: PageData, a: int, b: int, where, leaf):
+    """The complete rows of chunks ``a..b`` as an array, and the page row of its first row."""
+    ends = meta.row_ends
+    before = int(ends[a - 1]) if a else 0
+    last = int(ends[b])
+    if meta.rep_index is None:
+        arr = assemble.page_array(pd, leaf.path_types, where, leaf.path)
+        first = int(meta.chunks.value_starts[a])
+        return first, arr
+    max_rep = pd.layers.num_lists
+    starts = row_starts(np.ascontiguousarray(pd.rep), max_rep)
+    spill_in = a > 0 and int(meta.rep_index[a - 1, 1]) != 0
+    first = before + 1 if spill_in else before
+    # entries before the first row start belong to a row begun in an earlier chunk
+    p0 = int(starts[0]) if starts.size else pd.rep.size
+    if not spill_in and p0 != 0:
+        raise CorruptFileError(f"{where}: chunk {a} does not start a row", leaf.path)
+    nrows = last - first
+    rel = starts
+    cut = int(rel[nrows]) if rel.size > nrows else pd.rep.size
+    if rel.size < nrows:
+        raise CorruptFileError(f"{where}: chunks {a}..{b} start {rel.size} rows, the repetition "
+                               f"index says {nrows}", leaf.path)
+    trimmed = _trim(pd, p0, cut)
+    arr = assemble.page_array(trimmed, leaf.path_types, where, leaf.path)
+    return first, arr
+
+
+def _trim(pd: PageData, p0: int, cut: int) -> PageData:
+    if p0 == 0 and cut == pd.rep.size:
+        return pd
+    maxvis = pd.layers.max_visible_def
+    if pd.defs is not None:
+        v0 = int(np.count_nonzero(pd.defs[:p0] <= maxvis))
+        v1 = v0 + int(np.count_nonzero(pd.defs[p0:cut] <= maxvis))
+    else:
+        v0, v1 = p0, cut
+    values = pd.values
+    if values is not None and not hasattr(values, "buffers"):
+        values = blocks.take(values, np.arange(v0, v1, dtype=np.int64))
+    return PageData(pd.layers, pd.rep[p0:cut], None if pd.defs is None else pd.defs[p0:cut],
+                    values, v1 - v0)
