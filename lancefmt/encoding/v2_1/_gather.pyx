@@ -90,3 +90,80 @@ def gather_variable(const int64_t[::1] offsets, const uint8_t[::1] data, indices
             j = idx[i]
             memcpy(&ov[0] + oo[i], src + offsets[j], offsets[j + 1] - offsets[j])
     return out_off, out
+
+
+cdef inline int64_t _load_offset(const uint8_t* p, int ob) noexcept nogil:
+    cdef uint32_t v32
+    cdef uint64_t v64
+    if ob == 4:
+        memcpy(&v32, p, 4)
+        return <int64_t>v32
+    memcpy(&v64, p, 8)
+    if v64 > <uint64_t>0x7FFFFFFFFFFFFFFF:
+        return -1
+    return <int64_t>v64
+
+
+def decode_variable_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
+                           const int64_t[::1] sizes, const int64_t[::1] counts, int offset_bits):
+    """Variable-width mini-block values of many chunks at once: chunk i's buffer
+    ``data[starts[i]:starts[i]+sizes[i]]`` holds ``counts[i] + 1`` offsets (32 or 64 bits,
+    counted from the buffer start) then the bytes. Returns ``(offsets int64[total+1], bytes)``
+    with the chunks joined. Every offset is checked (ascending, inside its buffer) first;
+    ValueError names the first bad chunk."""
+    if offset_bits not in (32, 64):
+        raise ValueError(f"{offset_bits}-bit offsets")
+    cdef int ob = offset_bits // 8
+    cdef Py_ssize_t nchunks = starts.shape[0]
+    if sizes.shape[0] != nchunks or counts.shape[0] != nchunks:
+        raise ValueError("starts, sizes and counts must have the same length")
+    cdef Py_ssize_t size = data.shape[0]
+    cdef const uint8_t* src = &data[0] if size else NULL
+    cdef Py_ssize_t i, j, n, bad = -1
+    cdef int64_t total_vals = 0, total_bytes = 0, prev, cur, head
+    cdef const uint8_t* base
+    with nogil:
+        for i in range(nchunks):
+            n = counts[i]
+            if starts[i] < 0 or sizes[i] < 0 or n < 0 or starts[i] > size \
+                    or sizes[i] > size - starts[i] or (n + 1) > sizes[i] // ob:
+                bad = i
+                break
+            base = src + starts[i]
+            head = (n + 1) * ob
+            prev = _load_offset(base, ob)
+            if prev < head or prev > sizes[i]:
+                bad = i
+                break
+            cur = prev
+            for j in range(1, n + 1):
+                cur = _load_offset(base + j * ob, ob)
+                if cur < prev or cur > sizes[i]:
+                    bad = i
+                    break
+                prev = cur
+            if bad != -1:
+                break
+            total_bytes += cur - _load_offset(base, ob)
+            total_vals += n
+    if bad != -1:
+        raise ValueError(f"chunk {bad}: variable-width offsets are not ascending inside the "
+                         f"chunk's value buffer")
+    cdef cnp.ndarray out_off = np.empty(total_vals + 1, dtype=np.int64)
+    cdef cnp.ndarray out = np.empty(total_bytes, dtype=np.uint8)
+    cdef int64_t[::1] oo = out_off
+    cdef uint8_t* dst = <uint8_t*>cnp.PyArray_DATA(out)
+    cdef int64_t vpos = 0, bpos = 0, first, last
+    with nogil:
+        oo[0] = 0
+        for i in range(nchunks):
+            n = counts[i]
+            base = src + starts[i]
+            first = _load_offset(base, ob)
+            for j in range(1, n + 1):
+                oo[vpos + j] = bpos + _load_offset(base + j * ob, ob) - first
+            last = _load_offset(base + n * ob, ob)
+            memcpy(dst + bpos, base + first, last - first)
+            vpos += n
+            bpos += last - first
+    return out_off, out

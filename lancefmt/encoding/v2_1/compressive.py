@@ -43,6 +43,7 @@ _WORD_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _MAX_EXPANSION = 1 << 15
 _EXPANSION_SLACK = 1 << 16
 _EMPTY = np.zeros(0, dtype=np.uint8)
+_ZERO = np.zeros(1, dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -267,21 +268,12 @@ def _variable_miniblock(enc, buf, n, path) -> VariableValues:
     bits = _offset_bits(enc, path)
     if enc.variable.HasField("values"):
         buf = _decompress(enc.variable.values, buf, None, path)
-    ob = bits // 8
-    head = (n + 1) * ob
-    if buf.size < head:
-        raise _corrupt(f"variable-width buffer of {buf.size} bytes is too short for {n + 1} "
-                       f"offsets", path)
-    dt = np.dtype("<u4" if bits == 32 else "<u8")
-    raw = np.frombuffer(buf[:head], dtype=dt) if buf.ctypes.data % ob == 0 else \
-        np.frombuffer(bytes(buf[:head]), dtype=dt)
-    if bits == 64 and raw.size and raw.max() > buf.size:
-        raise _corrupt("variable-width offsets point past the buffer", path)
-    offs = raw.astype(np.int64)
-    _check_offsets(offs, head, buf.size, path)
-    start = int(offs[0]) if n >= 0 else head
-    data = buf[start:int(offs[-1])]
-    offs -= start
+    try:
+        offs, data = _gather.decode_variable_chunks(buf, _ZERO, np.array([buf.size], np.int64),
+                                                    np.array([n], np.int64), bits)
+    except ValueError as e:
+        raise _corrupt(f"variable-width buffer of {buf.size} bytes for {n} values: {e}",
+                       path) from None
     return VariableValues(n, offs, data, bits)
 
 
@@ -358,8 +350,19 @@ class _FsstTable:
         return VariableValues(vals.num_values, offs, data, vals.offset_bits)
 
 
+_FSST_CACHE: dict = {}
+
+
 def _fsst_table(enc, path) -> _FsstTable:
-    return _FsstTable(bytes(enc.fsst.symbol_table), path)
+    """The parsed table (cached: every chunk of a page repeats the page's table)."""
+    raw = enc.fsst.symbol_table
+    table = _FSST_CACHE.get(raw)
+    if table is None:
+        table = _FsstTable(bytes(raw), path)
+        if len(_FSST_CACHE) >= 64:
+            _FSST_CACHE.clear()
+        _FSST_CACHE[raw] = table
+    return table
 
 
 # ------------------------------------------------------------------------- structured pieces
@@ -800,9 +803,10 @@ class FullZipValues:
 
 def decode_miniblock_batch(enc, data, starts, sizes, counts, *, path=None):
     """Every chunk of a page in one call, for the single-buffer encodings where per-chunk
-    dispatch would dominate (inline bit-packing, flat of whole bytes): chunk i's only value
-    buffer is ``data[starts[i]:starts[i]+sizes[i]]`` with ``counts[i]`` values. Returns the
-    concatenated ``FixedValues``, or None when ``enc`` is not batchable (decode per chunk)."""
+    dispatch would dominate (inline bit-packing, flat of whole bytes, variable, FSST over
+    variable): chunk i's only value buffer is ``data[starts[i]:starts[i]+sizes[i]]`` with
+    ``counts[i]`` values. Returns the concatenated ``FixedValues``/``VariableValues``, or None
+    when ``enc`` is not batchable (then decode chunk by chunk)."""
     kind = enc.WhichOneof("compression")
     data = _u8(data)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
@@ -822,6 +826,15 @@ def decode_miniblock_batch(enc, data, starts, sizes, counts, *, path=None):
                 raise _corrupt("a flat chunk is shorter than its values", path)
             out = _fastlanes.gather_fixed_chunks(data, starts, counts, w)
             return FixedValues(bits, int(counts.sum()), out)
+        if kind == "variable" or (kind == "fsst" and
+                                  enc.fsst.values.WhichOneof("compression") == "variable"):
+            venc = enc if kind == "variable" else enc.fsst.values
+            if venc.variable.HasField("values"):
+                return None
+            bits = _offset_bits(venc, path)
+            offs, out = _gather.decode_variable_chunks(data, starts, sizes, counts, bits)
+            vals = VariableValues(offs.size - 1, offs, out, bits)
+            return vals if kind == "variable" else _fsst_table(enc, path).decode(vals, path)
     except ValueError as e:
         raise _corrupt(str(e), path) from None
     return None
