@@ -31,7 +31,7 @@ from . import _fastlanes, _fsst, _gather
 from .values import (FixedSizeListValues, FixedValues, StructValues,
                      ValueBlock, VariableValues)
 
-__all__ = ["decode_miniblock", "decode_miniblock_batch", "decode_block", "decode_levels", "FullZipValues",
+__all__ = ["decode_miniblock", "decode_miniblock_batch", "decode_miniblock_page", "decode_block", "decode_levels", "FullZipValues",
            "gather_dictionary", "CompressiveEncoding"]
 
 CompressiveEncoding = pb.CompressiveEncoding
@@ -838,3 +838,35 @@ def decode_miniblock_batch(enc, data, starts, sizes, counts, *, path=None):
     except ValueError as e:
         raise _corrupt(str(e), path) from None
     return None
+
+
+def decode_miniblock_page(mb, data, chunk_offsets, chunk_sizes, counts, *, path=None):
+    """All chunks of a mini-block page without rep/def levels and with one value buffer per
+    chunk, decoded in one pass: the chunk headers (``u16 num_levels``, one u16/u32 value size,
+    0xFE padding to 8) are read vectorised and the values go through
+    :func:`decode_miniblock_batch`. Returns None when the page does not qualify (the caller
+    then decodes chunk by chunk). ``chunk_offsets``/``chunk_sizes``/``counts`` come from the
+    chunk metadata words (``chunk_offsets`` may carry one extra end entry)."""
+    if (mb.HasField("rep_compression") or mb.HasField("def_compression")
+            or int(mb.num_buffers) != 1):
+        return None
+    enc = mb.value_compression
+    kind = enc.WhichOneof("compression")
+    if kind not in ("inline_bitpacking", "flat", "variable", "fsst"):
+        return None
+    data = _u8(data)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    n = counts.size
+    offs = np.asarray(chunk_offsets, dtype=np.int64)[:n]
+    csz = np.asarray(chunk_sizes, dtype=np.int64)[:n]
+    if n == 0:
+        return None
+    vw = 4 if mb.has_large_chunk else 2
+    if np.any(csz < 8) or int(offs[-1] + csz[-1]) > data.size or np.any(offs < 0):
+        raise _corrupt("mini-block chunks lie outside the page's data buffer", path)
+    size_bytes = data[(offs[:, None] + 2 + np.arange(vw)).reshape(-1)].reshape(n, vw)
+    sizes = size_bytes.astype(np.int64) @ (np.int64(1) << (8 * np.arange(vw, dtype=np.int64)))
+    starts = offs + 8
+    if np.any(sizes > csz - 8):
+        raise _corrupt("a mini-block value buffer runs past its chunk", path)
+    return decode_miniblock_batch(enc, data, starts, sizes, counts, path=path)

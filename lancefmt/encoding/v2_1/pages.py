@@ -208,6 +208,10 @@ class MiniBlockPage:
     def decode(self, chunk_ids=None, chunk_data=None) -> PageData:
         """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated;
         ``chunk_data[i]`` gives chunk bytes fetched apart from the page (random access)."""
+        if chunk_ids is None and chunk_data is None and len(self.chunks):
+            fast = self._decode_whole_page()
+            if fast is not None:
+                return fast
         ids = range(len(self.chunks)) if chunk_ids is None else chunk_ids
         reps, defs, vals = [], [], []
         for i in ids:
@@ -223,6 +227,23 @@ class MiniBlockPage:
         dl = np.concatenate(defs) if defs[0] is not None else None
         block = blocks.concat(vals)
         return PageData(self.layers, rep, dl, block, block.num_values)
+
+    def _decode_whole_page(self):
+        """Pages without levels and with one value buffer per chunk (most columns without
+        nulls) decode in one Cython pass over all chunks; None when the page does not
+        qualify."""
+        c = self.chunks
+        block = _compressive().decode_miniblock_page(self.mb, self.data, c.offsets, c.sizes,
+                                                     c.counts, path=self.path)
+        if block is None:
+            return None
+        n = int(c.counts.sum())
+        if block.num_values != n:
+            raise CorruptFileError(f"{self.where}: decoded {block.num_values} values, the "
+                                   f"chunks hold {n}", self.path)
+        if self.dictionary is not None:
+            block = DictionaryValues(n, _indices(block, self.where, self.path), self.dictionary)
+        return PageData(self.layers, None, None, block, n)
 
 
 def _indices(block, where, path) -> np.ndarray:
