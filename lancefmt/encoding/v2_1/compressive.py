@@ -748,55 +748,26 @@ class FullZipValues:
         """Rows of a variable packed struct: per field, fixed bytes or a length and bytes."""
         path = self.path
         n = raw.num_values
-        offs = np.asarray(raw.offsets, dtype=np.int64)
-        data = _u8(raw.data).tobytes()
         fields = self._vps_fields
-        fixed_cols = [bytearray() for _ in fields]
-        var_lens = [np.zeros(n, dtype=np.int64) for _ in fields]
-        for i in range(n):
-            p, end = int(offs[i]), int(offs[i + 1])
-            if p == end:
-                for j, (form, b, _) in enumerate(fields):
-                    if form == "fixed":
-                        fixed_cols[j] += bytes(b // 8)
-                continue
-            for j, (form, b, _) in enumerate(fields):
-                if form == "fixed":
-                    w = b // 8
-                    if p + w > end:
-                        raise _corrupt(f"packed struct row {i} is cut off", path)
-                    fixed_cols[j] += data[p:p + w]
-                    p += w
-                else:
-                    lb = b // 8
-                    if p + lb > end:
-                        raise _corrupt(f"packed struct row {i} is cut off", path)
-                    ln = int.from_bytes(data[p:p + lb], "little")
-                    p += lb
-                    if ln > end - p:
-                        raise _corrupt(f"packed struct row {i}: field of {ln} bytes runs past "
-                                       f"the row", path)
-                    fixed_cols[j] += data[p:p + ln]
-                    var_lens[j][i] = ln
-                    p += ln
-            if p != end:
-                raise _corrupt(f"packed struct row {i} has {end - p} trailing bytes", path)
+        widths = np.array([b // 8 for _, b, _ in fields], dtype=np.int64)
+        is_var = np.array([form == "var" for form, _, _ in fields], dtype=np.uint8)
+        try:
+            cols = _gather.split_packed_rows(np.ascontiguousarray(raw.offsets, np.int64),
+                                             np.ascontiguousarray(_u8(raw.data)), widths,
+                                             is_var)
+        except ValueError as e:
+            raise _corrupt(str(e), path) from None
         children = []
-        for j, (form, b, extra) in enumerate(fields):
-            col = np.frombuffer(bytes(fixed_cols[j]), dtype=np.uint8)
+        for (form, b, extra), col in zip(fields, cols):
             if form == "fixed":
-                child = _miniblock(extra, [col], n, path) if extra.WhichOneof(
-                    "compression") != "flat" else FixedValues(b, n, col)
-                children.append(child)
+                child = FixedValues(b, n, col) if extra.WhichOneof("compression") == "flat" \
+                    else _miniblock(extra, [col], n, path)
             else:
-                o = np.zeros(n + 1, dtype=np.int64)
-                np.cumsum(var_lens[j], out=o[1:])
-                child = VariableValues(n, o, col, b)
+                child = VariableValues(n, col[0], col[1], b)
                 if extra is not None:
                     child = extra.decode(child, path)
-                children.append(child)
+            children.append(child)
         return StructValues(n, children)
-
 
 
 # ------------------------------------------------------------------------- whole pages at once
