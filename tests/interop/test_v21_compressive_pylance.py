@@ -405,3 +405,46 @@ def test_fuzzed_buffers_give_lance_errors_only(tmp_path, version):
                     assert path in str(e)
                 tried += 1
     assert tried > 50
+
+
+LEVEL_CASES = {
+    "flat16": pa.array([1, None, 3, 4, None], pa.int32()),
+    "inline16": pa.array([None if i % 4 == 0 else i for i in range(500)], pa.int32()),
+    "ool": pa.array([None if i % 3 == 0 else float(i) for i in range(N)], pa.float64()),
+    "ool_strings": pa.array(_strs(N, lambda i: None if i % 5 == 0 else f"v{i}")),
+    # the last chunk holds 8 levels: its tail is stored raw (8 u16), not packed
+    "ool_raw_tail": pa.array([None if i % 3 == 0 else float(i) for i in range(1032)]),
+}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", sorted(LEVEL_CASES))
+def test_whole_page_levels_and_values_equal_chunk_by_chunk(tmp_path, name, version):
+    from lancefmt.encoding.v2_1.compressive import decode_miniblock_page
+
+    arr = LEVEL_CASES[name]
+    path = write(tmp_path, name, pa.table({"x": arr}), version)
+    codec = {"flat16": "Flat { bits_per_value: 16", "inline16": "InlineBitpacking { "
+             "uncompressed_bits_per_value: 16", "ool": "OutOfLineBitpacking",
+             "ool_strings": "OutOfLineBitpacking", "ool_raw_tail": "OutOfLineBitpacking"}[name]
+    assert codec in " ".join(pylance_encodings(path).split())
+    for page in pages(path):
+        mb = page.layout.mini_block_layout
+        cs = chunks(page)
+        words = page.buffers[0].view("<u4" if mb.has_large_chunk else "<u2").astype(np.int64)
+        sizes = ((words >> 4) + 1) * 8
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        counts = [c.num_values for c in cs]
+        defs, values = decode_miniblock_page(mb, page.buffers[1], offsets, sizes, counts,
+                                             path=path)
+        want_defs = np.concatenate([decode_levels(mb.def_compression, c.def_, c.num_levels)
+                                    for c in cs])
+        want = _concat([decode_miniblock(mb.value_compression, c.values, c.num_values)
+                        for c in cs])
+        assert defs.dtype == np.uint16 and np.array_equal(defs, want_defs)
+        if name == "ool_raw_tail":
+            assert cs[-1].num_levels == 8 and cs[-1].def_.size == 16
+        assert np.array_equal(values.data, want.data)
+        # levels must be the nulls pylance wrote
+        assert np.array_equal(defs == 0, np.asarray(arr.is_valid())[:defs.size]) or \
+            len(pages(path)) > 1

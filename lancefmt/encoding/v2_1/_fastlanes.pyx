@@ -405,3 +405,79 @@ def gather_fixed_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
             memcpy(&dst[0] + opos, &data[0] + starts[i], counts[i] * width)
             opos += counts[i] * width
     return out
+
+
+cdef inline bint _ool_raw_tail(Py_ssize_t size, Py_ssize_t n, int t, int w) noexcept nogil:
+    """Whether an out-of-line buffer of ``size`` bytes holding ``n`` values ends in a raw tail
+    (-1 cases are screened by the caller): told by its length, ties by the writer's rule."""
+    cdef Py_ssize_t full = n // 1024
+    cdef Py_ssize_t tail = n % 1024
+    cdef Py_ssize_t packed = (full + (1 if tail else 0)) * 128 * w
+    cdef Py_ssize_t raw = full * 128 * w + tail * (t // 8)
+    if tail and size == raw and (raw != packed or not (w * (1024 - tail) < (t - w) * tail)):
+        return True
+    if size >= packed:
+        return False
+    return tail != 0 and size >= raw
+
+
+def decode_ool_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
+                      const int64_t[::1] sizes, const int64_t[::1] counts, int t, int w):
+    """Out-of-line bit-packed buffers of many chunks (width ``w`` for all): full blocks, then a
+    tail packed as one more block or stored raw (told by the buffer length). Returns every
+    chunk's values concatenated; ValueError names the first chunk too short for its count."""
+    _check_width(t, w)
+    cdef Py_ssize_t nchunks = starts.shape[0]
+    if sizes.shape[0] != nchunks or counts.shape[0] != nchunks:
+        raise ValueError("starts, sizes and counts must have the same length")
+    cdef Py_ssize_t size = data.shape[0]
+    cdef const uint8_t* src = &data[0] if size else NULL
+    cdef Py_ssize_t i, n, full, tail, total = 0, bad = -1
+    cdef Py_ssize_t block = 128 * w
+    with nogil:
+        for i in range(nchunks):
+            n = counts[i]
+            if starts[i] < 0 or sizes[i] < 0 or n < 0 or starts[i] > size \
+                    or sizes[i] > size - starts[i]:
+                bad = i
+                break
+            full = n // 1024
+            tail = n % 1024
+            if sizes[i] < (full + (1 if tail else 0)) * block and not (
+                    tail and sizes[i] >= full * block + tail * (t // 8)):
+                bad = i
+                break
+            total += n
+    if bad != -1:
+        raise ValueError(f"chunk {bad}: out-of-line bit-packed buffer too short for its values")
+    out = np.empty(total, dtype=_dtype(t))
+    if total == 0:
+        return out
+    cdef uint8_t* dptr = <uint8_t*>cnp.PyArray_DATA(out)
+    cdef int wb = t // 8
+    cdef uint64_t[1024] scratch_in
+    cdef uint64_t[1024] scratch_out
+    cdef const uint8_t* p
+    cdef Py_ssize_t b, opos = 0
+    cdef bint raw
+    with nogil:
+        for i in range(nchunks):
+            n = counts[i]
+            full = n // 1024
+            tail = n % 1024
+            raw = _ool_raw_tail(sizes[i], n, t, w)
+            for b in range(full + (1 if (tail and not raw) else 0)):
+                p = src + starts[i] + b * block
+                if (<size_t>p) % wb:
+                    memcpy(scratch_in, p, block)
+                    p = <const uint8_t*>scratch_in
+                if b < full:
+                    _unpack_many(p, dptr + (opos + b * 1024) * wb, t, w, 1)
+                else:
+                    _unpack_many(p, <uint8_t*>scratch_out, t, w, 1)
+                    memcpy(dptr + (opos + b * 1024) * wb, scratch_out, tail * wb)
+            if tail and raw:
+                memcpy(dptr + (opos + full * 1024) * wb, src + starts[i] + full * block,
+                       tail * wb)
+            opos += n
+    return out

@@ -31,7 +31,8 @@ from . import _fastlanes, _fsst, _gather
 from .values import (FixedSizeListValues, FixedValues, StructValues,
                      ValueBlock, VariableValues)
 
-__all__ = ["decode_miniblock", "decode_miniblock_batch", "decode_miniblock_page", "decode_block", "decode_levels", "FullZipValues",
+__all__ = ["decode_miniblock", "decode_miniblock_batch", "decode_miniblock_page",
+           "decode_levels_batch", "decode_block", "decode_levels", "FullZipValues",
            "gather_dictionary", "CompressiveEncoding"]
 
 CompressiveEncoding = pb.CompressiveEncoding
@@ -811,33 +812,88 @@ def decode_miniblock_batch(enc, data, starts, sizes, counts, *, path=None):
     return None
 
 
+def decode_levels_batch(enc, data, starts, sizes, counts, *, path=None):
+    """The rep/def levels of many chunks at once (``counts[i]`` levels in
+    ``data[starts[i]:starts[i]+sizes[i]]``), concatenated as uint16; None when ``enc`` is not
+    one of the batchable level codecs (flat 16, inline or out-of-line bit-packing of u16)."""
+    kind = enc.WhichOneof("compression")
+    data = _u8(data)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    try:
+        if kind == "flat" and int(enc.flat.bits_per_value) == 16 and \
+                not enc.flat.HasField("data"):
+            if np.any(sizes < counts * 2):
+                raise _corrupt("a level buffer is shorter than its levels", path)
+            return _fastlanes.gather_fixed_chunks(data, starts, counts, 2).view(np.uint16)
+        if kind == "inline_bitpacking" and \
+                int(enc.inline_bitpacking.uncompressed_bits_per_value) == 16 and \
+                not enc.inline_bitpacking.HasField("values"):
+            return _fastlanes.decode_inline_chunks(data, starts, sizes, counts, 16)
+        if kind == "out_of_line_bitpacking" and \
+                int(enc.out_of_line_bitpacking.uncompressed_bits_per_value) == 16:
+            w = _flat_bits(enc.out_of_line_bitpacking.values, "out-of-line bit width", path)
+            if w > 16:
+                raise _corrupt(f"out-of-line bit width {w} exceeds the 16-bit word", path)
+            return _fastlanes.decode_ool_chunks(data, starts, sizes, counts, 16, w)
+    except ValueError as e:
+        raise _corrupt(str(e), path) from None
+    return None
+
+
+def _read_uint(data, at, width) -> np.ndarray:
+    """Little-endian unsigned integers of ``width`` bytes at the positions ``at``."""
+    raw = data[(at[:, None] + np.arange(width)).reshape(-1)].reshape(at.size, width)
+    return raw.astype(np.int64) @ (np.int64(1) << (8 * np.arange(width, dtype=np.int64)))
+
+
 def decode_miniblock_page(mb, data, chunk_offsets, chunk_sizes, counts, *, path=None):
-    """All chunks of a mini-block page without rep/def levels and with one value buffer per
-    chunk, decoded in one pass: the chunk headers (``u16 num_levels``, one u16/u32 value size,
-    0xFE padding to 8) are read vectorised and the values go through
-    :func:`decode_miniblock_batch`. Returns None when the page does not qualify (the caller
-    then decodes chunk by chunk). ``chunk_offsets``/``chunk_sizes``/``counts`` come from the
-    chunk metadata words (``chunk_offsets`` may carry one extra end entry)."""
-    if (mb.HasField("rep_compression") or mb.HasField("def_compression")
-            or int(mb.num_buffers) != 1):
+    """All chunks of a mini-block page without repetition levels and with one value buffer
+    per chunk, decoded in one pass: the chunk headers (``u16 num_levels``, ``u16 def_bytes``
+    when the page has def levels, one u16/u32 value size, 0xFE padding to 8) are read
+    vectorised, then the def levels and the values go through the batch kernels. Returns
+    ``(def levels or None, values)``, or None when the page does not qualify (the caller then
+    decodes chunk by chunk). ``chunk_offsets``/``chunk_sizes``/``counts`` come from the chunk
+    metadata words (``chunk_offsets`` may carry one extra end entry)."""
+    if mb.HasField("rep_compression") or int(mb.num_buffers) != 1:
         return None
     enc = mb.value_compression
-    kind = enc.WhichOneof("compression")
-    if kind not in ("inline_bitpacking", "flat", "variable", "fsst"):
+    if enc.WhichOneof("compression") not in ("inline_bitpacking", "flat", "variable", "fsst"):
+        return None
+    has_def = mb.HasField("def_compression")
+    if has_def and mb.def_compression.WhichOneof("compression") not in (
+            "flat", "inline_bitpacking", "out_of_line_bitpacking"):
         return None
     data = _u8(data)
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     n = counts.size
-    offs = np.asarray(chunk_offsets, dtype=np.int64)[:n]
-    csz = np.asarray(chunk_sizes, dtype=np.int64)[:n]
     if n == 0:
         return None
+    offs = np.asarray(chunk_offsets, dtype=np.int64)[:n]
+    csz = np.asarray(chunk_sizes, dtype=np.int64)[:n]
     vw = 4 if mb.has_large_chunk else 2
-    if np.any(csz < 8) or int(offs[-1] + csz[-1]) > data.size or np.any(offs < 0):
+    if np.any(csz < 8) or np.any(offs < 0) or int(offs[-1] + csz[-1]) > data.size:
         raise _corrupt("mini-block chunks lie outside the page's data buffer", path)
-    size_bytes = data[(offs[:, None] + 2 + np.arange(vw)).reshape(-1)].reshape(n, vw)
-    sizes = size_bytes.astype(np.int64) @ (np.int64(1) << (8 * np.arange(vw, dtype=np.int64)))
-    starts = offs + 8
-    if np.any(sizes > csz - 8):
+    defs = None
+    if has_def:
+        num_levels = _read_uint(data, offs, 2)
+        if np.any(num_levels != counts):
+            raise _corrupt("a chunk's level count differs from its value count", path)
+        def_sizes = _read_uint(data, offs + 2, 2)
+        sizes = _read_uint(data, offs + 4, vw)
+        def_starts = offs + 8
+        starts = def_starts + ((def_sizes + 7) & ~7)
+        defs = decode_levels_batch(mb.def_compression, data, def_starts, def_sizes, counts,
+                                   path=path)
+        if defs is None:
+            return None
+    else:
+        sizes = _read_uint(data, offs + 2, vw)
+        starts = offs + 8
+    if np.any(starts + sizes > offs + csz):
         raise _corrupt("a mini-block value buffer runs past its chunk", path)
-    return decode_miniblock_batch(enc, data, starts, sizes, counts, path=path)
+    values = decode_miniblock_batch(enc, data, starts, sizes, counts, path=path)
+    if values is None:
+        return None
+    return defs, values

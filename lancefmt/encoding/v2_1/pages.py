@@ -229,21 +229,22 @@ class MiniBlockPage:
         return PageData(self.layers, rep, dl, block, block.num_values)
 
     def _decode_whole_page(self):
-        """Pages without levels and with one value buffer per chunk (most columns without
-        nulls) decode in one Cython pass over all chunks; None when the page does not
+        """Pages without repetition levels and with one value buffer per chunk (most scalar
+        columns) decode in one Cython pass over all chunks; None when the page does not
         qualify."""
         c = self.chunks
-        block = _compressive().decode_miniblock_page(self.mb, self.data, c.offsets, c.sizes,
-                                                     c.counts, path=self.path)
-        if block is None:
+        fast = _compressive().decode_miniblock_page(self.mb, self.data, c.offsets, c.sizes,
+                                                    c.counts, path=self.path)
+        if fast is None:
             return None
+        defs, block = fast
         n = int(c.counts.sum())
         if block.num_values != n:
             raise CorruptFileError(f"{self.where}: decoded {block.num_values} values, the "
                                    f"chunks hold {n}", self.path)
         if self.dictionary is not None:
             block = DictionaryValues(n, _indices(block, self.where, self.path), self.dictionary)
-        return PageData(self.layers, None, None, block, n)
+        return PageData(self.layers, None, defs, block, n)
 
 
 def _indices(block, where, path) -> np.ndarray:
