@@ -63,8 +63,8 @@ def file_version(major: int, minor: int, path: str | None = None) -> tuple[int, 
         return (major, minor)
     if major == 0 and minor < 3:
         raise UnsupportedFeatureError(
-            f"legacy Lance file format 0.{minor} (the v1 format; lancefmt reads data file "
-            f"versions 2.0, 2.1 and 2.2)", path)
+            f"legacy Lance file format 0.1 (a v1 file, footer version 0.{minor}; lancefmt "
+            f"reads data file versions 2.0, 2.1 and 2.2)", path)
     raise UnsupportedFeatureError(
         f"Lance file version {major}.{minor} (lancefmt reads 2.0, 2.1 and 2.2)", path)
 

@@ -174,3 +174,15 @@ def test_pylance_file_reads_identically(tmp_path, case, version):
     batches = list(r.read_batches(1000, columns=[expected.column_names[-1]]))
     assert pa.Table.from_batches(batches).column(0).to_pylist() == \
         expected.column(expected.column_names[-1]).to_pylist()
+
+
+def test_legacy_v1_dataset_is_refused_by_name(tmp_path):
+    import lance
+
+    import lancefmt
+    from lancefmt.errors import UnsupportedFeatureError
+
+    uri = str(tmp_path / "legacy")
+    lance.write_dataset(pa.table({"a": [1, 2, 3]}), uri, data_storage_version="legacy")
+    with pytest.raises(UnsupportedFeatureError, match="legacy Lance file format 0.1"):
+        lancefmt.dataset(uri).to_table()

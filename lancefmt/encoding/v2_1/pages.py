@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from . import blocks
+from ._chunks import gather, gather_variable, parse_headers
 from ._repdef import zip_walk_fixed, zip_walk_variable
 from .layout import Layers
 from .values import DictionaryValues, FixedValues, StructValues, VariableValues
@@ -42,6 +43,7 @@ class PageData:
     defs: np.ndarray | None
     values: object
     num_visible: int
+    chunk_entries: object = None  # mini-block: level entries per decoded chunk
 
 
 def _compressive():
@@ -207,44 +209,111 @@ class MiniBlockPage:
 
     def decode(self, chunk_ids=None, chunk_data=None) -> PageData:
         """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated;
-        ``chunk_data[i]`` gives chunk bytes fetched apart from the page (random access)."""
-        if chunk_ids is None and chunk_data is None and len(self.chunks):
-            fast = self._decode_whole_page()
-            if fast is not None:
-                return fast
-        ids = range(len(self.chunks)) if chunk_ids is None else chunk_ids
-        reps, defs, vals = [], [], []
-        for i in ids:
-            i = int(i)
-            raw = chunk_data[i] if chunk_data is not None else self.chunk_bytes(i)
-            r, d, v = self.decode_chunk(i, raw)
-            reps.append(r)
-            defs.append(d)
-            vals.append(v)
-        if not vals:
-            return PageData(self.layers, None, None, None, 0)
-        rep = np.concatenate(reps) if reps[0] is not None else None
-        dl = np.concatenate(defs) if defs[0] is not None else None
-        block = blocks.concat(vals)
-        return PageData(self.layers, rep, dl, block, block.num_values)
+        ``chunk_data[i]`` gives chunk bytes fetched apart from the page (random access).
 
-    def _decode_whole_page(self):
-        """Pages without repetition levels and with one value buffer per chunk (most scalar
-        columns) decode in one Cython pass over all chunks; None when the page does not
-        qualify."""
-        c = self.chunks
-        fast = _compressive().decode_miniblock_page(self.mb, self.data, c.offsets, c.sizes,
-                                                    c.counts, path=self.path)
-        if fast is None:
-            return None
-        defs, block = fast
-        n = int(c.counts.sum())
-        if block.num_values != n:
-            raise CorruptFileError(f"{self.where}: decoded {block.num_values} values, the "
-                                   f"chunks hold {n}", self.path)
+        Chunk headers are parsed in one Cython pass; levels and values of common encodings
+        (flat, bit-packed, variable, FSST) are gathered page-wide and decoded in one call."""
+        chunks = self.chunks
+        ids = np.arange(len(chunks), dtype=np.int64) if chunk_ids is None else \
+            np.asarray(list(chunk_ids), dtype=np.int64)
+        if ids.size == 0:
+            return PageData(self.layers, None, None, None, 0)
+        sizes = np.ascontiguousarray(chunks.sizes[ids])
+        if chunk_data is None:
+            data = self.data
+            starts = np.ascontiguousarray(chunks.offsets[ids])
+        else:
+            pieces = [chunk_data[int(i)] for i in ids]
+            if any(p.size < z for p, z in zip(pieces, sizes.tolist())):
+                raise CorruptFileError(f"{self.where}: a chunk is cut short", self.path)
+            data = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+            starts = np.zeros(ids.size, dtype=np.int64)
+            np.cumsum([p.size for p in pieces[:-1]], out=starts[1:])
+        mb = self.mb
+        has_rep, has_def = mb.HasField("rep_compression"), mb.HasField("def_compression")
+        nb = int(mb.num_buffers)
+        try:
+            nlev, bufs = parse_headers(data, starts, sizes, has_rep, has_def, nb,
+                                       4 if chunks.wide else 2)
+        except ValueError as e:
+            raise CorruptFileError(f"{self.where}: {e}", self.path) from None
+        counts = chunks.counts[ids]
+        rep = self._levels(mb.rep_compression, data, bufs[:, 0], nlev) if has_rep else None
+        defs = self._levels(mb.def_compression, data, bufs[:, 1], nlev) if has_def else None
+        values = self._values(data, bufs[:, 2:], counts, ids)
         if self.dictionary is not None:
-            block = DictionaryValues(n, _indices(block, self.where, self.path), self.dictionary)
-        return PageData(self.layers, None, defs, block, n)
+            values = DictionaryValues(values.num_values, _indices(values, self.where, self.path),
+                                      self.dictionary)
+        entries = nlev if (has_rep or has_def) else counts
+        return PageData(self.layers, rep, defs, values, values.num_values, entries)
+
+    def _levels(self, enc, data, ranges, nlev) -> np.ndarray:
+        ranges = np.ascontiguousarray(ranges)
+        kind = enc.WhichOneof("compression")
+        if kind == "flat" and enc.flat.bits_per_value == 16 and not enc.flat.HasField("data"):
+            if np.any(ranges[:, 1] < 2 * nlev):
+                raise CorruptFileError(f"{self.where}: level buffer shorter than its levels",
+                                       self.path)
+            ranges = np.stack([ranges[:, 0], 2 * nlev], axis=1)
+            return gather(data, np.ascontiguousarray(ranges)).view("<u2")
+        comp = _compressive()
+        out = []
+        for (o, ln), n in zip(ranges.tolist(), nlev.tolist()):
+            lv = comp.decode_levels(enc, data[o:o + ln], int(n), path=self.path)
+            if lv.size != n:
+                raise CorruptFileError(f"{self.where}: decoded {lv.size} levels, header says "
+                                       f"{n}", self.path)
+            out.append(lv)
+        return np.concatenate(out)
+
+    def _values(self, data, vbufs, counts, ids):
+        mb, where, path = self.mb, self.where, self.path
+        comp = _compressive()
+        enc = mb.value_compression
+        kind = enc.WhichOneof("compression")
+        total = int(counts.sum())
+        nb = vbufs.shape[1]
+        first = np.ascontiguousarray(vbufs[:, 0, :]) if nb else None
+        values = None
+        try:
+            if nb == 1 and kind == "flat" and not enc.flat.HasField("data"):
+                bits = int(enc.flat.bits_per_value)
+                if bits % 8 == 0 or bits == 1 and not np.any(counts[:-1] % 8):
+                    need = (counts * bits + 7) // 8
+                    if np.any(first[:, 1] < need):
+                        raise CorruptFileError(f"{where}: flat chunk shorter than its values",
+                                               path)
+                    buf = gather(data, np.ascontiguousarray(np.stack([first[:, 0], need], 1)))
+                    values = comp.decode_miniblock(enc, [buf], total, path=path)
+            elif nb == 1 and kind == "inline_bitpacking" and not np.any(counts[:-1] != 1024) \
+                    and not enc.inline_bitpacking.HasField("values"):
+                values = comp.decode_miniblock(enc, [gather(data, first)], total, path=path)
+            elif nb == 1 and kind in ("variable", "fsst"):
+                var = enc if kind == "variable" else enc.fsst.values
+                if var.WhichOneof("compression") == "variable" and \
+                        not var.variable.HasField("values") and \
+                        var.variable.offsets.WhichOneof("compression") == "flat":
+                    ob = int(var.variable.offsets.flat.bits_per_value)
+                    offs, raw = gather_variable(data, first, np.ascontiguousarray(counts), ob)
+                    values = VariableValues(total, offs, raw, ob)
+                    if kind == "fsst":
+                        values = comp.FullZipValues(enc, path=path).decode(values)
+        except ValueError as e:
+            raise CorruptFileError(f"{where}: {e}", path) from None
+        if values is None:  # any other encoding: chunk by chunk
+            parts = []
+            for c, n in zip(range(vbufs.shape[0]), counts.tolist()):
+                bufs = [data[o:o + ln] for o, ln in vbufs[c].tolist()]
+                v = comp.decode_miniblock(enc, bufs, int(n), path=path)
+                if v.num_values != n:
+                    raise CorruptFileError(f"{where}: chunk {int(ids[c])} decoded "
+                                           f"{v.num_values} values, expected {n}", path)
+                parts.append(v)
+            values = blocks.concat(parts)
+        if values.num_values != total:
+            raise CorruptFileError(f"{where}: decoded {values.num_values} values, expected "
+                                   f"{total}", path)
+        return values
 
 
 def _indices(block, where, path) -> np.ndarray:

@@ -211,18 +211,13 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     if kind == "mini":
         meta = page.v21_meta
         data = {c: np.frombuffer(b, dtype=np.uint8) for c, b in zip(need["chunks"], pieces)}
-        out_arrays, firsts = [], []
-        for a, b in need["clusters"]:
-            pd = meta.decode(range(a, b + 1), data)
-            first, arr = _cluster_rows(meta, pd, a, b, where, leaf)
-            out_arrays.append(arr)
-            firsts.append(first)
-        starts = np.array(firsts, dtype=np.int64)
-        lengths = np.array([len(x) for x in out_arrays], dtype=np.int64)
-        which = np.searchsorted(starts, local, side="right") - 1
-        base = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        positions = base[which] + (local - starts[which])
-        return take_chunks(out_arrays, leaf.dtype, pa.array(positions)).chunks
+        pd = meta.decode(need["chunks"], data)
+        begin, end = _row_entries(meta, pd, need, local, where, leaf)
+        arr = assemble.page_array(_select(pd, begin, end), leaf.path_types, where, leaf.path)
+        if len(arr) != local.size:
+            raise CorruptFileError(f"{where}: {len(arr)} rows decoded for {local.size} "
+                                   f"requested", leaf.path)
+        return [arr]
     fz = page.parsed.full_zip_layout
     buf = np.concatenate([np.frombuffer(p, dtype=np.uint8) for p in pieces]) if pieces else \
         np.zeros(0, np.uint8)
@@ -253,45 +248,59 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     return [arr]
 
 
-def _cluster_rows(meta: MiniBlockPage, pd: PageData, a: int, b: int, where, leaf):
-    """The complete rows of chunks ``a..b`` as an array, and the page row of its first row."""
+def _row_entries(meta: MiniBlockPage, pd: PageData, need, local, where, leaf):
+    """[begin, end) level entries of each of ``local`` rows in the decoded chunks ``need``."""
+    ids = np.asarray(need["chunks"], dtype=np.int64)
+    entries = np.asarray(pd.chunk_entries, dtype=np.int64)
+    chunk_start = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum(entries, out=chunk_start[1:])
+    pos_of = {int(c): k for k, c in enumerate(ids.tolist())}
+    if meta.rep_index is None:  # one entry per row
+        c = np.searchsorted(meta.chunks.value_starts, local, side="right") - 1
+        k = np.array([pos_of[int(x)] for x in c.tolist()], dtype=np.int64)
+        begin = chunk_start[k] + (local - meta.chunks.value_starts[c])
+        return begin, begin + 1
     ends = meta.row_ends
-    before = int(ends[a - 1]) if a else 0
-    last = int(ends[b])
-    if meta.rep_index is None:
-        arr = assemble.page_array(pd, leaf.path_types, where, leaf.path)
-        first = int(meta.chunks.value_starts[a])
-        return first, arr
-    max_rep = pd.layers.num_lists
-    starts = row_starts(np.ascontiguousarray(pd.rep), max_rep)
-    spill_in = a > 0 and int(meta.rep_index[a - 1, 1]) != 0
-    first = before + 1 if spill_in else before
-    # entries before the first row start belong to a row begun in an earlier chunk
-    p0 = int(starts[0]) if starts.size else pd.rep.size
-    if not spill_in and p0 != 0:
-        raise CorruptFileError(f"{where}: chunk {a} does not start a row", leaf.path)
-    nrows = last - first
-    rel = starts
-    cut = int(rel[nrows]) if rel.size > nrows else pd.rep.size
-    if rel.size < nrows:
-        raise CorruptFileError(f"{where}: chunks {a}..{b} start {rel.size} rows, the repetition "
-                               f"index says {nrows}", leaf.path)
-    trimmed = _trim(pd, p0, cut)
-    arr = assemble.page_array(trimmed, leaf.path_types, where, leaf.path)
-    return first, arr
+    starts_all = row_starts(np.ascontiguousarray(pd.rep), pd.layers.num_lists)
+    row_ids, row_begin, row_end = [], [], []
+    for a, b in need["clusters"]:
+        e0, e1 = int(chunk_start[pos_of[a]]), int(chunk_start[pos_of[b] + 1])
+        before = int(ends[a - 1]) if a else 0
+        spill_in = a > 0 and int(meta.rep_index[a - 1, 1]) != 0
+        first = before + 1 if spill_in else before
+        nrows = int(ends[b]) - first
+        lo, hi = np.searchsorted(starts_all, [e0, e1])
+        cs = starts_all[lo:hi]
+        if cs.size < nrows or (not spill_in and (cs.size == 0 or cs[0] != e0)):
+            raise CorruptFileError(f"{where}: chunks {a}..{b} do not hold the rows the "
+                                   f"repetition index says", leaf.path)
+        stop = np.append(cs[1:], e1)[:nrows]
+        row_ids.append(np.arange(first, first + nrows, dtype=np.int64))
+        row_begin.append(cs[:nrows])
+        row_end.append(stop)
+    row_ids = np.concatenate(row_ids)
+    at = np.searchsorted(row_ids, local)
+    if np.any(at >= row_ids.size) or np.any(row_ids[np.minimum(at, row_ids.size - 1)] != local):
+        raise CorruptFileError(f"{where}: requested rows missing from their chunks", leaf.path)
+    return np.concatenate(row_begin)[at], np.concatenate(row_end)[at]
 
 
-def _trim(pd: PageData, p0: int, cut: int) -> PageData:
-    if p0 == 0 and cut == pd.rep.size:
-        return pd
+def _select(pd: PageData, begin: np.ndarray, end: np.ndarray) -> PageData:
+    """The level entries ``[begin[i], end[i])`` of ``pd`` (and their values), in order."""
+    lengths = end - begin
+    total = int(lengths.sum())
+    cum = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=cum[1:])
+    idx = np.repeat(begin - cum[:-1], lengths) + np.arange(total, dtype=np.int64)
     maxvis = pd.layers.max_visible_def
     if pd.defs is not None:
-        v0 = int(np.count_nonzero(pd.defs[:p0] <= maxvis))
-        v1 = v0 + int(np.count_nonzero(pd.defs[p0:cut] <= maxvis))
+        visible = pd.defs <= maxvis
+        vis_pos = np.cumsum(visible) - 1
+        vidx = vis_pos[idx[visible[idx]]]
     else:
-        v0, v1 = p0, cut
+        vidx = idx
     values = pd.values
     if values is not None and not hasattr(values, "buffers"):
-        values = blocks.take(values, np.arange(v0, v1, dtype=np.int64))
-    return PageData(pd.layers, pd.rep[p0:cut], None if pd.defs is None else pd.defs[p0:cut],
-                    values, v1 - v0)
+        values = blocks.take(values, vidx)
+    return PageData(pd.layers, None if pd.rep is None else pd.rep[idx],
+                    None if pd.defs is None else pd.defs[idx], values, int(vidx.size))
