@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from . import blocks
@@ -126,10 +127,10 @@ def _with_validity(arr: pa.Array, validity) -> pa.Array:
     if vb is None:
         return arr
     if arr.null_count:
-        return pa.compute.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
+        return pc.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
     if pa.types.is_struct(arr.type) or pa.types.is_fixed_size_list(arr.type) or \
             is_list_type(arr.type):
-        return pa.compute.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
+        return pc.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
     return pa.Array.from_buffers(arr.type, len(arr), [vb] + arr.buffers()[1:], offset=arr.offset)
 
 
