@@ -361,6 +361,9 @@ class FieldNode:
         """The Arrow (storage) field: exact type, nullability and metadata."""
         children = [c.arrow_field() for c in self.children]
         f = self.field
+        if f.logical_type.startswith("fixed_size_list:struct:") and children:
+            raise UnsupportedFeatureError(f"field {f.name!r}: fixed-size lists of structs "
+                                          f"(Lance 2.2) are not read yet")
         if f.logical_type.startswith("fixed_size_list") or f.logical_type.startswith("dict:"):
             if children:
                 raise CorruptFileError(f"field {f.name!r} ({f.logical_type}) has child fields")
