@@ -431,9 +431,10 @@ def _scalar_buffers(raw: bytes, where, path) -> list:
     return out
 
 
-def decode_blob(blob, buffers, fetch, data_end, where: str, path) -> PageData:
+def decode_blob(blob, buffers, fetch, data_end, where: str, path, rows=None) -> PageData:
     """A blob (v1) page: (position, size) per entry from the inner mini-block page, the bytes
-    fetched from where they lie in the file; null entries carry ``(def << 16) | rep``."""
+    fetched from where they lie in the file; null entries carry ``(def << 16) | rep``.
+    ``rows`` (sorted page rows): fetch and return only those."""
     inner = blob.inner_layout.mini_block_layout
     page = MiniBlockPage.from_buffers(inner, buffers, where, path).decode()
     layers = Layers.of(blob.layers, where, path)
@@ -441,9 +442,13 @@ def decode_blob(blob, buffers, fetch, data_end, where: str, path) -> PageData:
     if not isinstance(desc, StructValues) or len(desc.children) != 2 or any(
             not isinstance(c, FixedValues) or c.bits_per_value != 64 for c in desc.children):
         raise CorruptFileError(f"{where}: blob descriptions are not (u64, u64) pairs", path)
-    n = desc.num_values
     positions = blocks.fixed_bytes(desc.children[0]).view("<u8")
     sizes = blocks.fixed_bytes(desc.children[1]).view("<u8")
+    if rows is not None:
+        if rows.size and int(rows[-1]) >= positions.size:
+            raise CorruptFileError(f"{where}: blob page has {positions.size} rows", path)
+        positions, sizes = positions[rows], sizes[rows]
+    n = positions.size
     null = (sizes == 0) & (positions != 0)
     defs = np.where(null, positions >> 16, 0).astype(np.uint16)
     if layers.num_lists:

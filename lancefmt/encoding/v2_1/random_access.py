@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ...errors import CorruptFileError
 from ..take import take_chunks
-from . import assemble, blocks
+from . import assemble, blocks, pages
 from ._repdef import row_starts, zip_walk_fixed, zip_walk_variable
 from .layout import parse_layout
 from .pages import MiniBlockPage, PageData, _compressive
@@ -57,7 +57,7 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
     ranges, pending = [], []
     for plan in plans:
         page, local, kind = plan
-        if kind == "whole":
+        if kind in ("whole", "blob"):
             continue
         need = _row_ranges(leaf, page, local, kind)
         plan.append(need)
@@ -65,10 +65,16 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
         ranges.extend(need["ranges"])
         pending.append(plan)
     fetched = source.fetch(ranges)
-    source.prefetch([p[0] for p in plans if p[2] == "whole"])
+    source.prefetch([p[0] for p in plans if p[2] in ("whole", "blob")])
     out = []
     for plan in plans:
         page, local, kind = plan[:3]
+        if kind == "blob":  # descriptions of the page, bytes of the wanted rows only
+            where = page.describe()
+            pd = pages.decode_blob(page.parsed.blob_layout, source.buffers(page), source.fetch,
+                                   source.data_end, where, leaf.path, rows=local)
+            out.append(assemble.page_array(pd, leaf.path_types, where, leaf.path))
+            continue
         if kind == "whole":
             arr = source.decoded(page, lambda pg, bufs: leaf.decode_page(source, pg, bufs))
             if local.size == len(arr):
@@ -94,6 +100,8 @@ def _plan_kind(leaf, source, page, local) -> str:
                 mb.HasField("rep_compression") and not mb.repetition_index_depth):
             return "whole"
         return "mini"
+    if kind == "blob_layout":
+        return "blob"
     if kind == "full_zip_layout":
         fz = layout.full_zip_layout
         if len(page.buffer_offsets) >= 2:
