@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from ..column import ColumnInfo, PageInfo, PageSource
-from ..take import span_positions, spans, take_chunks
 from ..v2_0.field_reader import zip_chunks
 from . import assemble, pages, random_access
 from .layout import parse_layout
@@ -206,5 +205,4 @@ def build_field_reader(node, dtype, column_of, columns, version, path):
                                  None if storage.equals(dtype) else storage)
 
 
-__all__ = ["build_field_reader", "assign_columns", "leaf_paths", "spans", "span_positions",
-           "take_chunks"]
+__all__ = ["build_field_reader", "assign_columns", "leaf_paths", "storage_type"]

@@ -152,61 +152,6 @@ class MiniBlockPage:
         start, size = int(self.chunks.offsets[i]), int(self.chunks.sizes[i])
         return self.data[start:start + size]
 
-    def decode_chunk(self, i: int, chunk: np.ndarray):
-        """(rep | None, def | None, values) of chunk ``i`` from its bytes."""
-        mb, where, path = self.mb, self.where, self.path
-        comp = _compressive()
-        size = int(self.chunks.sizes[i])
-        if chunk.size < size:
-            raise CorruptFileError(f"{where}: chunk {i} is cut short", path)
-        count = int(self.chunks.counts[i])
-        has_rep, has_def = mb.HasField("rep_compression"), mb.HasField("def_compression")
-        nb = int(mb.num_buffers)
-        vw = 4 if self.chunks.wide else 2
-        head = 2 + 2 * has_rep + 2 * has_def + vw * nb
-        if head > size:
-            raise CorruptFileError(f"{where}: chunk {i} header runs past the chunk", path)
-        raw = chunk[:head].tobytes()
-        num_levels, = struct.unpack_from("<H", raw, 0)
-        pos = 2
-        rep_bytes = def_bytes = 0
-        if has_rep:
-            rep_bytes, = struct.unpack_from("<H", raw, pos)
-            pos += 2
-        if has_def:
-            def_bytes, = struct.unpack_from("<H", raw, pos)
-            pos += 2
-        value_sizes = struct.unpack_from(f"<{nb}{'I' if vw == 4 else 'H'}", raw, pos)
-        pos = _align8(head)
-
-        def take_bytes(n):
-            nonlocal pos
-            if pos + n > size:
-                raise CorruptFileError(f"{where}: chunk {i} buffers run past the chunk", path)
-            out = chunk[pos:pos + n]
-            pos = _align8(pos + n)
-            return out
-
-        rep = defs = None
-        if has_rep:
-            rep = comp.decode_levels(mb.rep_compression, take_bytes(rep_bytes), num_levels,
-                                     path=path)
-        if has_def:
-            defs = comp.decode_levels(mb.def_compression, take_bytes(def_bytes), num_levels,
-                                      path=path)
-        for lv in (rep, defs):
-            if lv is not None and lv.size != num_levels:
-                raise CorruptFileError(f"{where}: chunk {i} decoded {lv.size} levels, header "
-                                       f"says {num_levels}", path)
-        bufs = [take_bytes(s) for s in value_sizes]
-        values = comp.decode_miniblock(mb.value_compression, bufs, count, path=path)
-        if values.num_values != count:
-            raise CorruptFileError(f"{where}: chunk {i} decoded {values.num_values} values, "
-                                   f"expected {count}", path)
-        if self.dictionary is not None:
-            values = DictionaryValues(count, _indices(values, where, path), self.dictionary)
-        return rep, defs, values
-
     def decode(self, chunk_ids=None, chunk_data=None) -> PageData:
         """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated;
         ``chunk_data[i]`` gives chunk bytes fetched apart from the page (random access).

@@ -20,7 +20,7 @@ from ...errors import CorruptFileError
 from ..take import take_chunks
 from . import assemble, blocks, pages
 from ._repdef import row_starts, zip_walk_fixed, zip_walk_variable
-from .layout import parse_layout
+from .layout import Layers, parse_layout
 from .pages import MiniBlockPage, PageData, _compressive
 from .values import FixedValues, VariableValues
 
@@ -229,7 +229,6 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     fz = page.parsed.full_zip_layout
     buf = np.concatenate([np.frombuffer(p, dtype=np.uint8) for p in pieces]) if pieces else \
         np.zeros(0, np.uint8)
-    from .layout import Layers
     layers = Layers.of(fz.layers, where, leaf.path)
     total = fz.bits_rep + fz.bits_def
     ctrl = 0 if total == 0 else 1 if total <= 8 else 2 if total <= 16 else 4
