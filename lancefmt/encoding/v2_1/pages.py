@@ -152,9 +152,10 @@ class MiniBlockPage:
         start, size = int(self.chunks.offsets[i]), int(self.chunks.sizes[i])
         return self.data[start:start + size]
 
-    def decode(self, chunk_ids=None, chunk_data=None) -> PageData:
-        """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated;
-        ``chunk_data[i]`` gives chunk bytes fetched apart from the page (random access).
+    def decode(self, chunk_ids=None, chunk_data=None, chunk_starts=None) -> PageData:
+        """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated.
+        Random access passes the bytes fetched apart from the page: ``chunk_data`` (one
+        buffer) with ``chunk_starts`` (where each chunk of ``chunk_ids`` begins in it).
 
         Chunk headers are parsed in one Cython pass; levels and values of common encodings
         (flat, bit-packed, variable, FSST) are gathered page-wide and decoded in one call."""
@@ -168,12 +169,8 @@ class MiniBlockPage:
             data = self.data
             starts = np.ascontiguousarray(chunks.offsets[ids])
         else:
-            pieces = [chunk_data[int(i)] for i in ids]
-            if any(p.size < z for p, z in zip(pieces, sizes.tolist())):
-                raise CorruptFileError(f"{self.where}: a chunk is cut short", self.path)
-            data = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-            starts = np.zeros(ids.size, dtype=np.int64)
-            np.cumsum([p.size for p in pieces[:-1]], out=starts[1:])
+            data = chunk_data
+            starts = np.ascontiguousarray(chunk_starts, dtype=np.int64)
         mb = self.mb
         has_rep, has_def = mb.HasField("rep_compression"), mb.HasField("def_compression")
         nb = int(mb.num_buffers)
