@@ -166,6 +166,47 @@ def unpack_into(const uint8_t[::1] packed, int t, int w, Py_ssize_t nblocks, out
     return out
 
 
+def unpack_framed(const uint8_t[::1] buf, int t, Py_ssize_t groups, out):
+    """Unpack ``groups`` inline-bit-packed frames (``[T-bit width W][128*W packed bytes]``
+    each, back to back) into ``out`` in one pass without the GIL. Every frame's width and
+    extent is checked; ``buf`` must be aligned to the word size (frames then stay aligned)."""
+    if t not in (8, 16, 32, 64):
+        raise ValueError(f"FastLanes word width {t} is not 8, 16, 32 or 64")
+    if out.dtype != _dtype(t) or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("output must be a writable C-contiguous array of the word type")
+    if groups < 0 or groups * 1024 > out.shape[0]:
+        raise ValueError("output too small for the unpacked blocks")
+    if buf.shape[0] and (<size_t>&buf[0]) % (t // 8):
+        raise ValueError("packed buffer is not aligned to its word size")
+    cdef uint8_t[::1] dst = out.view(np.uint8)
+    cdef Py_ssize_t size = buf.shape[0], pos = 0, g, wb = t // 8, bad = -1
+    cdef uint64_t w
+    cdef int k
+    if groups == 0:
+        return out
+    with nogil:
+        for g in range(groups):
+            if pos + wb > size:
+                bad = g
+                break
+            w = 0
+            for k in range(wb):
+                w |= (<uint64_t>buf[pos + k]) << (8 * k)
+            pos += wb
+            if w > <uint64_t>t or pos + 128 * <Py_ssize_t>w > size:
+                bad = g
+                break
+            if w:
+                _unpack_many(&buf[pos], &dst[0] + g * 1024 * wb, t, <int>w, 1)
+            else:
+                memset(&dst[0] + g * 1024 * wb, 0, 1024 * wb)
+            pos += 128 * <Py_ssize_t>w
+    if bad >= 0:
+        raise ValueError(f"bit-packed frame {bad} of {groups} is cut short or wider than "
+                         f"{t} bits")
+    return out
+
+
 def unpack(const uint8_t[::1] packed, int t, int w, Py_ssize_t nblocks):
     """``nblocks * 1024`` values (a new array of T-bit words) unpacked from ``packed``."""
     _check_width(t, w)

@@ -196,14 +196,11 @@ def _inline_bitpacked(enc, buf, n, path) -> FixedValues:
     if groups == 1:
         start, w = widths[0]
         _fastlanes.unpack_into(_aligned(buf[start:start + 128 * w], wb), t, w, 1, out, 0)
-    else:
-        # one alignment check for the whole buffer (numpy's address lookup is slow per group)
-        base = buf.__array_interface__["data"][0] if buf.size else 0
-        for g, (start, w) in enumerate(widths):
-            piece = buf[start:start + 128 * w]
-            if (base + start) % wb:
-                piece = piece.copy()
-            _fastlanes.unpack_into(piece, t, w, 1, out, g)
+    else:  # all frames in one nogil pass (frames stay aligned when the buffer is)
+        try:
+            _fastlanes.unpack_framed(_aligned(buf, wb), t, groups, out)
+        except ValueError as e:
+            raise _corrupt(str(e), path) from None
     return FixedValues(t, n, out[:n].view(np.uint8))
 
 
