@@ -186,3 +186,24 @@ def test_legacy_v1_dataset_is_refused_by_name(tmp_path):
     lance.write_dataset(pa.table({"a": [1, 2, 3]}), uri, data_storage_version="legacy")
     with pytest.raises(UnsupportedFeatureError, match="legacy Lance file format 0.1"):
         lancefmt.dataset(uri).to_table()
+
+
+def test_maps_read_identically_2_2(tmp_path):
+    """Maps (2.2 only: pylance refuses them in 2.1) -- list<entries struct> levels, viewed as
+    Arrow maps; top level and inside a struct."""
+    m = pa.array([None if i % 7 == 0 else [("a", i), ("b", None)] * (i % 3) for i in range(N)],
+                 pa.map_(pa.string(), pa.int32()))
+    sm = pa.array([{"m": [("k", i)]} if i % 4 else None for i in range(N)],
+                  pa.struct([("m", pa.map_(pa.string(), pa.int64()))]))
+    t = pa.table({"m": m, "sm": sm})
+    path = _write(tmp_path, t, "2.2")
+    assert "RepdefNullAndEmptyList" in _encodings(path)
+    expected = lance_file.LanceFileReader(path).read_all().to_table()
+    r = LanceFileReader(path)
+    assert r.schema.field("m").type == m.type
+    got = r.read_all()
+    idx = np.random.default_rng(2).choice(N, 60)
+    for name in ("m", "sm"):
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+        assert r.take(idx).column(name).to_pylist() == \
+            expected.column(name).take(pa.array(idx)).to_pylist()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from . import blocks
@@ -46,7 +47,8 @@ def page_array(page: PageData, path_types: list, where: str, path) -> pa.Array:
     if layers.num_lists and rep is None:
         raise CorruptFileError(f"{where}: list layers without repetition levels", path)
     if defs is None:
-        defs = np.zeros(n_entries, dtype=np.uint16)
+        if rep is not None:  # lists without def levels: every list valid and non-empty
+            defs = np.zeros(n_entries, dtype=np.uint16)
     elif int(defs.max(initial=0)) > layers.max_def:
         raise CorruptFileError(f"{where}: def level {int(defs.max())} above the layers' "
                                f"{layers.max_def}", path)
@@ -60,17 +62,20 @@ def page_array(page: PageData, path_types: list, where: str, path) -> pa.Array:
         top = layers.run_top(i)
         if not layers.is_list(i):
             d = cur_def
-            if d.size and int(d.max()) > top:
-                d = d[d <= top]
-            null = layers.null_code[i]
-            validity = (d < null) if null else None
-            if i == 0:
-                built = leaf_array(page, dtype, validity, d.size, where, path)
+            if d is None:  # no levels at all: every element valid
+                count, validity = n_entries, None
             else:
-                if not pa.types.is_struct(dtype) or len(built) != d.size:
+                if d.size and int(d.max()) > top:
+                    d = d[d <= top]
+                null = layers.null_code[i]
+                count, validity = d.size, ((d < null) if null else None)
+            if i == 0:
+                built = leaf_array(page, dtype, validity, count, where, path)
+            else:
+                if not pa.types.is_struct(dtype) or len(built) != count:
                     raise CorruptFileError(f"{where}: struct layer {i} does not match the "
                                            f"field ({dtype})", path)
-                built = pa.Array.from_buffers(dtype, d.size, [_vbuf(validity)],
+                built = pa.Array.from_buffers(dtype, count, [_vbuf(validity)],
                                               children=[built])
         else:
             if not is_list_type(dtype):
@@ -126,10 +131,10 @@ def _with_validity(arr: pa.Array, validity) -> pa.Array:
     if vb is None:
         return arr
     if arr.null_count:
-        return pa.compute.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
+        return pc.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
     if pa.types.is_struct(arr.type) or pa.types.is_fixed_size_list(arr.type) or \
             is_list_type(arr.type):
-        return pa.compute.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
+        return pc.if_else(pa.array(validity), arr, pa.nulls(len(arr), arr.type))
     return pa.Array.from_buffers(arr.type, len(arr), [vb] + arr.buffers()[1:], offset=arr.offset)
 
 

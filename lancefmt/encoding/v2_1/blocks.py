@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validity import copy_bitmap
 from .values import (DictionaryValues, FixedSizeListValues, FixedValues, StructValues,
                      VariableValues)
 
@@ -97,4 +96,4 @@ def bitmap_bools(data, n: int) -> np.ndarray:
     return np.unpackbits(np.asarray(data, dtype=np.uint8), count=n, bitorder="little").view(np.bool_)
 
 
-__all__ = ["concat", "take", "concat_bitmaps", "fixed_bytes", "bitmap_bools", "copy_bitmap"]
+__all__ = ["concat", "take", "concat_bitmaps", "fixed_bytes", "bitmap_bools"]

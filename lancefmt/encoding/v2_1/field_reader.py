@@ -13,14 +13,29 @@ import pyarrow as pa
 
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from ..column import ColumnInfo, PageInfo, PageSource
-from ..take import span_positions, spans, take_chunks
 from ..v2_0.field_reader import zip_chunks
 from . import assemble, pages, random_access
 from .layout import parse_layout
 
 
 def _is_list(node) -> bool:
-    return node.logical_type in ("list", "list.struct", "large_list", "large_list.struct")
+    return node.logical_type in ("list", "list.struct", "large_list", "large_list.struct", "map")
+
+
+def storage_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every map spelled as the list<entries: struct<key, value>> it is stored as
+    (same Arrow layout, so results are viewed back as ``t``)."""
+    if pa.types.is_map(t):
+        entries = pa.struct([t.key_field.with_type(storage_type(t.key_type)),
+                             t.item_field.with_type(storage_type(t.item_type))])
+        return pa.list_(pa.field("entries", entries, nullable=False))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(storage_type(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(storage_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(storage_type(t.value_type)))
+    return t
 
 
 def _is_struct(node) -> bool:
@@ -137,25 +152,31 @@ class LeafReader:
 class StructuralFieldReader:
     """A top-level field over its leaf columns."""
 
-    def __init__(self, leaves: list, dtype, path):
+    def __init__(self, leaves: list, dtype, path, storage=None):
         self.leaves = leaves  # [(child index path, LeafReader)]
         self.dtype = dtype
+        self.storage = dtype if storage is None else storage  # maps as lists of entries
         self.path = path
         self.num_rows = leaves[0][1].num_rows
         for p, leaf in leaves:
             if leaf.num_rows != self.num_rows:
                 raise CorruptFileError(f"field columns differ in rows ({leaf.num_rows} vs "
                                        f"{self.num_rows})", path)
-        self._single = len(leaves) == 1 and leaves[0][1].dtype.equals(dtype)
+        self._single = len(leaves) == 1 and leaves[0][1].dtype.equals(self.storage)
 
     def pages_for(self, start, stop):
         return [p for _, leaf in self.leaves for p in leaf.pages_for(start, stop)]
 
     def _join(self, parts):
         if self._single:
-            return parts[0]
-        paths = [p for p, _ in self.leaves]
-        return zip_chunks(parts, lambda arrays: assemble.merge(self.dtype, list(zip(paths, arrays))))
+            out = parts[0]
+        else:
+            paths = [p for p, _ in self.leaves]
+            out = zip_chunks(parts, lambda arrays: assemble.merge(self.storage,
+                                                                  list(zip(paths, arrays))))
+        if self.storage is not self.dtype:
+            out = [c.view(self.dtype) for c in out]
+        return out
 
     def read(self, source, start, stop):
         return self._join([leaf.read(source, start, stop) for _, leaf in self.leaves])
@@ -171,7 +192,8 @@ class StructuralFieldReader:
 def build_field_reader(node, dtype, column_of, columns, version, path):
     """The reader of one top-level field (a FieldNode) of Arrow storage type ``dtype``."""
     leaves = []
-    for p, types, leaf in leaf_paths(node, dtype):
+    storage = storage_type(dtype)
+    for p, types, leaf in leaf_paths(node, storage):
         idx = column_of(leaf.id)
         if idx is None or not 0 <= idx < len(columns):
             raise CorruptFileError(f"field {leaf.id} ({leaf.name!r}) has no column (column "
@@ -179,8 +201,8 @@ def build_field_reader(node, dtype, column_of, columns, version, path):
         leaves.append((p, LeafReader(columns[idx], types, version, path)))
     if not leaves:
         raise UnsupportedFeatureError(f"field {node.name!r}: a struct without leaf fields", path)
-    return StructuralFieldReader(leaves, dtype, path)
+    return StructuralFieldReader(leaves, dtype, path,
+                                 None if storage.equals(dtype) else storage)
 
 
-__all__ = ["build_field_reader", "assign_columns", "leaf_paths", "spans", "span_positions",
-           "take_chunks"]
+__all__ = ["build_field_reader", "assign_columns", "leaf_paths", "storage_type"]

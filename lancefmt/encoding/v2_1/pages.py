@@ -152,64 +152,10 @@ class MiniBlockPage:
         start, size = int(self.chunks.offsets[i]), int(self.chunks.sizes[i])
         return self.data[start:start + size]
 
-    def decode_chunk(self, i: int, chunk: np.ndarray):
-        """(rep | None, def | None, values) of chunk ``i`` from its bytes."""
-        mb, where, path = self.mb, self.where, self.path
-        comp = _compressive()
-        size = int(self.chunks.sizes[i])
-        if chunk.size < size:
-            raise CorruptFileError(f"{where}: chunk {i} is cut short", path)
-        count = int(self.chunks.counts[i])
-        has_rep, has_def = mb.HasField("rep_compression"), mb.HasField("def_compression")
-        nb = int(mb.num_buffers)
-        vw = 4 if self.chunks.wide else 2
-        head = 2 + 2 * has_rep + 2 * has_def + vw * nb
-        if head > size:
-            raise CorruptFileError(f"{where}: chunk {i} header runs past the chunk", path)
-        raw = chunk[:head].tobytes()
-        num_levels, = struct.unpack_from("<H", raw, 0)
-        pos = 2
-        rep_bytes = def_bytes = 0
-        if has_rep:
-            rep_bytes, = struct.unpack_from("<H", raw, pos)
-            pos += 2
-        if has_def:
-            def_bytes, = struct.unpack_from("<H", raw, pos)
-            pos += 2
-        value_sizes = struct.unpack_from(f"<{nb}{'I' if vw == 4 else 'H'}", raw, pos)
-        pos = _align8(head)
-
-        def take_bytes(n):
-            nonlocal pos
-            if pos + n > size:
-                raise CorruptFileError(f"{where}: chunk {i} buffers run past the chunk", path)
-            out = chunk[pos:pos + n]
-            pos = _align8(pos + n)
-            return out
-
-        rep = defs = None
-        if has_rep:
-            rep = comp.decode_levels(mb.rep_compression, take_bytes(rep_bytes), num_levels,
-                                     path=path)
-        if has_def:
-            defs = comp.decode_levels(mb.def_compression, take_bytes(def_bytes), num_levels,
-                                      path=path)
-        for lv in (rep, defs):
-            if lv is not None and lv.size != num_levels:
-                raise CorruptFileError(f"{where}: chunk {i} decoded {lv.size} levels, header "
-                                       f"says {num_levels}", path)
-        bufs = [take_bytes(s) for s in value_sizes]
-        values = comp.decode_miniblock(mb.value_compression, bufs, count, path=path)
-        if values.num_values != count:
-            raise CorruptFileError(f"{where}: chunk {i} decoded {values.num_values} values, "
-                                   f"expected {count}", path)
-        if self.dictionary is not None:
-            values = DictionaryValues(count, _indices(values, where, path), self.dictionary)
-        return rep, defs, values
-
-    def decode(self, chunk_ids=None, chunk_data=None) -> PageData:
-        """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated;
-        ``chunk_data[i]`` gives chunk bytes fetched apart from the page (random access).
+    def decode(self, chunk_ids=None, chunk_data=None, chunk_starts=None) -> PageData:
+        """Levels and values of the chunks ``chunk_ids`` (all by default), concatenated.
+        Random access passes the bytes fetched apart from the page: ``chunk_data`` (one
+        buffer) with ``chunk_starts`` (where each chunk of ``chunk_ids`` begins in it).
 
         Chunk headers are parsed in one Cython pass; levels and values of common encodings
         (flat, bit-packed, variable, FSST) are gathered page-wide and decoded in one call."""
@@ -223,12 +169,8 @@ class MiniBlockPage:
             data = self.data
             starts = np.ascontiguousarray(chunks.offsets[ids])
         else:
-            pieces = [chunk_data[int(i)] for i in ids]
-            if any(p.size < z for p, z in zip(pieces, sizes.tolist())):
-                raise CorruptFileError(f"{self.where}: a chunk is cut short", self.path)
-            data = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-            starts = np.zeros(ids.size, dtype=np.int64)
-            np.cumsum([p.size for p in pieces[:-1]], out=starts[1:])
+            data = chunk_data
+            starts = np.ascontiguousarray(chunk_starts, dtype=np.int64)
         mb = self.mb
         has_rep, has_def = mb.HasField("rep_compression"), mb.HasField("def_compression")
         nb = int(mb.num_buffers)
@@ -435,9 +377,10 @@ def _scalar_buffers(raw: bytes, where, path) -> list:
     return out
 
 
-def decode_blob(blob, buffers, fetch, data_end, where: str, path) -> PageData:
+def decode_blob(blob, buffers, fetch, data_end, where: str, path, rows=None) -> PageData:
     """A blob (v1) page: (position, size) per entry from the inner mini-block page, the bytes
-    fetched from where they lie in the file; null entries carry ``(def << 16) | rep``."""
+    fetched from where they lie in the file; null entries carry ``(def << 16) | rep``.
+    ``rows`` (sorted page rows): fetch and return only those."""
     inner = blob.inner_layout.mini_block_layout
     page = MiniBlockPage.from_buffers(inner, buffers, where, path).decode()
     layers = Layers.of(blob.layers, where, path)
@@ -445,9 +388,13 @@ def decode_blob(blob, buffers, fetch, data_end, where: str, path) -> PageData:
     if not isinstance(desc, StructValues) or len(desc.children) != 2 or any(
             not isinstance(c, FixedValues) or c.bits_per_value != 64 for c in desc.children):
         raise CorruptFileError(f"{where}: blob descriptions are not (u64, u64) pairs", path)
-    n = desc.num_values
     positions = blocks.fixed_bytes(desc.children[0]).view("<u8")
     sizes = blocks.fixed_bytes(desc.children[1]).view("<u8")
+    if rows is not None:
+        if rows.size and int(rows[-1]) >= positions.size:
+            raise CorruptFileError(f"{where}: blob page has {positions.size} rows", path)
+        positions, sizes = positions[rows], sizes[rows]
+    n = positions.size
     null = (sizes == 0) & (positions != 0)
     defs = np.where(null, positions >> 16, 0).astype(np.uint16)
     if layers.num_lists:

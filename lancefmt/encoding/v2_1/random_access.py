@@ -18,14 +18,17 @@ import pyarrow as pa
 
 from ...errors import CorruptFileError
 from ..take import take_chunks
-from . import assemble, blocks
+from . import assemble, blocks, pages
 from ._repdef import row_starts, zip_walk_fixed, zip_walk_variable
-from .layout import parse_layout
+from .layout import Layers, parse_layout
 from .pages import MiniBlockPage, PageData, _compressive
 from .values import FixedValues, VariableValues
 
 # A take reading more than this fraction of a page's rows decodes the whole page instead.
 WHOLE_PAGE_FRACTION = 0.5
+# Chunks of one page closer than this are requested as one range (0: only neighbours, so a
+# take asks for exactly the chunks it needs; the byte source still coalesces nearby reads).
+CHUNK_GAP = 0
 
 
 def miniblock(page, buffers, path) -> MiniBlockPage:
@@ -57,7 +60,7 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
     ranges, pending = [], []
     for plan in plans:
         page, local, kind = plan
-        if kind == "whole":
+        if kind in ("whole", "blob"):
             continue
         need = _row_ranges(leaf, page, local, kind)
         plan.append(need)
@@ -65,10 +68,16 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
         ranges.extend(need["ranges"])
         pending.append(plan)
     fetched = source.fetch(ranges)
-    source.prefetch([p[0] for p in plans if p[2] == "whole"])
+    source.prefetch([p[0] for p in plans if p[2] in ("whole", "blob")])
     out = []
     for plan in plans:
         page, local, kind = plan[:3]
+        if kind == "blob":  # descriptions of the page, bytes of the wanted rows only
+            where = page.describe()
+            pd = pages.decode_blob(page.parsed.blob_layout, source.buffers(page), source.fetch,
+                                   source.data_end, where, leaf.path, rows=local)
+            out.append(assemble.page_array(pd, leaf.path_types, where, leaf.path))
+            continue
         if kind == "whole":
             arr = source.decoded(page, lambda pg, bufs: leaf.decode_page(source, pg, bufs))
             if local.size == len(arr):
@@ -94,6 +103,8 @@ def _plan_kind(leaf, source, page, local) -> str:
                 mb.HasField("rep_compression") and not mb.repetition_index_depth):
             return "whole"
         return "mini"
+    if kind == "blob_layout":
+        return "blob"
     if kind == "full_zip_layout":
         fz = layout.full_zip_layout
         if len(page.buffer_offsets) >= 2:
@@ -179,11 +190,23 @@ def _row_ranges(leaf, page, local, kind) -> dict:
                 clusters[-1][1] = max(clusters[-1][1], b)
             else:
                 clusters.append([a, b])
-        chunk_ids = sorted({c for a, b in clusters for c in range(a, b + 1)})
+        chunk_ids = np.array(sorted({c for a, b in clusters for c in range(a, b + 1)}),
+                             dtype=np.int64)
+        # neighbouring chunks are requested as one span
+        offs, sizes = meta.chunks.offsets[chunk_ids], meta.chunks.sizes[chunk_ids]
+        ends_ = offs + sizes
+        breaks = np.flatnonzero(offs[1:] - ends_[:-1] > CHUNK_GAP) + 1
+        first = np.concatenate([[0], breaks]).astype(np.int64)
+        last = np.concatenate([breaks - 1, [chunk_ids.size - 1]]).astype(np.int64)
+        span_start, span_end = offs[first], ends_[last]
+        span_len = span_end - span_start
+        span_of = np.repeat(np.arange(first.size), last - first + 1)
+        base_in_buf = np.concatenate([[0], np.cumsum(span_len)[:-1]]).astype(np.int64)
+        starts_in_buf = base_in_buf[span_of] + (offs - span_start[span_of])
         dbase = int(page.buffer_offsets[1])
-        ranges = [(dbase + int(meta.chunks.offsets[c]), int(meta.chunks.sizes[c]))
-                  for c in chunk_ids]
-        return {"ranges": ranges, "chunks": chunk_ids, "clusters": clusters}
+        ranges = [(dbase + int(a), int(n)) for a, n in zip(span_start.tolist(), span_len.tolist())]
+        return {"ranges": ranges, "chunks": chunk_ids, "clusters": clusters,
+                "starts": starts_in_buf}
     if kind == "zipfixed":
         fz = page.parsed.full_zip_layout
         total = fz.bits_def
@@ -210,8 +233,9 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     where = page.describe()
     if kind == "mini":
         meta = page.v21_meta
-        data = {c: np.frombuffer(b, dtype=np.uint8) for c, b in zip(need["chunks"], pieces)}
-        pd = meta.decode(need["chunks"], data)
+        data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in pieces]) \
+            if len(pieces) != 1 else np.frombuffer(pieces[0], dtype=np.uint8)
+        pd = meta.decode(need["chunks"], data, need["starts"])
         begin, end = _row_entries(meta, pd, need, local, where, leaf)
         arr = assemble.page_array(_select(pd, begin, end), leaf.path_types, where, leaf.path)
         if len(arr) != local.size:
@@ -221,7 +245,6 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     fz = page.parsed.full_zip_layout
     buf = np.concatenate([np.frombuffer(p, dtype=np.uint8) for p in pieces]) if pieces else \
         np.zeros(0, np.uint8)
-    from .layout import Layers
     layers = Layers.of(fz.layers, where, leaf.path)
     total = fz.bits_rep + fz.bits_def
     ctrl = 0 if total == 0 else 1 if total <= 8 else 2 if total <= 16 else 4
@@ -257,7 +280,9 @@ def _row_entries(meta: MiniBlockPage, pd: PageData, need, local, where, leaf):
     pos_of = {int(c): k for k, c in enumerate(ids.tolist())}
     if meta.rep_index is None:  # one entry per row
         c = np.searchsorted(meta.chunks.value_starts, local, side="right") - 1
-        k = np.array([pos_of[int(x)] for x in c.tolist()], dtype=np.int64)
+        k = np.searchsorted(ids, c)
+        if np.any(k >= ids.size) or np.any(ids[np.minimum(k, ids.size - 1)] != c):
+            raise CorruptFileError(f"{where}: a requested row's chunk was not read", leaf.path)
         begin = chunk_start[k] + (local - meta.chunks.value_starts[c])
         return begin, begin + 1
     ends = meta.row_ends

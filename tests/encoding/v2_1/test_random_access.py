@@ -114,3 +114,19 @@ def test_mismatched_chunk_grammar_is_corrupt(big_file):
     r = _reader_with_page(big_file, mutate)
     with pytest.raises(CorruptFileError, match="grammar"):
         r.read_all(["id"])
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_blob_take_fetches_only_the_wanted_blobs(tmp_path, version):
+    schema = pa.schema([pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    vals = [None if i % 9 == 4 else bytes([i % 251]) * 20_000 for i in range(300)]
+    path = str(tmp_path / f"blob_{version}.lance")
+    with lance_file.LanceFileWriter(path, schema, version=version) as w:
+        w.write_batch(pa.table([pa.array(vals, pa.large_binary())], schema=schema))
+    assert "BlobLayout" in str(lance_file.LanceFileReader(path).metadata().columns[0].pages[0].encoding)
+    r = LanceFileReader(path)
+    seen = _counting(r)
+    rows = np.array([7, 13, 250])
+    assert r.take(rows).column(0).to_pylist() == [vals[i] for i in rows]
+    assert seen["bytes"] < 5 * 20_000 + 64 * 1024, seen
+    assert r.take(np.array([4, 5])).column(0).to_pylist() == [None, vals[5]]
