@@ -37,6 +37,10 @@ bench: build
 	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr
 
 # Spark source/sink vs Spark's Parquet reader/writer, every number in one run.
+# Longer seeded fuzzing of real pylance 2.1/2.2 files (the test suite runs a few seconds of it).
+fuzz: build
+	LANCEFMT_FUZZ_SECONDS=$${LANCEFMT_FUZZ_SECONDS:-120} $(PY) -m pytest -p no:xdist -q tests/interop/test_file_fuzz_v21.py
+
 bench-spark: build
 	cd asv_bench && ../$(PY) -m benchmarks.spark_source
 

@@ -50,3 +50,14 @@ def s3_uri(s3_server):
     boto3.client("s3", endpoint_url=s3_server["endpoint_url"], aws_access_key_id="testing",
                  aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=bucket)
     return f"s3://{bucket}/ds", s3_server
+
+
+# Data file versions pylance 14 writes (2.2 is its default, 2.1 its predecessor's): every
+# dataset-level test over a pylance-written dataset runs on each of them.
+PYLANCE_STORAGE_VERSIONS = ("2.0", "2.1", "2.2")
+
+
+@pytest.fixture(scope="module", params=PYLANCE_STORAGE_VERSIONS)
+def storage_version(request):
+    """The ``data_storage_version`` pylance writes the test's dataset in."""
+    return request.param

@@ -2,9 +2,9 @@
 
 * ``v2_0``: file version 2.0 -- every field owns a column; pages hold ``ArrayEncoding`` trees
   (Any type URL ``/lance.encodings.ArrayEncoding``).
-* 2.1 / 2.2 (structural: rep/def levels per leaf column, ``/lance.encodings21.PageLayout``
-  pages with mini-block / full-zip / constant / blob layouts) will live in ``v2_1`` beside it
-  and plug in through :func:`field_readers_for` / :func:`field_writers_for`.
+* ``v2_1``: file versions 2.1 and 2.2 -- structural: rep/def levels per leaf column,
+  ``/lance.encodings21.PageLayout`` pages with mini-block / full-zip / constant / blob layouts
+  (read only). Both plug in through :func:`field_readers_for` / :func:`field_writers_for`.
 
 Shared pieces: :mod:`.column` (pages, columns, the page source), :mod:`.compression`
 (zstd/lz4 as Lance frames them) and the Cython kernels ``_offsets``, ``_validity``,
@@ -21,9 +21,13 @@ def field_readers_for(version: tuple[int, int], path: str | None = None):
         from .v2_0 import FieldReaders
 
         return FieldReaders
+    if tuple(version) in ((2, 1), (2, 2)):
+        from .v2_1 import FieldReaders as Structural
+
+        return Structural(version)
     raise UnsupportedFeatureError(
-        f"reading Lance file version {version[0]}.{version[1]} is not implemented yet "
-        f"(lancefmt reads 2.0)", path)
+        f"reading Lance file version {version[0]}.{version[1]} is not supported "
+        f"(lancefmt reads 2.0, 2.1 and 2.2)", path)
 
 
 def field_writers_for(version: tuple[int, int]):

@@ -63,8 +63,10 @@ def file_version(major: int, minor: int, path: str | None = None) -> tuple[int, 
         return (major, minor)
     if major == 0 and minor < 3:
         raise UnsupportedFeatureError(
-            f"legacy Lance file format v0.{minor} (only v2 data files are supported)", path)
-    raise UnsupportedFeatureError(f"Lance file version {major}.{minor}", path)
+            f"legacy Lance file format 0.1 (a v1 file, footer version 0.{minor}; lancefmt "
+            f"reads data file versions 2.0, 2.1 and 2.2)", path)
+    raise UnsupportedFeatureError(
+        f"Lance file version {major}.{minor} (lancefmt reads 2.0, 2.1 and 2.2)", path)
 
 
 def align(n: int) -> int:
@@ -91,6 +93,7 @@ class Footer:
         if magic != MAGIC:
             raise CorruptFileError("bad magic: not a Lance file (or truncated)", path)
         footer = cls(a, b, c, ngb, ncol, major, minor)
+        file_version(major, minor, path)  # refuse legacy / unknown versions by name first
         footer.check(file_size, path)
         return footer
 

@@ -1,4 +1,4 @@
-"""LanceFileReader: read a Lance v2 data file (file version 2.0) into pyarrow.
+"""LanceFileReader: read a Lance v2 data file (file versions 2.0, 2.1 and 2.2) into pyarrow.
 
 Opening a file costs one ranged read of its tail (the footer, offset tables, FileDescriptor and
 column metadata). Reads then fetch only the page buffers of the pages that overlap the requested
@@ -108,8 +108,8 @@ class LanceFileReader:
                 column_of = data_file_column_map(field_ids, column_indices)
             except CorruptFileError as e:
                 raise CorruptFileError(f"manifest column_indices: {e.reason}", self.path) from None
-            missing = [n.id for r in roots for n in r.walk()
-                       if n.id not in column_of and not _inside_packed(r, n)]
+            stored = self._readers_factory.column_field_ids
+            missing = [i for r in roots for i in sorted(stored(r)) if i not in column_of]
             if missing:
                 raise InvalidArgumentError(
                     f"field id(s) {missing} are not stored in {self.path}")
@@ -238,19 +238,6 @@ class LanceFileReader:
     def __repr__(self):
         return (f"LanceFileReader({self.path!r}, version={self.version[0]}.{self.version[1]}, "
                 f"rows={self.num_rows}, columns={len(self._meta.columns)})")
-
-
-def _inside_packed(root, node) -> bool:
-    """True for descendants of a packed struct (they share their parent's column)."""
-    def walk(n, packed):
-        if n is node:
-            return packed
-        for c in n.children:
-            r = walk(c, packed or n.is_packed_struct())
-            if r is not None:
-                return r
-        return None
-    return bool(walk(root, False))
 
 
 def _output_table(arrays, proj: Projection, num_rows: int) -> pa.Table:

@@ -88,6 +88,12 @@ def arrow_type(logical: str, children: Sequence[pa.Field] = ()) -> pa.DataType:
         return t
     if logical == "struct":
         return pa.struct(list(children))
+    if logical == "map":  # one non-null "entries" struct of (key, value), as Lance 2.2 writes
+        if len(children) != 1 or not pa.types.is_struct(children[0].type) or \
+                children[0].type.num_fields != 2:
+            raise CorruptFileError("a map field needs one entries struct of key and value")
+        entries = children[0].type
+        return pa.map_(entries.field(0), entries.field(1))
     if logical in ("list", "list.struct", "large_list", "large_list.struct"):
         if len(children) != 1:
             raise CorruptFileError(f"a {logical} field needs exactly one child, has {len(children)}")
@@ -355,10 +361,14 @@ class FieldNode:
         """The Arrow (storage) field: exact type, nullability and metadata."""
         children = [c.arrow_field() for c in self.children]
         f = self.field
+        if f.logical_type.startswith("fixed_size_list:struct:") and children:
+            raise UnsupportedFeatureError(f"field {f.name!r}: fixed-size lists of structs "
+                                          f"(Lance 2.2) are not read yet")
         if f.logical_type.startswith("fixed_size_list") or f.logical_type.startswith("dict:"):
             if children:
                 raise CorruptFileError(f"field {f.name!r} ({f.logical_type}) has child fields")
-        elif f.logical_type != "struct" and not f.logical_type.startswith(("list", "large_list")):
+        elif f.logical_type not in ("struct", "map") and \
+                not f.logical_type.startswith(("list", "large_list")):
             if children:
                 raise CorruptFileError(f"field {f.name!r} ({f.logical_type}) has child fields")
         dtype = arrow_type(f.logical_type, children)

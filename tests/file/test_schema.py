@@ -110,7 +110,15 @@ def test_logical_types(dtype, lt):
         assert arrow_type(lt) == dtype
 
 
-@pytest.mark.parametrize("lt", ["int128", "map", "fixed_size_list:int32", "decimal:64:3:1",
+def test_map_logical_type_reads_as_arrow_map():
+    entries = pa.field("entries", pa.struct([pa.field("key", pa.string(), False),
+                                             pa.field("value", pa.int32())]), False)
+    assert arrow_type("map", [entries]) == pa.map_(pa.string(), pa.int32())
+    with pytest.raises(CorruptFileError):
+        arrow_type("map")
+
+
+@pytest.mark.parametrize("lt", ["int128", "fixed_size_list:int32", "decimal:64:3:1",
                                 "timestamp:fortnight:-", "dict:string:int32", "fixed_size_binary:x",
                                 "fixed_size_list:lance.bfloat17:4"])
 def test_unknown_logical_types(lt):

@@ -50,12 +50,13 @@ def test_pylance_reads_what_we_write(tmp_path):
     same(lancefmt.dataset(uri).to_table(), lance.dataset(uri).to_table())
 
 
-def test_we_read_what_pylance_writes(tmp_path):
+def test_we_read_what_pylance_writes(tmp_path, storage_version):
     uri = str(tmp_path / "ds")
     t1 = table(300)
-    lance.write_dataset(t1, uri, max_rows_per_file=128, data_storage_version="2.0")
-    lance.write_dataset(table(50, 300), uri, mode="append", data_storage_version="2.0")
-    lance.write_dataset(table(20, 1000), uri, mode="overwrite", data_storage_version="2.0")
+    lance.write_dataset(t1, uri, max_rows_per_file=128, data_storage_version=storage_version)
+    lance.write_dataset(table(50, 300), uri, mode="append", data_storage_version=storage_version)
+    lance.write_dataset(table(20, 1000), uri, mode="overwrite",
+                        data_storage_version=storage_version)
     lance.write_dataset(table(20, 2000), uri, mode="append")
     for v in range(1, 5):
         ours, theirs = lancefmt.dataset(uri, version=v), lance.dataset(uri, version=v)
@@ -64,6 +65,11 @@ def test_we_read_what_pylance_writes(tmp_path):
         assert [f.id for f in ours.get_fragments()] == [f.fragment_id for f in theirs.get_fragments()]
         same(ours.to_table(columns=["id"], with_row_address=True, filter="id % 3 = 0"),
              theirs.to_table(columns=["id"], with_row_address=True, filter="id % 3 = 0"))
+        assert ours.data_storage_version == storage_version
+        n = ours.count_rows()
+        picks = [0, n // 3, n - 1, 1, n // 3]
+        assert ours.take(picks).to_pylist() == theirs.take(picks).to_pylist()
+        same(ours.head(7), theirs.head(7))
     assert [v["version"] for v in lancefmt.dataset(uri).versions()] == [1, 2, 3, 4]
 
 

@@ -82,6 +82,25 @@ def test_uber_multi_bucket_pylance_writes(buckets):
     assert lancefmt.dataset(root).count_rows() == 1505
 
 
+def test_pylance_multibase_and_clone_read_in_every_version(buckets, storage_version):
+    """Reading a pylance multi-base dataset and its shallow clone, in each file version pylance
+    writes (lancefmt appends only in 2.0, so the write-back scenarios above stay at V)."""
+    root = buckets("bucket-1") + "/my_dataset"
+    pl = lance.write_dataset(rows(900), root, max_rows_per_file=300,
+                             data_storage_version=storage_version,
+                             initial_bases=[DatasetBasePath(buckets("bucket-2"), name="bucket2"),
+                                            DatasetBasePath(buckets("bucket-3"), name="bucket3")],
+                             target_bases=["bucket2", "bucket3"])
+    pl.delete("id % 9 = 4")
+    lance.dataset(root).shallow_clone(buckets("clone"), 2)
+    for uri in (root, buckets("clone")):
+        ours, theirs = lancefmt.dataset(uri), lance.dataset(uri)
+        assert ours.data_storage_version == storage_version
+        assert sort(ours.to_table()) == sort(theirs.to_table())
+        assert ours.count_rows("value > 500") == theirs.count_rows("value > 500")
+        assert ours.take([0, 333, 799]).to_pylist() == theirs.take([0, 333, 799]).to_pylist()
+
+
 # -- hot/cold tiering ------------------------------------------------------------------------
 
 def test_hot_cold_tiering(buckets):

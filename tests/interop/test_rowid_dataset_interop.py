@@ -24,10 +24,10 @@ SCAN = dict(with_row_id=True, with_row_address=True)
 
 
 @pytest.mark.parametrize("stable", [False, True])
-def test_pylance_deletions_and_updates_read_identically(tmp_path, stable):
+def test_pylance_deletions_and_updates_read_identically(tmp_path, stable, storage_version):
     uri = str(tmp_path / "ds")
-    lance.write_dataset(table(12_000), uri, max_rows_per_file=6_000, data_storage_version="2.0",
-                        enable_stable_row_ids=stable)
+    lance.write_dataset(table(12_000), uri, max_rows_per_file=6_000,
+                        data_storage_version=storage_version, enable_stable_row_ids=stable)
     ds = lance.dataset(uri)
     ds.delete("id % 100 = 7")         # sparse -> .arrow
     ds.delete("id >= 6000 AND id < 11900")  # dense in fragment 1 -> .bin
@@ -46,6 +46,8 @@ def test_pylance_deletions_and_updates_read_identically(tmp_path, stable):
         assert f.num_deletions == theirs.num_deletions
         expected_ids = theirs.to_table(columns=[], with_row_id=True)["_rowid"].to_numpy()
         assert np.array_equal(f.row_ids(), expected_ids)
+    pick = lance.dataset(uri).to_table(with_row_id=True)["_rowid"].to_numpy()[::97]
+    same(ours.take_row_ids(pick), lance.dataset(uri)._take_rows(pick.tolist()))
 
 
 @pytest.mark.parametrize("stable", [False, True])

@@ -21,12 +21,14 @@ def table(n, start=0):
 
 
 @pytest.fixture(scope="module")
-def pylance_datasets(tmp_path_factory):
-    """pylance 14.0.2 datasets in file format 2.0: deletions, appends, tags, multi-base."""
+def pylance_datasets(tmp_path_factory, storage_version):
+    """pylance 14.0.2 datasets in each file format it writes: deletions, appends, tags,
+    multi-base."""
     root = tmp_path_factory.mktemp("pylance")
     out = {}
     uri = str(root / "plain")
-    lance.write_dataset(table(5000), uri, data_storage_version="2.0", max_rows_per_file=1500)
+    lance.write_dataset(table(5000), uri, data_storage_version=storage_version,
+                        max_rows_per_file=1500)
     ds = lance.dataset(uri)
     ds.delete("id % 7 = 0")                                   # v2
     ds.tags.create("after_delete", 2)
@@ -38,7 +40,8 @@ def pylance_datasets(tmp_path_factory):
     os.makedirs(hot)
     os.makedirs(cold)
     uri = str(root / "multibase")
-    lance.write_dataset(table(3000), uri, data_storage_version="2.0", max_rows_per_file=700,
+    lance.write_dataset(table(3000), uri, data_storage_version=storage_version,
+                        max_rows_per_file=700,
                         initial_bases=[DatasetBasePath(hot, name="hot"),
                                        DatasetBasePath(cold, name="cold", is_dataset_root=True)],
                         target_bases=["hot"])

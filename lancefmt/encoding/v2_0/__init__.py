@@ -22,6 +22,11 @@ class FieldReaders:
         return assign_columns(roots)
 
     @staticmethod
+    def column_field_ids(root) -> set:
+        """Ids of the fields under ``root`` that own a column (all but packed children)."""
+        return set(assign_columns([root]))
+
+    @staticmethod
     def build(root, dtype, column_of, columns, path):
         return build_field_reader(root, dtype, column_of, columns, path)
 
