@@ -20,6 +20,7 @@ from lancefmt._proto import encodings_v2_1_pb2 as pb  # noqa: E402
 from lancefmt.encoding.v2_1.compressive import (FullZipValues, decode_block,  # noqa: E402
                                                 decode_levels, decode_miniblock,
                                                 gather_dictionary)
+from lancefmt.errors import CorruptFileError  # noqa: E402
 from lancefmt.encoding.v2_1.values import (FixedSizeListValues, FixedValues,  # noqa: E402
                                            StructValues, VariableValues)
 
@@ -244,6 +245,25 @@ CASES = {
                   for i in range(N)],
                  pa.struct([("id", pa.int32()), ("name", pa.string()), ("score", pa.float64())])),
         {"2.2": ["VariablePackedStruct"]}),
+    "general_zstd_strings": (field("x", pa.string(), compression="zstd"),
+                             pa.array(_strs(N, lambda i: f"row {i} {i * 7919 % 100003}")),
+                             {"*": ["General", "CompressionAlgorithmZstd", "Variable {"]}),
+    "general_lz4_large_binary": (field("x", pa.large_binary(), compression="lz4"),
+                                 pa.array([rng.bytes(20) for _ in range(N)], pa.large_binary()),
+                                 {"*": ["General", "CompressionAlgorithmLz4", "Variable {"]}),
+    "dict_indices_bss": (field("x", pa.string(), compression="fsst"),
+                         pa.array(_strs(N, lambda i: ["alpha", "beta", "gamma"][i % 3])),
+                         {"*": ["dictionary: Some", "ByteStreamSplit"]}),
+    "wide_flat_fsb40": (field("x", pa.binary(40)),
+                        pa.array([bytes([i % 256]) * 40 for i in range(N)], pa.binary(40)),
+                        {"*": ["Flat { bits_per_value: 320"]}),
+    "fullzip_flat_fsb300": (field("x", pa.binary(300)),
+                            pa.array([bytes([i % 256]) * 300 for i in range(200)], pa.binary(300)),
+                            {"*": ["FullZipLayout", "Flat { bits_per_value: 2400"]}),
+    "flat_decimal256": (field("x", pa.decimal256(40, 3)),
+                        pa.array([decimal.Decimal(i * 7919) / 1000 for i in range(N)],
+                                 pa.decimal256(40, 3)),
+                        {"*": ["Flat { bits_per_value: 256"]}),
     "minichunk_large": (field("x", pa.string(), minichunk_size=65536),
                         pa.array(_strs(20000, lambda i: f"value number {i} " * 3)),
                         {"2.2": ["has_large_chunk: true"]}),
@@ -309,3 +329,141 @@ def test_constant_page_rle_and_ool_levels(tmp_path):
     assert rep.tolist() == [1] * N
     # layers [item, null-and-empty list]: list null = 1, empty = 2
     assert defs.tolist() == [1 if i % 3 else 2 for i in range(N)]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", ["bitpack_int64_seq", "bitpack_u8", "flat_f64",
+                                  "bitpack_int16_nullable", "variable_binary", "fsst_strings",
+                                  "fsst_nullable_strings", "large_string_plain"])
+def test_page_batch_equals_chunk_by_chunk(tmp_path, name, version):
+    from lancefmt.encoding.v2_1.compressive import decode_miniblock_batch
+
+    f, arr, _ = CASES[name]
+    path = write(tmp_path, name, pa.Table.from_arrays([arr], schema=pa.schema([f])), version)
+    for page in pages(path):
+        mb = page.layout.mini_block_layout
+        cs = chunks(page)
+        base = page.buffers[1].ctypes.data
+        starts = [c.values[0].ctypes.data - base for c in cs]
+        sizes = [c.values[0].size for c in cs]
+        counts = [c.num_values for c in cs]
+        got = decode_miniblock_batch(mb.value_compression, page.buffers[1], starts, sizes,
+                                     counts, path=path)
+        want = _concat([decode_miniblock(mb.value_compression, c.values, c.num_values)
+                        for c in cs])
+        assert got.num_values == want.num_values == mb.num_items
+        assert type(got) is type(want)
+        if isinstance(got, FixedValues):
+            assert got.bits_per_value == want.bits_per_value
+            assert np.array_equal(got.data, want.data)
+        else:
+            assert np.array_equal(got.offsets, want.offsets)
+            assert np.array_equal(got.data, want.data)
+        # a chunk claiming more values than its buffer holds is refused
+        bad = list(counts)
+        bad[0] += 4096
+        with pytest.raises(CorruptFileError, match=path):
+            decode_miniblock_batch(mb.value_compression, page.buffers[1], starts, sizes, bad,
+                                   path=path)
+
+
+FUZZ_CASES = ["bitpack_int64_seq", "bitpack_int16_nullable", "flat_bool", "variable_binary",
+              "fsst_strings", "rle_int32", "general_zstd_f64", "general_lz4_bss",
+              "dict_strings", "dict_int64_ool", "fsl_nullable_items", "packed_struct"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fuzzed_buffers_give_lance_errors_only(tmp_path, version):
+    """Seeded byte flips and truncations of real chunk, level and dictionary buffers: every
+    decoder returns a block or raises a LanceError; nothing else escapes, nothing crashes."""
+    import time
+
+    from lancefmt.errors import LanceError
+
+    fuzz = np.random.default_rng(2024)
+    deadline = time.monotonic() + 4.0
+    tried = 0
+    for name in FUZZ_CASES:
+        f, arr, expect = CASES[name]
+        if "*" not in expect and version not in expect:
+            continue
+        path = write(tmp_path, name, pa.Table.from_arrays([arr], schema=pa.schema([f])),
+                     version)
+        page = pages(path)[0]
+        mb = page.layout.mini_block_layout
+        cs = chunks(page)[:3]
+        targets = []
+        for c in cs:
+            targets.append(("values", c))
+            if c.def_ is not None:
+                targets.append(("def", c))
+        if mb.HasField("dictionary"):
+            targets.append(("dict", None))
+        for kind, c in targets:
+            for _ in range(12):
+                if time.monotonic() > deadline:
+                    break
+                bufs = list(c.values) if kind == "values" else None
+                j = int(fuzz.integers(len(bufs))) if bufs else 0
+                victim = (bufs[j] if kind == "values" else
+                          c.def_ if kind == "def" else page.buffers[2]).copy()
+                if victim.size and fuzz.random() < 0.6:
+                    pos = fuzz.integers(victim.size, size=fuzz.integers(1, 4))
+                    victim[pos] ^= fuzz.integers(1, 256, size=pos.size).astype(np.uint8)
+                else:
+                    victim = victim[:fuzz.integers(0, max(victim.size, 1))]
+                try:
+                    if kind == "values":
+                        bufs[j] = victim
+                        decode_miniblock(mb.value_compression, bufs, c.num_values, path=path)
+                    elif kind == "def":
+                        decode_levels(mb.def_compression, victim, c.num_levels, path=path)
+                    else:
+                        decode_block(mb.dictionary, victim, mb.num_dictionary_items, path=path)
+                except LanceError as e:
+                    assert path in str(e)
+                tried += 1
+    assert tried > 50
+
+
+LEVEL_CASES = {
+    "flat16": pa.array([1, None, 3, 4, None], pa.int32()),
+    "inline16": pa.array([None if i % 4 == 0 else i for i in range(500)], pa.int32()),
+    "ool": pa.array([None if i % 3 == 0 else float(i) for i in range(N)], pa.float64()),
+    "ool_strings": pa.array(_strs(N, lambda i: None if i % 5 == 0 else f"v{i}")),
+    # the last chunk holds 8 levels: its tail is stored raw (8 u16), not packed
+    "ool_raw_tail": pa.array([None if i % 3 == 0 else float(i) for i in range(1032)]),
+}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", sorted(LEVEL_CASES))
+def test_whole_page_levels_and_values_equal_chunk_by_chunk(tmp_path, name, version):
+    from lancefmt.encoding.v2_1.compressive import decode_miniblock_page
+
+    arr = LEVEL_CASES[name]
+    path = write(tmp_path, name, pa.table({"x": arr}), version)
+    codec = {"flat16": "Flat { bits_per_value: 16", "inline16": "InlineBitpacking { "
+             "uncompressed_bits_per_value: 16", "ool": "OutOfLineBitpacking",
+             "ool_strings": "OutOfLineBitpacking", "ool_raw_tail": "OutOfLineBitpacking"}[name]
+    assert codec in " ".join(pylance_encodings(path).split())
+    for page in pages(path):
+        mb = page.layout.mini_block_layout
+        cs = chunks(page)
+        words = page.buffers[0].view("<u4" if mb.has_large_chunk else "<u2").astype(np.int64)
+        sizes = ((words >> 4) + 1) * 8
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        counts = [c.num_values for c in cs]
+        defs, values = decode_miniblock_page(mb, page.buffers[1], offsets, sizes, counts,
+                                             path=path)
+        want_defs = np.concatenate([decode_levels(mb.def_compression, c.def_, c.num_levels)
+                                    for c in cs])
+        want = _concat([decode_miniblock(mb.value_compression, c.values, c.num_values)
+                        for c in cs])
+        assert defs.dtype == np.uint16 and np.array_equal(defs, want_defs)
+        if name == "ool_raw_tail":
+            assert cs[-1].num_levels == 8 and cs[-1].def_.size == 16
+        assert np.array_equal(values.data, want.data)
+        # levels must be the nulls pylance wrote
+        assert np.array_equal(defs == 0, np.asarray(arr.is_valid())[:defs.size]) or \
+            len(pages(path)) > 1

@@ -15,7 +15,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 cnp.import_array()
 
@@ -115,8 +115,12 @@ def _check_width(int t, int w):
         raise ValueError(f"bit width {w} outside 0..{t}")
 
 
+_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
+           64: np.dtype(np.uint64)}
+
+
 cdef object _dtype(int t):
-    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t]
+    return _DTYPES[t]
 
 
 def packed_block_bytes(int t, int w):
@@ -163,47 +167,6 @@ def unpack_into(const uint8_t[::1] packed, int t, int w, Py_ssize_t nblocks, out
         return out
     with nogil:
         _unpack_many(src, dptr + out_block * 1024 * (t // 8), t, w, nblocks)
-    return out
-
-
-def unpack_framed(const uint8_t[::1] buf, int t, Py_ssize_t groups, out):
-    """Unpack ``groups`` inline-bit-packed frames (``[T-bit width W][128*W packed bytes]``
-    each, back to back) into ``out`` in one pass without the GIL. Every frame's width and
-    extent is checked; ``buf`` must be aligned to the word size (frames then stay aligned)."""
-    if t not in (8, 16, 32, 64):
-        raise ValueError(f"FastLanes word width {t} is not 8, 16, 32 or 64")
-    if out.dtype != _dtype(t) or not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("output must be a writable C-contiguous array of the word type")
-    if groups < 0 or groups * 1024 > out.shape[0]:
-        raise ValueError("output too small for the unpacked blocks")
-    if buf.shape[0] and (<size_t>&buf[0]) % (t // 8):
-        raise ValueError("packed buffer is not aligned to its word size")
-    cdef uint8_t[::1] dst = out.view(np.uint8)
-    cdef Py_ssize_t size = buf.shape[0], pos = 0, g, wb = t // 8, bad = -1
-    cdef uint64_t w
-    cdef int k
-    if groups == 0:
-        return out
-    with nogil:
-        for g in range(groups):
-            if pos + wb > size:
-                bad = g
-                break
-            w = 0
-            for k in range(wb):
-                w |= (<uint64_t>buf[pos + k]) << (8 * k)
-            pos += wb
-            if w > <uint64_t>t or pos + 128 * <Py_ssize_t>w > size:
-                bad = g
-                break
-            if w:
-                _unpack_many(&buf[pos], &dst[0] + g * 1024 * wb, t, <int>w, 1)
-            else:
-                memset(&dst[0] + g * 1024 * wb, 0, 1024 * wb)
-            pos += 128 * <Py_ssize_t>w
-    if bad >= 0:
-        raise ValueError(f"bit-packed frame {bad} of {groups} is cut short or wider than "
-                         f"{t} bits")
     return out
 
 
@@ -286,4 +249,235 @@ def take(const uint8_t[::1] packed, int t, int w, const int64_t[::1] indices):
                 (<uint32_t*>&dst[0])[i] = _get_one(<const uint32_t*>(src + (idx >> 10) * block_bytes), w, idx & 1023)
             else:
                 (<uint64_t*>&dst[0])[i] = _get_one(<const uint64_t*>(src + (idx >> 10) * block_bytes), w, idx & 1023)
+    return out
+
+
+cdef Py_ssize_t _walk_inline(const uint8_t* buf, Py_ssize_t size, int t, Py_ssize_t groups,
+                             int* bad_width) noexcept nogil:
+    """Check the ``[width word][128*W bytes]`` groups fit; -1 if so, else the bad group."""
+    cdef Py_ssize_t g, pos = 0
+    cdef int wb = t // 8
+    cdef uint64_t w
+    for g in range(groups):
+        if pos + wb > size:
+            return g
+        w = 0
+        memcpy(&w, buf + pos, wb)
+        if w > <uint64_t>t:
+            bad_width[0] = <int>(w if w < 1000 else 1000)
+            return g
+        if pos + wb + 128 * <Py_ssize_t>w > size:
+            return g
+        pos += wb + 128 * <Py_ssize_t>w
+    return -1
+
+
+def decode_inline(const uint8_t[::1] buf, int t, Py_ssize_t n):
+    """Inline bit-packed values: ``ceil(n/1024)`` groups of a T-bit width word followed by
+    ``128*W`` packed bytes. Returns the first ``n`` values as T-bit words. The whole layout is
+    checked before the output is allocated (ValueError on a bad width or a short buffer)."""
+    _check_width(t, 0)
+    if n < 0:
+        raise ValueError("negative value count")
+    cdef Py_ssize_t groups = (n + 1023) // 1024
+    cdef Py_ssize_t size = buf.shape[0]
+    cdef const uint8_t* src = &buf[0] if size else NULL
+    cdef int bad_width = -1
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = _walk_inline(src, size, t, groups, &bad_width)
+    if bad != -1:
+        if bad_width != -1:
+            raise ValueError(f"bit width {bad_width} of block {bad} exceeds the {t}-bit word")
+        raise ValueError(f"bit-packed buffer of {size} bytes ends inside block {bad} of "
+                         f"{groups}")
+    out = np.empty(groups * 1024, dtype=_dtype(t))
+    if groups == 0:
+        return out
+    cdef uint8_t[::1] dst = out.view(np.uint8)
+    cdef uint8_t* dptr = &dst[0]
+    cdef int wb = t // 8
+    cdef Py_ssize_t g, pos = 0
+    cdef uint64_t w
+    cdef uint64_t[1024] scratch   # 8 KiB: one aligned packed block at the widest width
+    cdef const uint8_t* p
+    with nogil:
+        for g in range(groups):
+            w = 0
+            memcpy(&w, src + pos, wb)
+            p = src + pos + wb
+            if (<size_t>p) % wb:
+                memcpy(scratch, p, 128 * w)
+                p = <const uint8_t*>scratch
+            _unpack_many(p, dptr + g * 1024 * wb, t, <int>w, 1)
+            pos += wb + 128 * <Py_ssize_t>w
+    return out[:n]
+
+
+def decode_inline_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
+                         const int64_t[::1] sizes, const int64_t[::1] counts, int t):
+    """Many mini-block chunks of inline bit-packed values at once (one page): chunk i's value
+    buffer is ``data[starts[i]:starts[i]+sizes[i]]`` holding ``counts[i]`` values. Returns all
+    values, concatenated, as T-bit words. Every chunk's layout is checked before allocating."""
+    _check_width(t, 0)
+    cdef Py_ssize_t nchunks = starts.shape[0]
+    if sizes.shape[0] != nchunks or counts.shape[0] != nchunks:
+        raise ValueError("starts, sizes and counts must have the same length")
+    cdef Py_ssize_t i, g, groups, pos, end, total = 0, bad = -1
+    cdef int bad_width = -1
+    cdef Py_ssize_t size = data.shape[0]
+    cdef const uint8_t* src = &data[0] if size else NULL
+    with nogil:
+        for i in range(nchunks):
+            if starts[i] < 0 or sizes[i] < 0 or counts[i] < 0 or starts[i] > size \
+                    or sizes[i] > size - starts[i]:
+                bad = i
+                break
+            groups = (counts[i] + 1023) // 1024
+            if _walk_inline(src + starts[i], sizes[i], t, groups, &bad_width) != -1:
+                bad = i
+                break
+            total += counts[i]
+    if bad != -1:
+        if bad_width != -1:
+            raise ValueError(f"chunk {bad}: bit width {bad_width} exceeds the {t}-bit word")
+        raise ValueError(f"chunk {bad}: bit-packed values run past their buffer")
+    out = np.empty(total, dtype=_dtype(t))
+    if total == 0:
+        return out
+    cdef uint8_t[::1] dst = out.view(np.uint8)
+    cdef uint8_t* dptr = &dst[0]
+    cdef int wb = t // 8
+    cdef uint64_t w
+    cdef uint64_t[1024] scratch_in
+    cdef uint64_t[1024] scratch_out
+    cdef const uint8_t* p
+    cdef Py_ssize_t left, opos = 0
+    with nogil:
+        for i in range(nchunks):
+            pos = starts[i]
+            left = counts[i]
+            while left > 0:
+                w = 0
+                memcpy(&w, src + pos, wb)
+                p = src + pos + wb
+                if (<size_t>p) % wb:
+                    memcpy(scratch_in, p, 128 * w)
+                    p = <const uint8_t*>scratch_in
+                if left >= 1024:
+                    _unpack_many(p, dptr + opos * wb, t, <int>w, 1)
+                    opos += 1024
+                    left -= 1024
+                else:
+                    _unpack_many(p, <uint8_t*>scratch_out, t, <int>w, 1)
+                    memcpy(dptr + opos * wb, scratch_out, left * wb)
+                    opos += left
+                    left = 0
+                pos += wb + 128 * <Py_ssize_t>w
+    return out
+
+
+def gather_fixed_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
+                        const int64_t[::1] counts, Py_ssize_t width):
+    """Concatenate ``counts[i]`` values of ``width`` bytes from ``data[starts[i]:]`` for every
+    chunk i (flat mini-block values of one page) after checking every range."""
+    cdef Py_ssize_t nchunks = starts.shape[0]
+    if counts.shape[0] != nchunks or width <= 0:
+        raise ValueError("bad chunk description")
+    cdef Py_ssize_t i, total = 0, bad = -1
+    cdef Py_ssize_t size = data.shape[0]
+    with nogil:
+        for i in range(nchunks):
+            if starts[i] < 0 or counts[i] < 0 or starts[i] > size or \
+                    counts[i] > (size - starts[i]) // width:
+                bad = i
+                break
+            total += counts[i]
+    if bad != -1:
+        raise ValueError(f"chunk {bad}: flat values run past their buffer")
+    out = np.empty(total * width, dtype=np.uint8)
+    if total == 0:
+        return out
+    cdef uint8_t[::1] dst = out
+    cdef Py_ssize_t opos = 0
+    with nogil:
+        for i in range(nchunks):
+            memcpy(&dst[0] + opos, &data[0] + starts[i], counts[i] * width)
+            opos += counts[i] * width
+    return out
+
+
+cdef inline bint _ool_raw_tail(Py_ssize_t size, Py_ssize_t n, int t, int w) noexcept nogil:
+    """Whether an out-of-line buffer of ``size`` bytes holding ``n`` values ends in a raw tail
+    (-1 cases are screened by the caller): told by its length, ties by the writer's rule."""
+    cdef Py_ssize_t full = n // 1024
+    cdef Py_ssize_t tail = n % 1024
+    cdef Py_ssize_t packed = (full + (1 if tail else 0)) * 128 * w
+    cdef Py_ssize_t raw = full * 128 * w + tail * (t // 8)
+    if tail and size == raw and (raw != packed or not (w * (1024 - tail) < (t - w) * tail)):
+        return True
+    if size >= packed:
+        return False
+    return tail != 0 and size >= raw
+
+
+def decode_ool_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
+                      const int64_t[::1] sizes, const int64_t[::1] counts, int t, int w):
+    """Out-of-line bit-packed buffers of many chunks (width ``w`` for all): full blocks, then a
+    tail packed as one more block or stored raw (told by the buffer length). Returns every
+    chunk's values concatenated; ValueError names the first chunk too short for its count."""
+    _check_width(t, w)
+    cdef Py_ssize_t nchunks = starts.shape[0]
+    if sizes.shape[0] != nchunks or counts.shape[0] != nchunks:
+        raise ValueError("starts, sizes and counts must have the same length")
+    cdef Py_ssize_t size = data.shape[0]
+    cdef const uint8_t* src = &data[0] if size else NULL
+    cdef Py_ssize_t i, n, full, tail, total = 0, bad = -1
+    cdef Py_ssize_t block = 128 * w
+    with nogil:
+        for i in range(nchunks):
+            n = counts[i]
+            if starts[i] < 0 or sizes[i] < 0 or n < 0 or starts[i] > size \
+                    or sizes[i] > size - starts[i]:
+                bad = i
+                break
+            full = n // 1024
+            tail = n % 1024
+            if sizes[i] < (full + (1 if tail else 0)) * block and not (
+                    tail and sizes[i] >= full * block + tail * (t // 8)):
+                bad = i
+                break
+            total += n
+    if bad != -1:
+        raise ValueError(f"chunk {bad}: out-of-line bit-packed buffer too short for its values")
+    out = np.empty(total, dtype=_dtype(t))
+    if total == 0:
+        return out
+    cdef uint8_t* dptr = <uint8_t*>cnp.PyArray_DATA(out)
+    cdef int wb = t // 8
+    cdef uint64_t[1024] scratch_in
+    cdef uint64_t[1024] scratch_out
+    cdef const uint8_t* p
+    cdef Py_ssize_t b, opos = 0
+    cdef bint raw
+    with nogil:
+        for i in range(nchunks):
+            n = counts[i]
+            full = n // 1024
+            tail = n % 1024
+            raw = _ool_raw_tail(sizes[i], n, t, w)
+            for b in range(full + (1 if (tail and not raw) else 0)):
+                p = src + starts[i] + b * block
+                if (<size_t>p) % wb:
+                    memcpy(scratch_in, p, block)
+                    p = <const uint8_t*>scratch_in
+                if b < full:
+                    _unpack_many(p, dptr + (opos + b * 1024) * wb, t, w, 1)
+                else:
+                    _unpack_many(p, <uint8_t*>scratch_out, t, w, 1)
+                    memcpy(dptr + (opos + b * 1024) * wb, scratch_out, tail * wb)
+            if tail and raw:
+                memcpy(dptr + (opos + full * 1024) * wb, src + starts[i] + full * block,
+                       tail * wb)
+            opos += n
     return out

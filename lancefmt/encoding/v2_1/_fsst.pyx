@@ -16,46 +16,39 @@ from libc.string cimport memcpy
 cnp.import_array()
 
 
-cdef Py_ssize_t _sizes(const uint8_t* data, const int64_t* offsets, Py_ssize_t n,
-                       const uint8_t* lens, int64_t* out_offsets) noexcept nogil:
-    """Fill ``out_offsets`` (n + 1); -1 on success, else the index of the bad string."""
+cdef Py_ssize_t _decode_range(const uint8_t* data, const int64_t* offsets, Py_ssize_t start,
+                              Py_ssize_t n, const uint64_t* symbols, const uint8_t* lens,
+                              uint8_t* out, int64_t cap, int64_t* out_offsets,
+                              int* bad) noexcept nogil:
+    """Decode strings ``start``.. while the output surely fits in ``cap`` bytes (each code
+    writes at most 8 bytes); returns the first string not decoded (n when done). Sets ``bad``
+    on an unknown code or a cut-off escape."""
     cdef Py_ssize_t i, p, end
-    cdef int64_t total = 0
+    cdef int64_t pos = out_offsets[start]
     cdef uint8_t c
-    out_offsets[0] = 0
-    for i in range(n):
+    for i in range(start, n):
         p = offsets[i]
         end = offsets[i + 1]
+        if pos + 8 * (end - p) + 8 > cap:
+            return i
         while p < end:
             c = data[p]
-            if c == 255:
-                if p + 1 >= end:
-                    return i
-                total += 1
-                p += 2
-            else:
+            if c != 255:
                 if lens[c] == 0:
+                    bad[0] = 1
                     return i
-                total += lens[c]
+                memcpy(out + pos, &symbols[c], 8)
+                pos += lens[c]
                 p += 1
-        out_offsets[i + 1] = total
-    return -1
-
-
-cdef void _decode(const uint8_t* data, Py_ssize_t in_start, Py_ssize_t in_end,
-                  const uint64_t* symbols, const uint8_t* lens, uint8_t* out) noexcept nogil:
-    cdef Py_ssize_t p = in_start
-    cdef uint8_t c
-    while p < in_end:
-        c = data[p]
-        if c == 255:
-            out[0] = data[p + 1]
-            out += 1
-            p += 2
-        else:
-            memcpy(out, &symbols[c], 8)
-            out += lens[c]
-            p += 1
+            else:
+                if p + 1 >= end:
+                    bad[0] = 1
+                    return i
+                out[pos] = data[p + 1]
+                pos += 1
+                p += 2
+        out_offsets[i + 1] = pos
+    return n
 
 
 def fsst_decode(const uint8_t[::1] data, const int64_t[::1] offsets,
@@ -65,7 +58,8 @@ def fsst_decode(const uint8_t[::1] data, const int64_t[::1] offsets,
     ``symbols``: 256 words, symbol c's bytes first (LE); ``lens``: 256 lengths, 0 for codes that
     are not symbols. Returns ``(out_offsets int64[n+1], out_data uint8, bad)`` where ``bad`` is
     -1 or the first string that does not decode (then the other results are meaningless).
-    Offsets must be checked by the caller to be monotonic and within ``data``.
+    One pass: the output starts at 3x the input and grows (copying) only when a string might
+    not fit, so nothing is allocated beyond 8x the input.
     """
     if symbols.shape[0] != 256 or lens.shape[0] != 256:
         raise ValueError("FSST tables must have 256 entries")
@@ -74,25 +68,37 @@ def fsst_decode(const uint8_t[::1] data, const int64_t[::1] offsets,
         raise ValueError("FSST strings need at least one offset")
     if offsets[0] < 0 or offsets[n] > data.shape[0]:
         raise ValueError("FSST offsets outside the data")
-    cdef cnp.ndarray out_off = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] oo = out_off
-    cdef Py_ssize_t bad = -1, i
-    cdef const uint8_t* src = &data[0] if data.shape[0] else NULL
+    cdef Py_ssize_t bad_at = -1, i
     with nogil:
         for i in range(n):
             if offsets[i + 1] < offsets[i]:
-                bad = i
+                bad_at = i
                 break
-    if bad != -1:
-        raise ValueError(f"FSST offsets go backwards at string {bad}")
-    with nogil:
-        bad = _sizes(src, &offsets[0], n, &lens[0], &oo[0])
-    if bad != -1:
-        return out_off, np.empty(0, dtype=np.uint8), bad
-    cdef int64_t total = oo[n]
-    cdef cnp.ndarray out = np.empty(total + 8, dtype=np.uint8)
-    cdef uint8_t[::1] ov = out
-    with nogil:
-        for i in range(n):
-            _decode(src, offsets[i], offsets[i + 1], &symbols[0], &lens[0], &ov[0] + oo[i])
-    return out_off, out[:total], -1
+    if bad_at != -1:
+        raise ValueError(f"FSST offsets go backwards at string {bad_at}")
+    cdef cnp.ndarray out_off = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] oo = out_off
+    cdef const uint8_t* src = &data[0] if data.shape[0] else NULL
+    cdef int64_t in_len = offsets[n] - offsets[0]
+    cdef int64_t cap = 3 * in_len + 64
+    cdef cnp.ndarray out = np.empty(cap, dtype=np.uint8)
+    cdef uint8_t* optr = <uint8_t*>cnp.PyArray_DATA(out)
+    cdef int bad = 0
+    cdef Py_ssize_t done = 0
+    cdef int64_t need
+    oo[0] = 0
+    while True:
+        with nogil:
+            done = _decode_range(src, &offsets[0], done, n, &symbols[0], &lens[0], optr, cap,
+                                 &oo[0], &bad)
+        if bad:
+            return out_off, np.empty(0, dtype=np.uint8), done
+        if done >= n:
+            break
+        need = oo[done] + 8 * (offsets[done + 1] - offsets[done]) + 8
+        grown = np.empty(min(max(2 * cap, need), 8 * in_len + 64), dtype=np.uint8)
+        grown[:oo[done]] = out[:oo[done]]
+        out = grown
+        cap = out.shape[0]
+        optr = <uint8_t*>cnp.PyArray_DATA(out)
+    return out_off, out[:oo[n]], -1

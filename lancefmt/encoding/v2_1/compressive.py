@@ -31,7 +31,8 @@ from . import _fastlanes, _fsst, _gather
 from .values import (FixedSizeListValues, FixedValues, StructValues,
                      ValueBlock, VariableValues)
 
-__all__ = ["decode_miniblock", "decode_block", "decode_levels", "FullZipValues",
+__all__ = ["decode_miniblock", "decode_miniblock_batch", "decode_miniblock_page",
+           "decode_levels_batch", "decode_block", "decode_levels", "FullZipValues",
            "gather_dictionary", "CompressiveEncoding"]
 
 CompressiveEncoding = pb.CompressiveEncoding
@@ -43,6 +44,7 @@ _WORD_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _MAX_EXPANSION = 1 << 15
 _EXPANSION_SLACK = 1 << 16
 _EMPTY = np.zeros(0, dtype=np.uint8)
+_ZERO = np.zeros(1, dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -175,33 +177,11 @@ def _inline_bitpacked(enc, buf, n, path) -> FixedValues:
     t = _bitpack_t(ib.uncompressed_bits_per_value, path)
     if ib.HasField("values"):
         buf = _decompress(ib.values, buf, _max_bytes(enc, n), path)
-    wb = t // 8
-    groups = (n + 1023) // 1024
-    # Walk the width words first: the whole layout is checked before anything is allocated.
-    widths = []
-    pos = 0
-    for g in range(groups):
-        if pos + wb > buf.size:
-            raise _corrupt(f"bit-packed buffer of {buf.size} bytes ends inside block {g} of "
-                           f"{groups}", path)
-        w = int.from_bytes(bytes(buf[pos:pos + wb]), "little")
-        if w > t:
-            raise _corrupt(f"bit width {w} of block {g} exceeds the {t}-bit word", path)
-        if pos + wb + 128 * w > buf.size:
-            raise _corrupt(f"bit-packed block {g} of width {w} runs past the {buf.size}-byte "
-                           f"buffer", path)
-        widths.append((pos + wb, w))
-        pos += wb + 128 * w
-    out = np.empty(groups * 1024, dtype=_WORD_DTYPES[t])
-    if groups == 1:
-        start, w = widths[0]
-        _fastlanes.unpack_into(_aligned(buf[start:start + 128 * w], wb), t, w, 1, out, 0)
-    else:  # all frames in one nogil pass (frames stay aligned when the buffer is)
-        try:
-            _fastlanes.unpack_framed(_aligned(buf, wb), t, groups, out)
-        except ValueError as e:
-            raise _corrupt(str(e), path) from None
-    return FixedValues(t, n, out[:n].view(np.uint8))
+    try:
+        out = _fastlanes.decode_inline(buf, t, n)
+    except ValueError as e:
+        raise _corrupt(str(e), path) from None
+    return FixedValues(t, n, out.view(np.uint8))
 
 
 def _ool_bitpacked(enc, buf, n, path) -> FixedValues:
@@ -289,21 +269,12 @@ def _variable_miniblock(enc, buf, n, path) -> VariableValues:
     bits = _offset_bits(enc, path)
     if enc.variable.HasField("values"):
         buf = _decompress(enc.variable.values, buf, None, path)
-    ob = bits // 8
-    head = (n + 1) * ob
-    if buf.size < head:
-        raise _corrupt(f"variable-width buffer of {buf.size} bytes is too short for {n + 1} "
-                       f"offsets", path)
-    dt = np.dtype("<u4" if bits == 32 else "<u8")
-    raw = np.frombuffer(buf[:head], dtype=dt) if buf.ctypes.data % ob == 0 else \
-        np.frombuffer(bytes(buf[:head]), dtype=dt)
-    if bits == 64 and raw.size and raw.max() > buf.size:
-        raise _corrupt("variable-width offsets point past the buffer", path)
-    offs = raw.astype(np.int64)
-    _check_offsets(offs, head, buf.size, path)
-    start = int(offs[0]) if n >= 0 else head
-    data = buf[start:int(offs[-1])]
-    offs -= start
+    try:
+        offs, data = _gather.decode_variable_chunks(buf, _ZERO, np.array([buf.size], np.int64),
+                                                    np.array([n], np.int64), bits)
+    except ValueError as e:
+        raise _corrupt(f"variable-width buffer of {buf.size} bytes for {n} values: {e}",
+                       path) from None
     return VariableValues(n, offs, data, bits)
 
 
@@ -380,8 +351,19 @@ class _FsstTable:
         return VariableValues(vals.num_values, offs, data, vals.offset_bits)
 
 
+_FSST_CACHE: dict = {}
+
+
 def _fsst_table(enc, path) -> _FsstTable:
-    return _FsstTable(bytes(enc.fsst.symbol_table), path)
+    """The parsed table (cached: every chunk of a page repeats the page's table)."""
+    raw = enc.fsst.symbol_table
+    table = _FSST_CACHE.get(raw)
+    if table is None:
+        table = _FsstTable(bytes(raw), path)
+        if len(_FSST_CACHE) >= 64:
+            _FSST_CACHE.clear()
+        _FSST_CACHE[raw] = table
+    return table
 
 
 # ------------------------------------------------------------------------- structured pieces
@@ -767,52 +749,151 @@ class FullZipValues:
         """Rows of a variable packed struct: per field, fixed bytes or a length and bytes."""
         path = self.path
         n = raw.num_values
-        offs = np.asarray(raw.offsets, dtype=np.int64)
-        data = _u8(raw.data).tobytes()
         fields = self._vps_fields
-        fixed_cols = [bytearray() for _ in fields]
-        var_lens = [np.zeros(n, dtype=np.int64) for _ in fields]
-        for i in range(n):
-            p, end = int(offs[i]), int(offs[i + 1])
-            if p == end:
-                for j, (form, b, _) in enumerate(fields):
-                    if form == "fixed":
-                        fixed_cols[j] += bytes(b // 8)
-                continue
-            for j, (form, b, _) in enumerate(fields):
-                if form == "fixed":
-                    w = b // 8
-                    if p + w > end:
-                        raise _corrupt(f"packed struct row {i} is cut off", path)
-                    fixed_cols[j] += data[p:p + w]
-                    p += w
-                else:
-                    lb = b // 8
-                    if p + lb > end:
-                        raise _corrupt(f"packed struct row {i} is cut off", path)
-                    ln = int.from_bytes(data[p:p + lb], "little")
-                    p += lb
-                    if ln > end - p:
-                        raise _corrupt(f"packed struct row {i}: field of {ln} bytes runs past "
-                                       f"the row", path)
-                    fixed_cols[j] += data[p:p + ln]
-                    var_lens[j][i] = ln
-                    p += ln
-            if p != end:
-                raise _corrupt(f"packed struct row {i} has {end - p} trailing bytes", path)
+        widths = np.array([b // 8 for _, b, _ in fields], dtype=np.int64)
+        is_var = np.array([form == "var" for form, _, _ in fields], dtype=np.uint8)
+        try:
+            cols = _gather.split_packed_rows(np.ascontiguousarray(raw.offsets, np.int64),
+                                             np.ascontiguousarray(_u8(raw.data)), widths,
+                                             is_var)
+        except ValueError as e:
+            raise _corrupt(str(e), path) from None
         children = []
-        for j, (form, b, extra) in enumerate(fields):
-            col = np.frombuffer(bytes(fixed_cols[j]), dtype=np.uint8)
+        for (form, b, extra), col in zip(fields, cols):
             if form == "fixed":
-                child = _miniblock(extra, [col], n, path) if extra.WhichOneof(
-                    "compression") != "flat" else FixedValues(b, n, col)
-                children.append(child)
+                child = FixedValues(b, n, col) if extra.WhichOneof("compression") == "flat" \
+                    else _miniblock(extra, [col], n, path)
             else:
-                o = np.zeros(n + 1, dtype=np.int64)
-                np.cumsum(var_lens[j], out=o[1:])
-                child = VariableValues(n, o, col, b)
+                child = VariableValues(n, col[0], col[1], b)
                 if extra is not None:
                     child = extra.decode(child, path)
-                children.append(child)
+            children.append(child)
         return StructValues(n, children)
 
+
+# ------------------------------------------------------------------------- whole pages at once
+
+def decode_miniblock_batch(enc, data, starts, sizes, counts, *, path=None):
+    """Every chunk of a page in one call, for the single-buffer encodings where per-chunk
+    dispatch would dominate (inline bit-packing, flat of whole bytes, variable, FSST over
+    variable): chunk i's only value buffer is ``data[starts[i]:starts[i]+sizes[i]]`` with
+    ``counts[i]`` values. Returns the concatenated ``FixedValues``/``VariableValues``, or None
+    when ``enc`` is not batchable (then decode chunk by chunk)."""
+    kind = enc.WhichOneof("compression")
+    data = _u8(data)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    try:
+        if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
+            t = _bitpack_t(enc.inline_bitpacking.uncompressed_bits_per_value, path)
+            out = _fastlanes.decode_inline_chunks(data, starts, sizes, counts, t)
+            return FixedValues(t, out.size, out.view(np.uint8))
+        if kind == "flat" and not enc.flat.HasField("data"):
+            bits = int(enc.flat.bits_per_value)
+            if bits < 8 or bits % 8:
+                return None
+            w = bits // 8
+            if np.any(sizes < counts * w):
+                raise _corrupt("a flat chunk is shorter than its values", path)
+            out = _fastlanes.gather_fixed_chunks(data, starts, counts, w)
+            return FixedValues(bits, int(counts.sum()), out)
+        if kind == "variable" or (kind == "fsst" and
+                                  enc.fsst.values.WhichOneof("compression") == "variable"):
+            venc = enc if kind == "variable" else enc.fsst.values
+            if venc.variable.HasField("values"):
+                return None
+            bits = _offset_bits(venc, path)
+            offs, out = _gather.decode_variable_chunks(data, starts, sizes, counts, bits)
+            vals = VariableValues(offs.size - 1, offs, out, bits)
+            return vals if kind == "variable" else _fsst_table(enc, path).decode(vals, path)
+    except ValueError as e:
+        raise _corrupt(str(e), path) from None
+    return None
+
+
+def decode_levels_batch(enc, data, starts, sizes, counts, *, path=None):
+    """The rep/def levels of many chunks at once (``counts[i]`` levels in
+    ``data[starts[i]:starts[i]+sizes[i]]``), concatenated as uint16; None when ``enc`` is not
+    one of the batchable level codecs (flat 16, inline or out-of-line bit-packing of u16)."""
+    kind = enc.WhichOneof("compression")
+    data = _u8(data)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    try:
+        if kind == "flat" and int(enc.flat.bits_per_value) == 16 and \
+                not enc.flat.HasField("data"):
+            if np.any(sizes < counts * 2):
+                raise _corrupt("a level buffer is shorter than its levels", path)
+            return _fastlanes.gather_fixed_chunks(data, starts, counts, 2).view(np.uint16)
+        if kind == "inline_bitpacking" and \
+                int(enc.inline_bitpacking.uncompressed_bits_per_value) == 16 and \
+                not enc.inline_bitpacking.HasField("values"):
+            return _fastlanes.decode_inline_chunks(data, starts, sizes, counts, 16)
+        if kind == "out_of_line_bitpacking" and \
+                int(enc.out_of_line_bitpacking.uncompressed_bits_per_value) == 16:
+            w = _flat_bits(enc.out_of_line_bitpacking.values, "out-of-line bit width", path)
+            if w > 16:
+                raise _corrupt(f"out-of-line bit width {w} exceeds the 16-bit word", path)
+            return _fastlanes.decode_ool_chunks(data, starts, sizes, counts, 16, w)
+    except ValueError as e:
+        raise _corrupt(str(e), path) from None
+    return None
+
+
+def _read_uint(data, at, width) -> np.ndarray:
+    """Little-endian unsigned integers of ``width`` bytes at the positions ``at``."""
+    raw = data[(at[:, None] + np.arange(width)).reshape(-1)].reshape(at.size, width)
+    return raw.astype(np.int64) @ (np.int64(1) << (8 * np.arange(width, dtype=np.int64)))
+
+
+def decode_miniblock_page(mb, data, chunk_offsets, chunk_sizes, counts, *, path=None):
+    """All chunks of a mini-block page without repetition levels and with one value buffer
+    per chunk, decoded in one pass: the chunk headers (``u16 num_levels``, ``u16 def_bytes``
+    when the page has def levels, one u16/u32 value size, 0xFE padding to 8) are read
+    vectorised, then the def levels and the values go through the batch kernels. Returns
+    ``(def levels or None, values)``, or None when the page does not qualify (the caller then
+    decodes chunk by chunk). ``chunk_offsets``/``chunk_sizes``/``counts`` come from the chunk
+    metadata words (``chunk_offsets`` may carry one extra end entry)."""
+    if mb.HasField("rep_compression") or int(mb.num_buffers) != 1:
+        return None
+    enc = mb.value_compression
+    if enc.WhichOneof("compression") not in ("inline_bitpacking", "flat", "variable", "fsst"):
+        return None
+    has_def = mb.HasField("def_compression")
+    if has_def and mb.def_compression.WhichOneof("compression") not in (
+            "flat", "inline_bitpacking", "out_of_line_bitpacking"):
+        return None
+    data = _u8(data)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    n = counts.size
+    if n == 0:
+        return None
+    offs = np.asarray(chunk_offsets, dtype=np.int64)[:n]
+    csz = np.asarray(chunk_sizes, dtype=np.int64)[:n]
+    vw = 4 if mb.has_large_chunk else 2
+    if np.any(csz < 8) or np.any(offs < 0) or int(offs[-1] + csz[-1]) > data.size:
+        raise _corrupt("mini-block chunks lie outside the page's data buffer", path)
+    defs = None
+    if has_def:
+        num_levels = _read_uint(data, offs, 2)
+        if np.any(num_levels != counts):
+            raise _corrupt("a chunk's level count differs from its value count", path)
+        def_sizes = _read_uint(data, offs + 2, 2)
+        sizes = _read_uint(data, offs + 4, vw)
+        def_starts = offs + 8
+        starts = def_starts + ((def_sizes + 7) & ~7)
+        defs = decode_levels_batch(mb.def_compression, data, def_starts, def_sizes, counts,
+                                   path=path)
+        if defs is None:
+            return None
+    else:
+        sizes = _read_uint(data, offs + 2, vw)
+        starts = offs + 8
+    if np.any(starts + sizes > offs + csz):
+        raise _corrupt("a mini-block value buffer runs past its chunk", path)
+    values = decode_miniblock_batch(enc, data, starts, sizes, counts, path=path)
+    if values is None:
+        return None
+    return defs, values

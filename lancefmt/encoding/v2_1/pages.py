@@ -199,6 +199,10 @@ class MiniBlockPage:
             ranges = np.stack([ranges[:, 0], 2 * nlev], axis=1)
             return gather(data, np.ascontiguousarray(ranges)).view("<u2")
         comp = _compressive()
+        batch = comp.decode_levels_batch(enc, data, ranges[:, 0], ranges[:, 1], nlev,
+                                         path=self.path)   # bit-packed levels, one pass
+        if batch is not None:
+            return batch
         out = []
         for (o, ln), n in zip(ranges.tolist(), nlev.tolist()):
             lv = comp.decode_levels(enc, data[o:o + ln], int(n), path=self.path)

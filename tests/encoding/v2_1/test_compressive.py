@@ -406,3 +406,15 @@ def test_unsupported_encodings_are_named():
         decode_miniblock(d, [np.zeros(8, np.uint8)], 1, path=PATH)
     with pytest.raises(CorruptFileError, match=PATH):
         decode_miniblock(pb.CompressiveEncoding(), [np.zeros(8, np.uint8)], 1, path=PATH)
+
+
+def test_fsst_output_growth_beyond_first_guess():
+    """8-byte symbols expand 8x, past the decoder's first 3x output guess."""
+    table = fsst_table([b"abcdefgh", b"z"])
+    codes = [bytes([0] * k + [1]) for k in range(200)]
+    offs = np.cumsum([0] + [len(c) for c in codes])
+    head = (len(codes) + 1) * 4
+    buf = np.concatenate([((offs + head).astype("<u4")).view(np.uint8),
+                          np.frombuffer(b"".join(codes), np.uint8)])
+    v = decode_miniblock(fsst(table), [buf], len(codes))
+    assert strings(v) == [b"abcdefgh" * k + b"z" for k in range(200)]
