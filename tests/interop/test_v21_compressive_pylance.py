@@ -467,3 +467,21 @@ def test_whole_page_levels_and_values_equal_chunk_by_chunk(tmp_path, name, versi
         # levels must be the nulls pylance wrote
         assert np.array_equal(defs == 0, np.asarray(arr.is_valid())[:defs.size]) or \
             len(pages(path)) > 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_arrow_dictionary_column_with_nulls_reads_whole(tmp_path, version):
+    """An Arrow dictionary<int32, string> column with nulls, through the whole file reader."""
+    import lance.file
+
+    from lancefmt.file import LanceFileReader
+
+    typ = pa.dictionary(pa.int32(), pa.string())
+    arr = pa.array([None if i % 4 == 0 else ["x", "yy", "zzz"][i % 3] for i in range(300)],
+                   typ)
+    path = write(tmp_path, "cdict", pa.table({"d": arr}), version)
+    ours = LanceFileReader(path).read_all()
+    theirs = lance.file.LanceFileReader(path).read_all().to_table()
+    assert ours.column(0).type == theirs.column(0).type
+    assert ours.column(0).combine_chunks().cast(pa.string()).equals(
+        theirs.column(0).combine_chunks().cast(pa.string()))

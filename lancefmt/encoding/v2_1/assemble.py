@@ -212,9 +212,10 @@ def _dictionary(block: DictionaryValues, dtype, validity, where, path) -> pa.Arr
         raise CorruptFileError(f"{where}: dictionary index {int(idx.max())} of {m} items", path)
     if pa.types.is_dictionary(dtype):
         items = to_arrow(d, dtype.value_type, None, where, path)
-        indices = pa.array(idx.astype(dtype.index_type.to_pandas_dtype()), type=dtype.index_type)
-        mask = None if validity is None or validity.all() else pa.array(~validity)
-        return pa.DictionaryArray.from_arrays(indices, items, mask=mask)
+        mask = None if validity is None or validity.all() else ~validity
+        indices = pa.array(idx.astype(dtype.index_type.to_pandas_dtype()), type=dtype.index_type,
+                           mask=mask)   # from_arrays takes no mask with Arrow inputs
+        return pa.DictionaryArray.from_arrays(indices, items)
     items = to_arrow(d, dtype, None, where, path)
     arr = items.take(pa.array(idx.astype(np.int64)))
     return _with_validity(arr, validity)

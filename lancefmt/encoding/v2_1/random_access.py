@@ -183,19 +183,24 @@ def _row_ranges(leaf, page, local, kind) -> dict:
         spill = (ends[c_safe] == local) & (left[c_safe] == 0)
         s = np.where(has_prev, c + spill.astype(np.int64), 0)
         s = np.minimum(s, e)
-        # clusters of chunks [S, E]
-        clusters = []
-        for a, b in zip(s.tolist(), e.tolist()):
-            if clusters and a <= clusters[-1][1] + 1:
-                clusters[-1][1] = max(clusters[-1][1], b)
-            else:
-                clusters.append([a, b])
-        chunk_ids = np.array(sorted({c for a, b in clusters for c in range(a, b + 1)}),
-                             dtype=np.int64)
-        # neighbouring chunks are requested as one span
+        # clusters of chunks [S, E]: runs of rows whose chunk ranges touch or overlap
+        hi = np.maximum.accumulate(e)
+        new_cluster = np.ones(s.size, dtype=bool)
+        new_cluster[1:] = s[1:] > hi[:-1] + 1
+        heads = np.flatnonzero(new_cluster)
+        tails = np.append(heads[1:], s.size) - 1
+        clusters = np.stack([s[heads], hi[tails]], axis=1)
+        lengths = clusters[:, 1] - clusters[:, 0] + 1
+        cum = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        chunk_ids = (np.repeat(clusters[:, 0] - cum, lengths) +
+                     np.arange(int(lengths.sum()), dtype=np.int64))
         offs, sizes = meta.chunks.offsets[chunk_ids], meta.chunks.sizes[chunk_ids]
         ends_ = offs + sizes
-        breaks = np.flatnonzero(offs[1:] - ends_[:-1] > CHUNK_GAP) + 1
+        # neighbouring chunks are requested as one span; when the wanted chunks are dense
+        # (the byte source would coalesce their reads anyway) the whole stretch is one span
+        dense = int(sizes.sum()) * 3 >= int(ends_[-1] - offs[0])
+        gap = int(ends_[-1] - offs[0]) if dense else CHUNK_GAP
+        breaks = np.flatnonzero(offs[1:] - ends_[:-1] > gap) + 1
         first = np.concatenate([[0], breaks]).astype(np.int64)
         last = np.concatenate([breaks - 1, [chunk_ids.size - 1]]).astype(np.int64)
         span_start, span_end = offs[first], ends_[last]
@@ -204,7 +209,7 @@ def _row_ranges(leaf, page, local, kind) -> dict:
         base_in_buf = np.concatenate([[0], np.cumsum(span_len)[:-1]]).astype(np.int64)
         starts_in_buf = base_in_buf[span_of] + (offs - span_start[span_of])
         dbase = int(page.buffer_offsets[1])
-        ranges = [(dbase + int(a), int(n)) for a, n in zip(span_start.tolist(), span_len.tolist())]
+        ranges = list(zip((span_start + dbase).tolist(), span_len.tolist()))
         return {"ranges": ranges, "chunks": chunk_ids, "clusters": clusters,
                 "starts": starts_in_buf}
     if kind == "zipfixed":
@@ -277,7 +282,6 @@ def _row_entries(meta: MiniBlockPage, pd: PageData, need, local, where, leaf):
     entries = np.asarray(pd.chunk_entries, dtype=np.int64)
     chunk_start = np.zeros(ids.size + 1, dtype=np.int64)
     np.cumsum(entries, out=chunk_start[1:])
-    pos_of = {int(c): k for k, c in enumerate(ids.tolist())}
     if meta.rep_index is None:  # one entry per row
         c = np.searchsorted(meta.chunks.value_starts, local, side="right") - 1
         k = np.searchsorted(ids, c)
@@ -285,10 +289,11 @@ def _row_entries(meta: MiniBlockPage, pd: PageData, need, local, where, leaf):
             raise CorruptFileError(f"{where}: a requested row's chunk was not read", leaf.path)
         begin = chunk_start[k] + (local - meta.chunks.value_starts[c])
         return begin, begin + 1
+    pos_of = {int(c): k for k, c in enumerate(ids.tolist())}
     ends = meta.row_ends
     starts_all = row_starts(np.ascontiguousarray(pd.rep), pd.layers.num_lists)
     row_ids, row_begin, row_end = [], [], []
-    for a, b in need["clusters"]:
+    for a, b in need["clusters"].tolist():
         e0, e1 = int(chunk_start[pos_of[a]]), int(chunk_start[pos_of[b] + 1])
         before = int(ends[a - 1]) if a else 0
         spill_in = a > 0 and int(meta.rep_index[a - 1, 1]) != 0
