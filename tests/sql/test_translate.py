@@ -7,7 +7,7 @@ import pyarrow.dataset as pads
 import pytest
 
 from lancefmt.errors import InvalidArgumentError
-from lancefmt.sql_filter import parse_sql_filter, referenced_columns, to_expression
+from lancefmt.sql import parse_filter as parse_sql_filter, referenced_columns, to_expression
 
 TABLE = pa.table({
     "id": pa.array(range(20), pa.int64()),
