@@ -21,6 +21,7 @@ from ..table.manifest import ManifestFile
 from ..table.versions import latest_manifest, list_versions, load_manifest
 from .context import ScanContext
 from .fragment import Fragment
+from .read_api import DatasetReadAPI
 from .scan import ScanSpec, scan_batches
 
 
@@ -33,7 +34,7 @@ def dataset(uri, version=None, *, storage_options: dict | None = None,
                         base_store_params=base_store_params)
 
 
-class Dataset:
+class Dataset(DatasetReadAPI):
     def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None, *,
                  base_store_params=None):
         self._uri = uri
@@ -117,8 +118,8 @@ class Dataset:
     def base_paths(self) -> dict[int, BasePath]:
         return {b.id: BasePath.from_pb(b) for b in self._mf.header.base_paths}
 
-    @property
     def config(self) -> dict:
+        """``Manifest.config`` (a method, as in pylance)."""
         return dict(self._mf.header.config)
 
     @property
@@ -139,9 +140,6 @@ class Dataset:
     # -- fragments --------------------------------------------------------------------------
     def _fragment_pbs(self):
         return list(self._mf.manifest.fragments)
-
-    def get_fragments(self) -> list[Fragment]:
-        return [Fragment(self._ctx, pb) for pb in self._fragment_pbs()]
 
     def get_fragment(self, fragment_id: int) -> Fragment | None:
         try:
@@ -171,21 +169,16 @@ class Dataset:
                      batch_size=None) -> ScanSpec:
         return ScanSpec.build(self.schema, columns, filter, with_row_id, with_row_address, batch_size)
 
-    def to_batches(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
-                   fragments=None, limit=None, offset=None, batch_size=None, *, threads=None):
-        """Stream the (filtered, projected) rows as RecordBatches, fragment by fragment."""
-        spec = self.scanner_spec(columns, filter, with_row_id, with_row_address, batch_size)
-        return scan_batches(self._ctx, self._select_fragments(fragments), spec, limit=limit,
-                            offset=offset, threads=threads)
+    def to_batches(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs):
+        """Stream the (filtered, projected) rows as RecordBatches (pylance's signature; every
+        ``scanner()`` argument is accepted)."""
+        return self._scan_batches(columns, filter, limit, offset, *args, **kwargs)
 
-    def to_table(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
-                 fragments=None, limit=None, offset=None, batch_size=None, *, threads=None) -> pa.Table:
-        spec = self.scanner_spec(columns, filter, with_row_id, with_row_address, batch_size)
-        batches = list(scan_batches(self._ctx, self._select_fragments(fragments), spec,
-                                    limit=limit, offset=offset, threads=threads))
-        return pa.Table.from_batches(batches, schema=spec.output_schema(self.schema))
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs) -> pa.Table:
+        """The (filtered, projected) rows as one Table (pylance's signature)."""
+        return self._scan_table(columns, filter, limit, offset, *args, **kwargs)
 
-    def count_rows(self, filter=None, *, fragments=None) -> int:
+    def count_rows(self, filter=None, *, fragments=None, **kwargs) -> int:
         """Live rows (deletions subtracted); from metadata alone when there is no filter."""
         if filter is None and fragments is None:
             table = self.fragment_table
@@ -212,8 +205,8 @@ class Dataset:
         return take_from_fragments(self._ctx, pbs, self._live_counts(pbs), indices, columns,
                                    with_row_id, with_row_address)
 
-    def head(self, n: int = 10, columns=None) -> pa.Table:
-        return self.to_table(columns=columns, limit=n)
+    def head(self, num_rows: int = 10, columns=None, **kwargs) -> pa.Table:
+        return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
 
     # -- versions ---------------------------------------------------------------------------
     def versions(self) -> list[dict]:
