@@ -120,10 +120,9 @@ class DatasetReadAPI(pads.Dataset):
 
     @property
     def max_field_id(self) -> int:
-        h = self.manifest_file.header
-        ids = [f.id for f in self.lance_fields]
-        declared = h.max_field_id if hasattr(h, "max_field_id") else -1
-        return max([declared] + ids) if ids else declared
+        from ..file.schema import max_field_id
+
+        return max_field_id(self.lance_fields)
 
     @property
     def stats(self):
@@ -160,6 +159,27 @@ class DatasetReadAPI(pads.Dataset):
         if filter is None:
             return frags
         return [f for f in frags if f.count_rows(filter) > 0]
+
+    @staticmethod
+    def commit(base_uri, operation, blobs_op=None, read_version=None, commit_lock=None,
+               storage_options=None, enable_v2_manifest_paths=None, detached=False,
+               max_retries=20, **kwargs):
+        """pylance's ``LanceDataset.commit(uri, operation, read_version=...)``."""
+        from .write import commit
+
+        if blobs_op is not None or commit_lock is not None or detached:
+            raise InvalidArgumentError("blobs_op, commit_lock and detached commits are not supported")
+        extra = {k: kwargs.pop(k) for k in list(kwargs)
+                 if k in ("enable_stable_row_ids", "commit_message", "transaction_properties",
+                          "base_store_params", "data_storage_version")}
+        kwargs.pop("namespace_client", None)
+        kwargs.pop("table_id", None)
+        if kwargs:
+            raise InvalidArgumentError(f"commit() got unexpected arguments {sorted(kwargs)}")
+        return commit(base_uri, operation, read_version, storage_options=storage_options,
+                      max_retries=max_retries,
+                      enable_v2_manifest_paths=True if enable_v2_manifest_paths is None
+                      else enable_v2_manifest_paths, **extra)
 
     # -- pyarrow.dataset.Dataset methods with no Lance meaning ----------------------------------
     @property
