@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidArgumentError
-from ..file import LanceFileReader
+from ..file.reader import LanceFileReader
 from ..sql import referenced_columns, to_expression
 from ..table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
 from ..table.naming import deletion_file_name

@@ -17,7 +17,7 @@ from ..errors import (
     CommitConflictError,
     DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError,
 )
-from ..file import LanceFileWriter
+from ..file.writer import LanceFileWriter
 from ..file.schema import arrow_from_fields, fields_from_arrow, storage_schema
 from ..io import open_store
 from ..io.uri import check_relative, child, normalize_uri, split_uri
