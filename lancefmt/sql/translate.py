@@ -250,12 +250,12 @@ class Translator:
 
     # boolean logic
     def _and(self, n):
-        return self.typed(self.predicate(n.this).expr & self.predicate(n.expression).expr,
-                          self._cols(n))
+        a, b = self.predicate(n.this), self.predicate(n.expression)
+        return Typed(a.expr & b.expr, pa.bool_(), a.columns + b.columns)
 
     def _or(self, n):
-        return self.typed(self.predicate(n.this).expr | self.predicate(n.expression).expr,
-                          self._cols(n))
+        a, b = self.predicate(n.this), self.predicate(n.expression)
+        return Typed(a.expr | b.expr, pa.bool_(), a.columns + b.columns)
 
     def _not(self, n):
         inner = self.predicate(n.this)
@@ -266,12 +266,16 @@ class Translator:
 
     # comparisons
     def compare(self, n, op):
-        a, b = self.operands(self.node(n.this), self.node(n.expression))
+        a0, b0 = self.node(n.this), self.node(n.expression)
+        coerced = isinstance(a0, Literal) != isinstance(b0, Literal)  # literal took the other's type
+        a, b = self.operands(a0, b0)
         try:
             e = {"eq": a.expr == b.expr, "neq": a.expr != b.expr, "lt": a.expr < b.expr,
                  "lte": a.expr <= b.expr, "gt": a.expr > b.expr, "gte": a.expr >= b.expr}[op]
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
             raise self.error(str(e)) from None
+        if coerced:
+            return Typed(e, pa.bool_(), a.columns + b.columns)
         return self.typed(e, a.columns + b.columns)
 
     def _eq(self, n):
@@ -352,11 +356,14 @@ class Translator:
         x = self.node(n.this)
         lo = self.compare_nodes(x, self.node(n.args["low"]), "gte")
         hi = self.compare_nodes(x, self.node(n.args["high"]), "lte")
-        return self.typed(lo.expr & hi.expr, lo.columns)
+        return Typed(lo.expr & hi.expr, pa.bool_(), lo.columns)
 
     def compare_nodes(self, a, b, op):
+        coerced = isinstance(a, Literal) != isinstance(b, Literal)
         a, b = self.operands(a, b)
         e = {"gte": a.expr >= b.expr, "lte": a.expr <= b.expr}[op]
+        if coerced:
+            return Typed(e, pa.bool_(), a.columns + b.columns)
         return self.typed(e, a.columns + b.columns)
 
     # strings
@@ -681,7 +688,23 @@ def to_expression(filter: Any, schema: pa.Schema | None = None) -> pc.Expression
 def referenced_columns(expr: pc.Expression, schema: pa.Schema) -> list[str]:
     """Top-level columns of ``schema`` (and ``_rowid``/``_rowaddr``) the expression reads; a
     superset at worst, never fewer (checked by evaluating it over just those columns)."""
-    text = str(expr)
+    return list(_referenced(str(expr), expr, schema))
+
+
+_REFERENCED: dict = {}
+
+
+def _referenced(text: str, expr: pc.Expression, schema: pa.Schema) -> tuple:
+    key = (text, schema)
+    hit = _REFERENCED.get(key)
+    if hit is None:
+        if len(_REFERENCED) > 256:
+            _REFERENCED.clear()
+        hit = _REFERENCED[key] = tuple(_find_referenced(text, expr, schema))
+    return hit
+
+
+def _find_referenced(text: str, expr: pc.Expression, schema: pa.Schema) -> list[str]:
     candidates = list(schema.names) + [m for m in META_COLUMNS if schema.get_field_index(m) < 0]
     names = [n for n in candidates
              if re.search(r"(?<![\w.])" + re.escape(n) + r"(?![\w])", text)
