@@ -11,8 +11,9 @@ class LanceError(Exception):
     """Base of every lancefmt error."""
 
 
-class DatasetNotFoundError(LanceError, FileNotFoundError):
-    """No dataset (no committed manifest) at the URI, or no such version or tag."""
+class DatasetNotFoundError(LanceError, FileNotFoundError, ValueError):
+    """No dataset (no committed manifest) at the URI, or no such version or tag. Also a
+    ``ValueError``: pylance 14 raises ValueError there, so pylance users' handlers still catch it."""
 
 
 class DatasetExistsError(LanceError, FileExistsError):

@@ -125,7 +125,7 @@ class LanceFileReader:
             num_data_bytes=min([int(f.column_meta_start)] + [int(p) for p, _ in m.global_buffers]),
             num_column_metadata_bytes=int(f.cmo_offset - f.column_meta_start),
             num_global_buffer_bytes=sum(s for _, s in m.global_buffers),
-            global_buffers=gb, columns=cols, major_version=m.version[0], minor_version=m.version[1])
+            global_buffers=gb, columns=cols, major_version=int(f.major), minor_version=int(f.minor))  # raw footer numbers, as pylance
 
     def file_statistics(self) -> LanceFileStatistics:
         return LanceFileStatistics([ColumnStatistics(len(c.pages), sum(sum(p.buffer_sizes) for p in c.pages))
