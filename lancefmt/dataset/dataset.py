@@ -46,7 +46,7 @@ class Dataset(DatasetReadAPI):
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None) -> "Dataset":
         from ..table.refs import resolve_version_ref
 
-        uri = normalize_uri(str(uri) if not isinstance(uri, str) else uri)
+        uri = normalize_uri(uri)
         store = open_store(uri, storage_options)
         uri, version = resolve_version_ref(uri, version, store=store)  # a branch's tag: tree/
         mf = load_manifest(uri, version, store=store)

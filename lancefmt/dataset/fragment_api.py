@@ -79,8 +79,7 @@ def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_p
     from ..errors import InvalidArgumentError
     from .write import write_fragments
 
-    uri = dataset_uri.uri if hasattr(dataset_uri, "uri") else dataset_uri
-    uri = normalize_uri(str(uri))
+    uri = normalize_uri(dataset_uri)
     frags = write_fragments(data, uri, schema=schema, mode=mode, max_rows_per_file=1 << 62,
                             max_bytes_per_file=1 << 62, data_storage_version=data_storage_version,
                             storage_options=storage_options)

@@ -374,7 +374,7 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
     ``staging`` (a URI from :func:`staging_uri`) records every data file before it is created,
     so a distributed job can clean up after tasks that died.
     """
-    uri = normalize_uri(str(uri))
+    uri = normalize_uri(uri)
     if mode == "create":
         mode = "overwrite"
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
@@ -435,7 +435,7 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
         if base_store_params is None:
             base_store_params = getattr(uri, "base_store_params", None)
         uri = uri.uri
-    uri = normalize_uri(str(uri))
+    uri = normalize_uri(uri)
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
     fragments, written = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
                                       storage_options, base_store_params)
