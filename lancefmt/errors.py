@@ -41,8 +41,9 @@ class FileError(LanceError):
         return (type(self), (self.reason, self.path))
 
 
-class CorruptFileError(FileError):
-    """A file is truncated, has bad magic, or does not decode (every length/offset is checked)."""
+class CorruptFileError(FileError, ValueError):
+    """A file is truncated, has bad magic, or does not decode (every length/offset is checked).
+    Also a ``ValueError``, as pylance's errors for undecodable files and manifests are."""
 
 
 class UnsupportedFeatureError(FileError):

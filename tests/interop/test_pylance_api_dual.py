@@ -162,6 +162,41 @@ def test_errors_are_pylance_builtins(tmp_path):
         lancefmt.dataset(str(tmp_path / "missing"))
 
 
+def _corrupt_first(pattern):
+    import glob
+
+    path = sorted(glob.glob(pattern))[0]
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("case,builtin", [
+    ("exists", OSError), ("bad_mode", ValueError), ("bad_version", OSError), ("bad_tag", OSError),
+    ("bad_column", ValueError), ("truncated_data", ValueError), ("corrupt_manifest", ValueError),
+])
+def test_error_builtins_match_pylance(tmp_path, case, builtin):
+    """Where pylance 14 raises a builtin, lancefmt's LanceError subclass derives from it too."""
+    for lib in (lance, lancefmt):
+        uri = str(tmp_path / lib.__name__)
+        t = pa.table({"a": [1, 2, 3]})
+        kw = {"data_storage_version": "2.0"} if lib is lance else {}
+        ds = lib.write_dataset(t, uri, **kw)
+        action = {
+            "exists": lambda: lib.write_dataset(t, uri, **kw),
+            "bad_mode": lambda: lib.write_dataset(t, uri, mode="bogus"),
+            "bad_version": lambda: ds.checkout_version(99),
+            "bad_tag": lambda: ds.checkout_version("nope"),
+            "bad_column": lambda: ds.to_table(columns=["zz"]),
+            "truncated_data": lambda: (_corrupt_first(uri + "/data/*.lance"), lib.dataset(uri).to_table()),
+            "corrupt_manifest": lambda: (_corrupt_first(uri + "/_versions/*.manifest"), lib.dataset(uri)),
+        }[case]
+        with pytest.raises(builtin) as e:
+            action()
+        if lib is lancefmt:
+            assert isinstance(e.value, lancefmt.LanceError)
+
+
 def test_fragment_create_and_commit(tmp_path):
     for lib in (lance, lancefmt):
         uri = str(tmp_path / lib.__name__)
