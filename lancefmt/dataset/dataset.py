@@ -30,6 +30,11 @@ def dataset(uri, version=None, *, storage_options: dict | None = None,
     """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
     version opens that branch). ``base_store_params``: per-base storage options
     (:mod:`lancefmt.dataset.bases`)."""
+    from ..io.memory_scope import private_memory_options
+
+    if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
+        storage_options = uri.storage_options  # a Dataset passed as the URI
+    storage_options = private_memory_options(uri, storage_options)
     return Dataset.open(uri, version, storage_options=storage_options,
                         base_store_params=base_store_params)
 

@@ -79,7 +79,9 @@ def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_p
     from ..errors import InvalidArgumentError
     from .write import write_fragments
 
-    uri = normalize_uri(dataset_uri)
+    if hasattr(dataset_uri, "uri") and storage_options is None:
+        storage_options = getattr(dataset_uri, "storage_options", None)
+    uri = dataset_uri if hasattr(dataset_uri, "uri") else normalize_uri(dataset_uri)
     frags = write_fragments(data, uri, schema=schema, mode=mode, max_rows_per_file=1 << 62,
                             max_bytes_per_file=1 << 62, data_storage_version=data_storage_version,
                             storage_options=storage_options)

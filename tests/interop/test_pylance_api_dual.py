@@ -282,3 +282,31 @@ def test_polars(pair):
     df = pl.DataFrame(ours.scanner(columns=["id", "s"], filter="id < 10"))  # PyCapsule stream
     assert df["id"].to_list() == [i for i in range(10) if i != 3]
     assert pl.DataFrame(ours).shape == (N - 1, len(_table().schema))
+
+
+def test_memory_datasets_are_private_as_in_pylance():
+    for lib in (lance, lancefmt):
+        kw = {"data_storage_version": "2.0"} if lib is lance else {}
+        a = lib.write_dataset(pa.table({"a": [1, 2]}), "memory://dual-private", **kw)
+        b = lib.write_dataset(pa.table({"a": [5, 6, 7]}), "memory://dual-private", **kw)
+        assert (a.count_rows(), b.count_rows(), a.version, b.version) == (2, 3, 1, 1)
+        a2 = lib.write_dataset(pa.table({"a": [9]}), a, mode="append", **kw)
+        assert a2.count_rows() == 3 and a.checkout_version(1).count_rows() == 2
+        with pytest.raises(ValueError):
+            lib.dataset("memory://dual-private")
+
+
+def test_uris_as_pylance_takes_them(tmp_path, monkeypatch):
+    import pathlib
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for lib in (lance, lancefmt):
+        kw = {"data_storage_version": "2.0"} if lib is lance else {}
+        name = f"~/{lib.__name__}-ds"
+        ds = lib.write_dataset(pa.table({"a": [1, 2]}), name, **kw)
+        where = tmp_path / f"{lib.__name__}-ds"
+        assert (where / "_versions").is_dir()
+        assert lib.dataset(pathlib.Path(where)).count_rows() == 2
+        frags = lib.fragment.write_fragments(pa.table({"a": [3]}), ds, **kw) if lib is lance else \
+            lib.write_fragments(pa.table({"a": [3]}), ds)
+        assert (where / "data" / frags[0].files[0].path).exists()  # not ./Dataset(...)/data
