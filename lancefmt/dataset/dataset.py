@@ -203,9 +203,12 @@ class Dataset(DatasetReadAPI):
                         dtype=np.int64)
 
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
-        """Rows by offset among this version's live rows, in the order given."""
+        """Rows by offset among this version's live rows, in the order given; ``columns`` as
+        in ``scanner()`` (names, nested paths, or a dict of SQL expressions)."""
         from .take import take_from_fragments
 
+        if self._needs_projection(columns) and not (with_row_id or with_row_address):
+            return self._take_projected(indices, columns)
         pbs = self._fragment_pbs()
         return take_from_fragments(self._ctx, pbs, self._live_counts(pbs), indices, columns,
                                    with_row_id, with_row_address)

@@ -88,9 +88,14 @@ class DatasetReadAPI(pads.Dataset):
             indices.sort()
         return self._take_projected(indices, columns)
 
+    def _needs_projection(self, columns) -> bool:
+        """True for columns a plain take cannot read (SQL expressions, nested paths)."""
+        return isinstance(columns, dict) or (columns is not None and not isinstance(columns, str) and any(
+            isinstance(c, str) and self.schema.get_field_index(c) < 0 and c not in ("_rowid", "_rowaddr")
+            for c in columns))
+
     def _take_projected(self, indices, columns):
-        if isinstance(columns, dict) or (columns is not None and any(
-                isinstance(c, str) and self.schema.get_field_index(c) < 0 for c in columns)):
+        if self._needs_projection(columns):
             from .projection import build_projection
 
             proj = build_projection(self.schema, columns)

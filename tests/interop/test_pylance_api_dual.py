@@ -116,6 +116,8 @@ def test_head_take_sample(pair):
     theirs, ours = pair
     assert ours.head(4).equals(theirs.head(4))
     assert ours.take([0, 5, 2], columns=["id", "s"]).equals(theirs.take([0, 5, 2], columns=["id", "s"]))
+    proj = {"twice": "id * 2", "name": "st.name"}
+    assert ours.take([4, 1], columns=proj).to_pylist() == theirs.take([4, 1], columns=proj).to_pylist()
     got = ours.sample(5, columns=["id"])
     assert got.num_rows == 5 and len(set(got["id"].to_pylist())) == 5
     assert len(ours) == len(theirs) == N - 1
@@ -277,8 +279,21 @@ def test_polars(pair):
     pl = pytest.importorskip("polars")
     theirs, ours = pair
     want = pl.scan_pyarrow_dataset(theirs).filter(pl.col("id") > 15).select("id", "s").collect()
-    got = pl.scan_pyarrow_dataset(ours).filter(pl.col("id") > 15).select("id", "s").collect()
+    calls = []
+    real = type(ours).scanner
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs)
+        return real(self, *args, **kwargs)
+
+    type(ours).scanner = spy
+    try:
+        got = pl.scan_pyarrow_dataset(ours).filter(pl.col("id") > 15).select("id", "s").collect()
+    finally:
+        type(ours).scanner = real
     assert got.equals(want)
+    assert calls and calls[0].get("filter") is not None  # Polars pushed its filter into our scan
+    assert calls[0].get("columns") == ["id", "s"]         # and its projection
     df = pl.DataFrame(ours.scanner(columns=["id", "s"], filter="id < 10"))  # PyCapsule stream
     assert df["id"].to_list() == [i for i in range(10) if i != 3]
     assert pl.DataFrame(ours).shape == (N - 1, len(_table().schema))
