@@ -56,7 +56,11 @@ FILTERS = [
     "flag IS FALSE", "id = 3 OR id = 5", "NOT (id > 3)", "f > 2", "-id < -17", "id + 1 = 5",
     "id / 2 = 3", "lower(s) = 'row-1'", "s = \"row-1\"", "1 = 1", "s IN ('row-1', 'row-2')",
     "starts_with(s, 'row-1')", "id <> 3 AND id != 4 AND id < 6", "(id < 3 OR id > 37) AND NOT flag",
-    "i32 > 3 AND i32 < 9", "dec > DECIMAL(10,2) '2.50'" if False else "dec > CAST(2.5 AS DECIMAL(10,2))",
+    "i32 > 3 AND i32 < 9", "dec > CAST(2.5 AS DECIMAL(10,2))",
+    # NULL semantics (three-valued logic)
+    "i32 NOT IN (1, 2)", "i32 IN (1, 6)", "NOT (i32 > 3)", "i32 IS NOT NULL AND NOT (i32 = 6)",
+    "i32 + 1 > 5", "NOT (s LIKE 'row-1%')", "i32 > 30 OR s IS NULL", "i32 BETWEEN 2 AND 12",
+    "st.name LIKE 'n1%' AND flag", "ts BETWEEN TIMESTAMP '2024-01-01 03:00:00' AND TIMESTAMP '2024-01-01 09:00:00'",
 ]
 
 
