@@ -56,3 +56,8 @@ class InvalidPathError(LanceError, ValueError):
 
 class InvalidArgumentError(LanceError, ValueError):
     """A caller passed something that cannot be honoured (bad mode, schema mismatch on append...)."""
+
+
+class RowOutOfRangeError(InvalidArgumentError, OSError):
+    """A row offset/address past the rows there are. pylance raises OSError here and
+    ValueError for other bad arguments; this is both, so either handler catches it."""

@@ -153,10 +153,16 @@ class Fragment:
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def take(self, indices, columns=None) -> pa.Table:
-        """Rows by offset among this fragment's live rows."""
+        """Rows by offset among this fragment's live rows; ``columns`` as in ``scanner()``."""
+        from .projection import build_projection
         from .take import take_from_fragment
 
-        return take_from_fragment(self._ctx, self._pb, np.asarray(indices, dtype=np.int64), columns)
+        idx = np.asarray(indices, dtype=np.int64)
+        proj = build_projection(self.schema, columns)
+        if not proj.computed:
+            return take_from_fragment(self._ctx, self._pb, idx, columns)
+        base = take_from_fragment(self._ctx, self._pb, idx, list(proj.read_columns))
+        return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()], schema=proj.schema)
 
 
 def _rebuild_fragment(ctx, data: bytes) -> Fragment:

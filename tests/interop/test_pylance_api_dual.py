@@ -136,6 +136,9 @@ def test_fragments(pair):
         assert fo.to_table(columns=["id"], filter="id > 2", offset=1, limit=4).equals(
             ft.to_table(columns=["id"], filter="id > 2", offset=1, limit=4))
         assert fo.take([0, 2], columns=["id"]).equals(ft.take([0, 2], columns=["id"]))
+        plain = ft.take([0, 1], columns=["id", "st"]).to_pylist()  # pylance's fragment take: names only
+        assert fo.take([0, 1], columns={"twice": "id * 2", "name": "st.name"}).to_pylist() == \
+            [{"twice": r["id"] * 2, "name": r["st"]["name"]} for r in plain]
         assert fo.scanner(columns=["id", "s"]).to_table().equals(ft.scanner(columns=["id", "s"]).to_table())
         assert [d.path for d in fo.data_files()] == [d.path for d in ft.data_files()]
         assert (fo.deletion_file() is None) == (ft.deletion_file() is None)
@@ -180,6 +183,7 @@ def _corrupt_first(pattern):
 @pytest.mark.parametrize("case,builtin", [
     ("exists", OSError), ("bad_mode", ValueError), ("bad_version", OSError), ("bad_tag", OSError),
     ("bad_column", ValueError), ("truncated_data", ValueError), ("corrupt_manifest", ValueError),
+    ("take_out_of_range", OSError),
 ])
 def test_error_builtins_match_pylance(tmp_path, case, builtin):
     """Where pylance 14 raises a builtin, lancefmt's LanceError subclass derives from it too."""
@@ -194,6 +198,7 @@ def test_error_builtins_match_pylance(tmp_path, case, builtin):
             "bad_version": lambda: ds.checkout_version(99),
             "bad_tag": lambda: ds.checkout_version("nope"),
             "bad_column": lambda: ds.to_table(columns=["zz"]),
+            "take_out_of_range": lambda: ds.take([100]),
             "truncated_data": lambda: (_corrupt_first(uri + "/data/*.lance"), lib.dataset(uri).to_table()),
             "corrupt_manifest": lambda: (_corrupt_first(uri + "/_versions/*.manifest"), lib.dataset(uri)),
         }[case]
