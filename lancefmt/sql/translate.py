@@ -444,9 +444,14 @@ class Translator:
     def _coalesce(self, n):
         args = [self.node(n.this)] + [self.node(e) for e in n.expressions]
         anchor = next((a for a in args if isinstance(a, Typed)), None)
-        exprs = [(self.lit(a, anchor) if isinstance(a, Literal) and anchor is not None else
-                  (self.value(a) if False else a)) for a in args]
-        exprs = [a if isinstance(a, Typed) else Typed(pc.scalar(a.default_scalar()), None) for a in exprs]
+        exprs = []
+        for a in args:
+            if isinstance(a, Typed):
+                exprs.append(a)
+            elif anchor is not None:
+                exprs.append(self.lit(a, anchor))  # literals take the type of the first column
+            else:
+                exprs.append(Typed(pc.scalar(a.default_scalar()), None))
         return self.typed(pc.Expression._call("coalesce", [a.expr for a in exprs]),
                           [c for a in exprs for c in a.columns])
 
