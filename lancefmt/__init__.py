@@ -20,6 +20,12 @@ __version__ = "0.1.0"
 from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
 from .table.fragment import FragmentMetadata  # noqa: E402
 from .table.transaction import Operation, Transaction  # noqa: E402
+from .dataset.scanner import LanceScanner  # noqa: E402
+
+# pylance's names for the same classes (code written for ``import lance`` runs unchanged)
+LanceDataset = Dataset
+LanceFragment = Fragment
+LanceOperation = Operation
 
 __all__ = [
     "LanceError",
@@ -42,4 +48,8 @@ __all__ = [
     "dataset",
     "write_dataset",
     "write_fragments",
+    "LanceDataset",
+    "LanceFragment",
+    "LanceOperation",
+    "LanceScanner",
 ]

@@ -11,8 +11,9 @@ class LanceError(Exception):
     """Base of every lancefmt error."""
 
 
-class DatasetNotFoundError(LanceError, FileNotFoundError):
-    """No dataset (no committed manifest) at the URI, or no such version or tag."""
+class DatasetNotFoundError(LanceError, FileNotFoundError, ValueError):
+    """No dataset (no committed manifest) at the URI, or no such version or tag. Also a
+    ``ValueError``: pylance 14 raises ValueError there, so pylance users' handlers still catch it."""
 
 
 class DatasetExistsError(LanceError, FileExistsError):
@@ -40,8 +41,9 @@ class FileError(LanceError):
         return (type(self), (self.reason, self.path))
 
 
-class CorruptFileError(FileError):
-    """A file is truncated, has bad magic, or does not decode (every length/offset is checked)."""
+class CorruptFileError(FileError, ValueError):
+    """A file is truncated, has bad magic, or does not decode (every length/offset is checked).
+    Also a ``ValueError``, as pylance's errors for undecodable files and manifests are."""
 
 
 class UnsupportedFeatureError(FileError):
@@ -120,3 +122,6 @@ def storage_error(exc: BaseException, operation: str, path: str | None) -> Stora
             break
     reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return cls(operation, path, reason, getattr(exc, "errno", None))
+class RowOutOfRangeError(InvalidArgumentError, OSError):
+    """A row offset/address past the rows there are. pylance raises OSError here and
+    ValueError for other bad arguments; this is both, so either handler catches it."""

@@ -63,7 +63,7 @@ class FileRead:
     def setup(self, path, group):
         from lance.file import LanceFileReader as PyLanceReader
 
-        from lancefmt.file import LanceFileReader
+        from lancefmt.file.reader import LanceFileReader
 
         self.columns = GROUPS[group]
         self.ours = lambda: LanceFileReader(path).read_all(self.columns)

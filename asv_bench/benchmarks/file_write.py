@@ -14,7 +14,7 @@ class FileWrite:
     def setup(self):
         from lance.file import LanceFileWriter as PyLanceWriter
 
-        from lancefmt.file import LanceFileWriter
+        from lancefmt.file.writer import LanceFileWriter
 
         self.table = _table(ROWS)
         self.dir = scratch_dir("file_write")

@@ -54,7 +54,7 @@ def clone_version(src, target_uri: str, *, ref_name=None, branch_name=None, stor
 def shallow_clone(ds, target_uri, version=None, *, storage_options=None, base_store_params=None):
     """Clone ``ds`` (at ``version``: None = the version ``ds`` shows, an int, or a tag) to
     ``target_uri``. Storage options default to the source's."""
-    target_uri = normalize_uri(str(target_uri))
+    target_uri = normalize_uri(target_uri)
     if normalize_uri(ds.uri) == target_uri:
         raise DatasetExistsError(f"cannot clone {ds.uri} onto itself")
     src = ds if version is None else ds.checkout_version(version)

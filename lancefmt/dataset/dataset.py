@@ -21,6 +21,7 @@ from ..table.manifest import ManifestFile
 from ..table.versions import latest_manifest, list_versions, load_manifest
 from .context import ScanContext
 from .fragment import Fragment
+from .read_api import DatasetReadAPI
 from .scan import ScanSpec, scan_batches
 
 
@@ -29,11 +30,16 @@ def dataset(uri, version=None, *, storage_options: dict | None = None,
     """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
     version opens that branch). ``base_store_params``: per-base storage options
     (:mod:`lancefmt.dataset.bases`)."""
+    from ..io.memory_scope import private_memory_options
+
+    if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
+        storage_options = uri.storage_options  # a Dataset passed as the URI
+    storage_options = private_memory_options(uri, storage_options)
     return Dataset.open(uri, version, storage_options=storage_options,
                         base_store_params=base_store_params)
 
 
-class Dataset:
+class Dataset(DatasetReadAPI):
     def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None, *,
                  base_store_params=None):
         self._uri = uri
@@ -65,7 +71,7 @@ class Dataset:
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None) -> "Dataset":
         from ..table.refs import resolve_version_ref
 
-        uri = normalize_uri(str(uri) if not isinstance(uri, str) else uri)
+        uri = normalize_uri(uri)
         store = open_store(uri, storage_options)
         uri, version = resolve_version_ref(uri, version, store=store)  # a branch's tag: tree/
         mf = load_manifest(uri, version, store=store)
@@ -137,8 +143,8 @@ class Dataset:
     def base_paths(self) -> dict[int, BasePath]:
         return {b.id: BasePath.from_pb(b) for b in self._mf.header.base_paths}
 
-    @property
     def config(self) -> dict:
+        """``Manifest.config`` (a method, as in pylance)."""
         return dict(self._mf.header.config)
 
     @property
@@ -159,9 +165,6 @@ class Dataset:
     # -- fragments --------------------------------------------------------------------------
     def _fragment_pbs(self):
         return list(self._mf.manifest.fragments)
-
-    def get_fragments(self) -> list[Fragment]:
-        return [Fragment(self._ctx, pb) for pb in self._fragment_pbs()]
 
     def get_fragment(self, fragment_id: int) -> Fragment | None:
         try:
@@ -191,21 +194,16 @@ class Dataset:
                      batch_size=None) -> ScanSpec:
         return ScanSpec.build(self.schema, columns, filter, with_row_id, with_row_address, batch_size)
 
-    def to_batches(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
-                   fragments=None, limit=None, offset=None, batch_size=None, *, threads=None):
-        """Stream the (filtered, projected) rows as RecordBatches, fragment by fragment."""
-        spec = self.scanner_spec(columns, filter, with_row_id, with_row_address, batch_size)
-        return scan_batches(self._ctx, self._select_fragments(fragments), spec, limit=limit,
-                            offset=offset, threads=threads)
+    def to_batches(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs):
+        """Stream the (filtered, projected) rows as RecordBatches (pylance's signature; every
+        ``scanner()`` argument is accepted)."""
+        return self._scan_batches(columns, filter, limit, offset, *args, **kwargs)
 
-    def to_table(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
-                 fragments=None, limit=None, offset=None, batch_size=None, *, threads=None) -> pa.Table:
-        spec = self.scanner_spec(columns, filter, with_row_id, with_row_address, batch_size)
-        batches = list(scan_batches(self._ctx, self._select_fragments(fragments), spec,
-                                    limit=limit, offset=offset, threads=threads))
-        return pa.Table.from_batches(batches, schema=spec.output_schema(self.schema))
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs) -> pa.Table:
+        """The (filtered, projected) rows as one Table (pylance's signature)."""
+        return self._scan_table(columns, filter, limit, offset, *args, **kwargs)
 
-    def count_rows(self, filter=None, *, fragments=None) -> int:
+    def count_rows(self, filter=None, *, fragments=None, **kwargs) -> int:
         """Live rows (deletions subtracted); from metadata alone when there is no filter."""
         if filter is None and fragments is None:
             table = self.fragment_table
@@ -225,15 +223,18 @@ class Dataset:
                         dtype=np.int64)
 
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
-        """Rows by offset among this version's live rows, in the order given."""
+        """Rows by offset among this version's live rows, in the order given; ``columns`` as
+        in ``scanner()`` (names, nested paths, or a dict of SQL expressions)."""
         from .take import take_from_fragments
 
+        if self._needs_projection(columns) and not (with_row_id or with_row_address):
+            return self._take_projected(indices, columns)
         pbs = self._fragment_pbs()
         return take_from_fragments(self._ctx, pbs, self._live_counts(pbs), indices, columns,
                                    with_row_id, with_row_address)
 
-    def head(self, n: int = 10, columns=None) -> pa.Table:
-        return self.to_table(columns=columns, limit=n)
+    def head(self, num_rows: int = 10, columns=None, **kwargs) -> pa.Table:
+        return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
 
     # -- versions ---------------------------------------------------------------------------
     def versions(self) -> list[dict]:

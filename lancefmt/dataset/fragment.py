@@ -61,9 +61,12 @@ class Fragment:
         return self._ctx.version
 
     def data_files(self) -> list[str]:
-        """Resolved URIs of the fragment's data files."""
+        """Resolved URIs of the fragment's data files (``str`` s carrying pylance's
+        ``DataFile`` attributes: ``path``, ``fields``, ``column_indices``...)."""
+        from .fragment_api import DataFileUri
+
         r = self._ctx.resolver
-        return [r.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
+        return [DataFileUri(r.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None), df)
                 for df in self._pb.files]
 
     def deletion_file(self) -> str | None:
@@ -98,14 +101,51 @@ class Fragment:
         spec = self._spec(columns=[], filter=filter)
         return FragmentScan(self._ctx, self._pb, spec).count()
 
-    def to_batches(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
-                   batch_size=None, *, start: int = 0, stop: int | None = None):
-        """Batches of this fragment; ``start``/``stop`` select a range of physical rows."""
+    def to_batches(self, columns=None, batch_size=None, filter=None, limit=None, offset=None,
+                   with_row_id=False, with_row_address=False, *, start: int = 0,
+                   stop: int | None = None, **kwargs):
+        """Batches of this fragment (pylance's signature); ``start``/``stop`` (lancefmt) select
+        a range of physical rows."""
+        if start == 0 and stop is None:
+            return self.scanner(columns=columns, batch_size=batch_size, filter=filter, limit=limit,
+                                offset=offset, with_row_id=with_row_id,
+                                with_row_address=with_row_address, **kwargs).to_batches()
         spec = self._spec(columns, filter, with_row_id, with_row_address, batch_size)
         return FragmentScan(self._ctx, self._pb, spec).batches(start, stop)
 
-    def to_table(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
-                 *, start: int = 0, stop: int | None = None) -> pa.Table:
+    def scanner(self, columns=None, batch_size=None, filter=None, limit=None, offset=None,
+                with_row_id=False, with_row_address=False, **kwargs):
+        """A LanceScanner over this fragment alone."""
+        from .fragment_api import fragment_scanner
+
+        return fragment_scanner(self, columns, batch_size, filter, limit, offset, with_row_id,
+                                with_row_address, **kwargs)
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.scanner(limit=num_rows).to_table()
+
+    def to_pandas(self, columns=None, filter=None, **kwargs):
+        return self.to_table(columns=columns, filter=filter, **kwargs).to_pandas()
+
+    @staticmethod
+    def create(dataset_uri, data, fragment_id=None, schema=None, max_rows_per_group=1024,
+               progress=None, mode="append", **kwargs) -> FragmentMetadata:
+        """Write ``data`` as one uncommitted fragment of ``dataset_uri`` (pylance's
+        ``LanceFragment.create``)."""
+        from .fragment_api import create_fragment
+
+        return create_fragment(dataset_uri, data, fragment_id, schema, max_rows_per_group,
+                               progress, mode, **kwargs)
+
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                 with_row_address=False, *, start: int = 0, stop: int | None = None,
+                 **kwargs) -> pa.Table:
+        """This fragment's rows (pylance's signature); ``start``/``stop`` (lancefmt) select a
+        range of physical rows."""
+        if start == 0 and stop is None:
+            return self.scanner(columns=columns, filter=filter, limit=limit, offset=offset,
+                                with_row_id=with_row_id, with_row_address=with_row_address,
+                                **kwargs).to_table()
         spec = self._spec(columns, filter, with_row_id, with_row_address)
         tables = list(FragmentScan(self._ctx, self._pb, spec).windows(start, stop))
         if not tables:
@@ -113,10 +153,16 @@ class Fragment:
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def take(self, indices, columns=None) -> pa.Table:
-        """Rows by offset among this fragment's live rows."""
+        """Rows by offset among this fragment's live rows; ``columns`` as in ``scanner()``."""
+        from .projection import build_projection
         from .take import take_from_fragment
 
-        return take_from_fragment(self._ctx, self._pb, np.asarray(indices, dtype=np.int64), columns)
+        idx = np.asarray(indices, dtype=np.int64)
+        proj = build_projection(self.schema, columns)
+        if not proj.computed:
+            return take_from_fragment(self._ctx, self._pb, idx, columns)
+        base = take_from_fragment(self._ctx, self._pb, idx, list(proj.read_columns))
+        return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()], schema=proj.schema)
 
 
 def _rebuild_fragment(ctx, data: bytes) -> Fragment:

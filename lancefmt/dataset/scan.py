@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidArgumentError
-from ..file import LanceFileReader
-from ..sql_filter import referenced_columns, to_expression
+from ..file.reader import LanceFileReader
+from ..sql import referenced_columns, to_expression
 from ..table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
 from ..table.naming import deletion_file_name
 from ..table.rowids import load_row_ids
@@ -80,6 +80,16 @@ class ScanSpec:
     with_row_id: bool = False
     with_row_address: bool = False
     batch_size: int = DEFAULT_BATCH_SIZE
+    filter_row_id: bool = False        # the filter reads _rowid / _rowaddr (computed, then dropped)
+    filter_row_address: bool = False
+
+    @property
+    def need_row_id(self) -> bool:
+        return self.with_row_id or self.filter_row_id
+
+    @property
+    def need_row_address(self) -> bool:
+        return self.with_row_address or self.filter_row_address
 
     @classmethod
     def build(cls, schema: pa.Schema, columns=None, filter=None, with_row_id=False,
@@ -107,7 +117,9 @@ class ScanSpec:
         if batch_size is not None and int(batch_size) <= 0:
             raise InvalidArgumentError("batch_size must be positive")
         return cls(tuple(plain), read, expr, bool(with_row_id or meta[ROW_ID]),
-                   bool(with_row_address or meta[ROW_ADDRESS]), int(batch_size or DEFAULT_BATCH_SIZE))
+                   bool(with_row_address or meta[ROW_ADDRESS]), int(batch_size or DEFAULT_BATCH_SIZE),
+                   ROW_ID in wanted and schema.get_field_index(ROW_ID) < 0,
+                   ROW_ADDRESS in wanted and schema.get_field_index(ROW_ADDRESS) < 0)
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         fields = [schema.field(c) for c in self.columns]
@@ -228,14 +240,14 @@ class FragmentScan:
             columns = {k: v.take(take) for k, v in columns.items()}
         names = [c for c in spec.read_columns]
         arrays = [columns[c] for c in names]
-        if spec.with_row_id or spec.with_row_address:
+        if spec.need_row_id or spec.need_row_address:
             pos = positions.astype(np.uint64) if positions is not None else \
                 np.arange(start, end, dtype=np.uint64)
-            if spec.with_row_id:
+            if spec.need_row_id:
                 names.append(ROW_ID)
                 ids = self.row_ids()
                 arrays.append(pa.array(ids[positions] if positions is not None else ids[start:end]))
-            if spec.with_row_address:
+            if spec.need_row_address:
                 names.append(ROW_ADDRESS)
                 arrays.append(pa.array((np.uint64(self.frag.id) << np.uint64(32)) | pos))
         length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, RowOutOfRangeError
 from .context import ScanContext
 from .scan import FragmentScan, ScanSpec
 
@@ -42,7 +42,7 @@ def live_to_physical(scan: FragmentScan, live: np.ndarray) -> np.ndarray:
     dv = scan.deletions
     n_live = scan.num_rows - (len(dv) if dv is not None else 0)
     if live.size and (live.min() < 0 or live.max() >= n_live):
-        raise InvalidArgumentError(f"row offset out of range for {n_live} live rows")
+        raise RowOutOfRangeError(f"row offset out of range for {n_live} live rows")
     if dv is None or not len(dv):
         return live
     return dv.kept_indices(scan.num_rows)[live].astype(np.int64)
@@ -61,7 +61,7 @@ def take_from_fragments(ctx: ScanContext, fragments, live_counts: np.ndarray, in
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
     total = int(live_counts.sum())
     if idx.size and (idx.min() < 0 or idx.max() >= total):
-        raise InvalidArgumentError(f"row offset out of range for {total} rows")
+        raise RowOutOfRangeError(f"row offset out of range for {total} rows")
     spec = ScanSpec.build(ctx.schema, columns, None, with_row_id, with_row_address)
     starts = np.concatenate([[0], np.cumsum(live_counts)])
     which = np.searchsorted(starts, idx, side="right") - 1

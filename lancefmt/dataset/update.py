@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from ..errors import InvalidArgumentError, RetryableCommitConflictError
-from ..sql_filter import parse_sql_filter
+from ..sql import parse_expression
 from ..table.deletion import DeletionVector, write_deletion_file
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import encode_row_ids, encode_versions, load_created_at_versions
@@ -38,7 +38,7 @@ def _value_expressions(values: dict, schema: pa.Schema) -> dict:
         if isinstance(value, pc.Expression):
             out[name] = value
         elif isinstance(value, str):
-            out[name] = parse_sql_filter(value, schema)
+            out[name] = parse_expression(value, schema)
         else:
             out[name] = pc.scalar(pa.scalar(value, type=schema.field(name).type))
     return out

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..errors import CorruptFileError
-from ..file import LanceFileReader
+from ..file.reader import LanceFileReader
 from .scan import load_deletions
 
 

@@ -6,7 +6,7 @@ import uuid as _uuid
 from dataclasses import dataclass, field
 
 from ..errors import LanceError
-from ..file import LanceFileReader
+from ..file.reader import LanceFileReader
 from ..table.deletion import deletion_file_kind
 from ..table.naming import deletion_file_name
 from .scan import load_deletions

@@ -17,9 +17,10 @@ from ..errors import (
     CommitConflictError,
     DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError,
 )
-from ..file import LanceFileWriter
+from ..file.writer import LanceFileWriter
 from ..file.schema import arrow_from_fields, fields_from_arrow, storage_schema
 from ..io import open_store
+from ..io.memory_scope import private_memory_options
 from ..io.uri import check_relative, child, normalize_uri, split_uri
 from ..table.base_paths import BasePath, BasePathResolver, assign_base_ids
 from ..table.commit import CommitOptions, commit_transaction
@@ -374,7 +375,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
     ``staging`` (a URI from :func:`staging_uri`) records every data file before it is created,
     so a distributed job can clean up after tasks that died.
     """
-    uri = normalize_uri(str(uri))
+    storage_options = _dataset_options(uri, storage_options)
+    uri = normalize_uri(uri)
     if mode == "create":
         mode = "overwrite"
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
@@ -395,7 +397,8 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
     """
     from .dataset import Dataset
 
-    uri = normalize_uri(str(uri.uri if hasattr(uri, "uri") else uri))
+    storage_options = _dataset_options(uri, storage_options)
+    uri = normalize_uri(uri)
     store = open_store(uri, storage_options)
     if read_version is None:
         try:
@@ -419,6 +422,14 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
     return Dataset(uri, mf, storage_options, base_store_params=base_store_params)
 
 
+def _dataset_options(uri, storage_options):
+    """A Dataset passed as the URI lends its storage options (a private ``memory://`` store's
+    namespace included); a plain ``memory://`` URI gets a store of its own, as in pylance."""
+    if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
+        return uri.storage_options
+    return private_memory_options(uri, storage_options)
+
+
 def write_dataset(data, uri, mode: str = "create", *, schema=None,
                   max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                   max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
@@ -435,7 +446,9 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
         if base_store_params is None:
             base_store_params = getattr(uri, "base_store_params", None)
         uri = uri.uri
-    uri = normalize_uri(str(uri))
+    else:
+        storage_options = private_memory_options(uri, storage_options)
+    uri = normalize_uri(uri)
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
     fragments, written = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
                                       storage_options, base_store_params)

@@ -557,7 +557,21 @@ class MemoryStore(FsspecStore):
     _lock = threading.Lock()
 
     def __init__(self, storage_options=None):
-        super().__init__("memory", storage_options)
+        from .memory_scope import NAMESPACE_KEY, namespace_prefix
+
+        options = dict(storage_options or {})
+        self._prefix = namespace_prefix(options)  # a private dataset's own corner (memory_scope)
+        options.pop(NAMESPACE_KEY, None)
+        super().__init__("memory", options)
+        self.storage_options = dict(storage_options or {})
+
+    def _path(self, uri: str) -> str:
+        return self._prefix + super()._path(uri)
+
+    def _uri(self, path: str) -> str:
+        if self._prefix and path.startswith(self._prefix):
+            path = path[len(self._prefix):]
+        return super()._uri(path)
 
     def put_if_absent(self, uri, data):
         path = self._path(uri)

@@ -27,9 +27,22 @@ def has_scheme(uri: str) -> bool:
     return bool(_SCHEME.match(uri))
 
 
+def as_uri_string(uri) -> str:
+    """``uri`` as a string, taken as pylance takes it: a ``pathlib.Path``, a dataset (its
+    ``uri``), or a string; a leading ``~`` of a local path is expanded."""
+    if not isinstance(uri, (str, bytes, os.PathLike)) and isinstance(getattr(uri, "uri", None), str):
+        uri = uri.uri
+    uri = os.fspath(uri)
+    if isinstance(uri, bytes):
+        uri = os.fsdecode(uri)
+    if uri.startswith("~"):
+        uri = os.path.expanduser(uri)
+    return uri
+
+
 def split_uri(uri) -> SplitUri:
     """Split a URI or local path into (protocol, store path); local paths become absolute."""
-    uri = os.fspath(uri)
+    uri = as_uri_string(uri)
     m = _SCHEME.match(uri)
     if not m:
         return SplitUri("file", os.path.abspath(uri))

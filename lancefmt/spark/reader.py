@@ -33,7 +33,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..sql_filter import to_expression
+from ..sql import to_expression
 from .filters import split_filters
 from .options import TARGET_BATCH_BYTES, ReadOptions
 from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema

@@ -34,17 +34,21 @@ def test_create_append_overwrite(uri):
     assert ds.version == 1
     assert [f.physical_rows for f in ds.get_fragments()] == [30, 30, 30, 10]
     assert ds.to_table().equals(t)
+    # the dataset object is the handle (a memory:// URI names a new private store, as in pylance)
     with pytest.raises(DatasetExistsError):
-        lancefmt.write_dataset(t, uri)
-    ds = lancefmt.write_dataset(table(10, 100), uri, mode="append")
+        lancefmt.write_dataset(t, ds)
+    ds = lancefmt.write_dataset(table(10, 100), ds, mode="append")
     assert ds.version == 2 and ds.count_rows() == 110
     assert [f.id for f in ds.get_fragments()] == [0, 1, 2, 3, 4]
-    ds = lancefmt.write_dataset(table(5, 1000), uri, mode="overwrite")
+    ds = lancefmt.write_dataset(table(5, 1000), ds, mode="overwrite")
     assert ds.version == 3 and ds.count_rows() == 5
     assert [f.id for f in ds.get_fragments()] == [5]
     assert ds.to_table()["id"].to_pylist() == list(range(1000, 1005))
     assert [v["version"] for v in ds.versions()] == [1, 2, 3]
-    assert lancefmt.dataset(uri, version=2).count_rows() == 110
+    assert lancefmt.dataset(ds, version=2).count_rows() == 110
+    if uri.startswith("memory://"):
+        with pytest.raises(lancefmt.DatasetNotFoundError):
+            lancefmt.dataset(uri)
 
 
 def test_input_kinds(tmp_path):

@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 
 from lancefmt.errors import CorruptFileError
-from lancefmt.file import LanceFileWriter
+from lancefmt.file.writer import LanceFileWriter
 from lancefmt.file.metadata import read_metadata
 
 

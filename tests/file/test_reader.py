@@ -7,7 +7,9 @@ import pyarrow as pa
 import pytest
 
 from lancefmt.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
-from lancefmt.file import LanceFileReader, LanceFileWriter, Projection
+from lancefmt.file import Projection
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
 from lancefmt.file.schema import fields_from_arrow, project_fields
 from lancefmt.io import open_store
 

@@ -6,7 +6,8 @@ import pyarrow as pa
 import pytest
 
 from lancefmt.errors import InvalidArgumentError, UnsupportedFeatureError
-from lancefmt.file import LanceFileReader, LanceFileWriter
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
 from lancefmt.file.format import ALIGNMENT, Footer
 from lancefmt.file.schema import fields_from_arrow
 from lancefmt.io import open_store

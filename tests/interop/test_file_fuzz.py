@@ -5,7 +5,8 @@ import pytest
 from lance.file import LanceFileWriter as PyLanceWriter
 
 from lancefmt.errors import LanceError
-from lancefmt.file import LanceFileReader, LanceFileWriter
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
 
 from file_tables import wide_table
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from lance.file import LanceFileReader as PyLanceReader
 
-from lancefmt.file import LanceFileReader, LanceFileWriter
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
 
 from file_tables import equal_ignoring_dictionaries
 

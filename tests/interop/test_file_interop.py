@@ -9,7 +9,8 @@ import pytest
 from lance.file import LanceFileReader as PyLanceReader
 from lance.file import LanceFileWriter as PyLanceWriter
 
-from lancefmt.file import LanceFileReader, LanceFileWriter
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
 
 from file_tables import diff, equal_ignoring_dictionaries, wide_table
 

@@ -1,0 +1,217 @@
+"""pylance's read API on :class:`~lancefmt.dataset.Dataset`: ``scanner``, Arrow stream export,
+introspection (``stats``, transactions, ``lance_schema``...) and conveniences.
+
+:class:`DatasetReadAPI` is the Dataset's base class. It derives from
+``pyarrow.dataset.Dataset`` exactly as pylance's ``LanceDataset`` does: engines that accept
+Arrow datasets (DuckDB's replacement scans, ``polars.scan_pyarrow_dataset``, Arrow's own
+dataset API) recognise it by that type and call ``scanner(columns=..., filter=<pyarrow
+Expression>)`` on it, so their projections and filters run inside lancefmt's scan. None of
+the Arrow C++ dataset's own state is used; every method an engine may call is overridden here.
+"""
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from ..errors import InvalidArgumentError
+
+
+_POSITIONAL = ("nearest", "batch_size", "batch_size_bytes", "batch_readahead", "fragment_readahead",
+               "scan_in_order")
+
+
+def _positional(args, kwargs) -> dict:
+    """pylance's to_table/to_batches positional arguments after ``offset``, as keywords."""
+    if len(args) > len(_POSITIONAL):
+        raise InvalidArgumentError("too many positional arguments")
+    out = dict(zip(_POSITIONAL, args))
+    for k, v in kwargs.items():
+        if k in out:
+            raise InvalidArgumentError(f"got multiple values for argument {k!r}")
+        out[k] = v
+    return out
+
+
+class DatasetReadAPI(pads.Dataset):
+    """Read-side methods of pylance's ``LanceDataset`` (see module docstring)."""
+
+    # -- scanning ---------------------------------------------------------------------------
+    def scanner(self, columns=None, filter=None, limit=None, offset=None, nearest=None,
+                batch_size=None, batch_size_bytes=None, batch_readahead=None,
+                fragment_readahead=None, scan_in_order=None, fragments=None, index_segments=None,
+                full_text_query=None, *, with_row_id=None, with_row_address=None, **kwargs):
+        """A :class:`~lancefmt.dataset.scanner.LanceScanner` (pylance's signature; index and
+        search options are refused, tuning options accepted and ignored)."""
+        from .scanner import LanceScanner
+
+        return LanceScanner(self, columns=columns, filter=filter, limit=limit, offset=offset,
+                            nearest=nearest, batch_size=batch_size,
+                            batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead,
+                            fragment_readahead=fragment_readahead, scan_in_order=scan_in_order,
+                            fragments=fragments, index_segments=index_segments,
+                            full_text_query=full_text_query, with_row_id=with_row_id,
+                            with_row_address=with_row_address, **kwargs)
+
+    def _scan_table(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs) -> pa.Table:
+        return self.scanner(columns=columns, filter=filter, limit=limit, offset=offset,
+                            **_positional(args, kwargs)).to_table()
+
+    def _scan_batches(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs):
+        return self.scanner(columns=columns, filter=filter, limit=limit, offset=offset,
+                            **_positional(args, kwargs)).to_batches()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """Arrow PyCapsule stream of every row (``pa.table(ds)``, Polars, DuckDB...)."""
+        return self.scanner().__arrow_c_stream__(requested_schema)
+
+    def to_pandas(self, columns=None, filter=None, limit=None, offset=None, **kwargs):
+        scan_args = {k: kwargs.pop(k) for k in list(kwargs)
+                     if k in ("with_row_id", "with_row_address", "batch_size", "fragments",
+                              "scan_in_order", "nearest", "prefilter", "use_stats",
+                              "fast_search", "full_text_query", "io_buffer_size",
+                              "late_materialization", "use_scalar_index",
+                              "include_deleted_rows", "order_by", "batch_readahead",
+                              "fragment_readahead", "disable_scoring_autoprojection")}
+        kwargs.pop("blob_mode", None)
+        return self.scanner(columns=columns, filter=filter, limit=limit, offset=offset,
+                            **scan_args).to_table().to_pandas(**kwargs)
+
+    def sample(self, num_rows: int, columns=None, randomize_order: bool = True, **kwargs) -> pa.Table:
+        """``num_rows`` distinct random rows (``random.sample`` over row offsets, as pylance)."""
+        total = self.count_rows()
+        if num_rows > total:
+            raise InvalidArgumentError(f"cannot sample {num_rows} rows from {total}")
+        indices = random.sample(range(total), num_rows)
+        if not randomize_order:
+            indices.sort()
+        return self._take_projected(indices, columns)
+
+    def _needs_projection(self, columns) -> bool:
+        """True for columns a plain take cannot read (SQL expressions, nested paths)."""
+        return isinstance(columns, dict) or (columns is not None and not isinstance(columns, str) and any(
+            isinstance(c, str) and self.schema.get_field_index(c) < 0 and c not in ("_rowid", "_rowaddr")
+            for c in columns))
+
+    def _take_projected(self, indices, columns):
+        if self._needs_projection(columns):
+            from .projection import build_projection
+
+            proj = build_projection(self.schema, columns)
+            base = self.take(indices, columns=[c for c in proj.read_columns
+                                               if self.schema.get_field_index(c) >= 0])
+            return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()] or [],
+                                         schema=proj.schema)
+        return self.take(indices, columns=columns)
+
+    def slice(self, start: int, end: int, columns=None) -> pa.Table:
+        if start < 0:
+            raise InvalidArgumentError(f"start must be non-negative, got {start}")
+        if end < start:
+            raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
+        return self.scanner(offset=start, limit=end - start, columns=columns).to_table()
+
+    def __len__(self) -> int:
+        return self.count_rows()
+
+    # -- introspection ------------------------------------------------------------------------
+    @property
+    def lance_schema(self):
+        """The Lance schema: the manifest's Field messages (id, parent id, name, logical type)."""
+        from .stats import LanceSchema
+
+        return LanceSchema(self.lance_fields)
+
+    @property
+    def max_field_id(self) -> int:
+        from ..file.schema import max_field_id
+
+        return max_field_id(self.lance_fields)
+
+    @property
+    def stats(self):
+        from .stats import LanceStats
+
+        return LanceStats(self)
+
+    def read_transaction(self, version: int):
+        """The Transaction that produced ``version`` (None if it left none)."""
+        from ..table.commit import read_transaction_of
+        from ..table.versions import load_manifest
+
+        mf = self.manifest_file if int(version) == self.version else \
+            load_manifest(self.uri, int(version), store=self._store)
+        return read_transaction_of(mf, self.uri, self._store)
+
+    def get_transactions(self, recent_transactions: int = 10) -> list:
+        """Transactions of the latest ``recent_transactions`` versions, newest first (pylance)."""
+        latest = self.latest_version
+        out = []
+        for v in range(latest, max(0, latest - int(recent_transactions)), -1):
+            try:
+                out.append(self.read_transaction(v))
+            except (FileNotFoundError, LookupError):
+                out.append(None)
+        return out
+
+    def get_fragments(self, filter=None) -> list:
+        """Every fragment; with ``filter`` (an extension: pylance refuses one), only fragments
+        holding at least one matching row."""
+        from .fragment import Fragment
+
+        frags = [Fragment(self._ctx, pb) for pb in self._fragment_pbs()]
+        if filter is None:
+            return frags
+        return [f for f in frags if f.count_rows(filter) > 0]
+
+    @staticmethod
+    def commit(base_uri, operation, blobs_op=None, read_version=None, commit_lock=None,
+               storage_options=None, enable_v2_manifest_paths=None, detached=False,
+               max_retries=20, **kwargs):
+        """pylance's ``LanceDataset.commit(uri, operation, read_version=...)``."""
+        from .write import commit
+
+        if blobs_op is not None or commit_lock is not None or detached:
+            raise InvalidArgumentError("blobs_op, commit_lock and detached commits are not supported")
+        extra = {k: kwargs.pop(k) for k in list(kwargs)
+                 if k in ("enable_stable_row_ids", "commit_message", "transaction_properties",
+                          "base_store_params", "data_storage_version")}
+        kwargs.pop("namespace_client", None)
+        kwargs.pop("table_id", None)
+        if kwargs:
+            raise InvalidArgumentError(f"commit() got unexpected arguments {sorted(kwargs)}")
+        return commit(base_uri, operation, read_version, storage_options=storage_options,
+                      max_retries=max_retries,
+                      enable_v2_manifest_paths=True if enable_v2_manifest_paths is None
+                      else enable_v2_manifest_paths, **extra)
+
+    # -- pyarrow.dataset.Dataset methods with no Lance meaning ----------------------------------
+    @property
+    def partition_expression(self):
+        raise NotImplementedError("partitioning is not yet supported")
+
+    def replace_schema(self, schema):
+        raise NotImplementedError("not changing schemas yet")
+
+    def join(self, *args, **kwargs):
+        raise NotImplementedError("Versioning not yet supported in Rust")
+
+    def join_asof(self, *args, **kwargs):
+        raise NotImplementedError("join_asof is not supported on Lance datasets")
+
+    def sort_by(self, sorting, **kwargs):
+        keys = [(sorting, "ascending")] if isinstance(sorting, str) else sorting
+        return self.to_table().sort_by(keys, **kwargs)
+
+    def filter(self, expression):
+        raise NotImplementedError("use scanner(filter=...) or to_table(filter=...)")
+
+    def _get_fragments(self, *args, **kwargs):
+        raise NotImplementedError("use get_fragments()")
+
+    def _scanner_options(self, *args, **kwargs):
+        raise NotImplementedError
+
+    def _scan_options(self, *args, **kwargs):
+        raise NotImplementedError
