@@ -6,6 +6,10 @@ The latest version always comes from one listing of ``_versions/`` (never from t
 manifest counts, temp/staged names are skipped, detached versions (``d{v}.manifest``) are never
 the latest, and a directory that mixes V1 and V2 names is refused as corrupt. A given version is
 looked up as Lance does: the V2 name first, then the V1 name.
+
+With an external manifest store bound to the store (``store.manifest_store``, see
+:mod:`.commit_external`), the latest version and version N come from the external store (the
+listing is completed with the versions it committed), and half-finished commits are finished.
 """
 from __future__ import annotations
 
@@ -58,12 +62,23 @@ def list_manifests(dataset_uri: str, *, store=None, storage_options=None,
             continue
         out.append(ManifestLocation(version, info.uri, info.size, scheme, detached))
     out.sort(key=lambda loc: loc.version)
+    if getattr(store, "manifest_store", None) is not None:
+        from .commit_external import merge_listing
+
+        out = merge_listing(dataset_uri, out, store, store.manifest_store)
     return out
 
 
 def latest_manifest(dataset_uri: str, *, store=None, storage_options=None) -> ManifestLocation:
     """The latest version's manifest; :class:`DatasetNotFoundError` if there is none."""
-    locs = list_manifests(dataset_uri, store=store, storage_options=storage_options)
+    store = store or open_store(dataset_uri, storage_options)
+    if getattr(store, "manifest_store", None) is not None:
+        from .commit_external import resolve_latest
+
+        loc = resolve_latest(dataset_uri, store, store.manifest_store)
+        if loc is not None:
+            return loc
+    locs = list_manifests(dataset_uri, store=store)
     if not locs:
         raise DatasetNotFoundError(f"no Lance dataset at {dataset_uri} (no manifest in "
                                    f"{versions_dir(dataset_uri)})")
@@ -76,6 +91,12 @@ def locate_manifest(dataset_uri: str, version: int, *, store=None,
     versions have one name). :class:`DatasetNotFoundError` if neither exists."""
     store = store or open_store(dataset_uri, storage_options)
     version = int(version)
+    if getattr(store, "manifest_store", None) is not None:
+        from .commit_external import resolve_version
+
+        loc = resolve_version(dataset_uri, version, store, store.manifest_store)
+        if loc is not None:
+            return loc
     schemes = ("v2",) if is_detached_version(version) else ("v2", "v1")
     for scheme in schemes:
         uri = manifest_uri(dataset_uri, version, scheme)
