@@ -4,6 +4,7 @@ This module re-exports the public API of docs/api.md and nothing else.
 """
 from .errors import (
     CommitConflictError,
+    ConditionalPutUnsupportedError,
     CorruptFileError,
     DatasetExistsError,
     DatasetNotFoundError,
@@ -19,12 +20,16 @@ __version__ = "0.1.0"
 from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
 from .table.fragment import FragmentMetadata  # noqa: E402
 from .table.transaction import Operation, Transaction  # noqa: E402
+from .table.external_manifest import (  # noqa: E402
+    ExternalManifestStore, ManifestEntry, SqliteManifestStore,
+)
 
 __all__ = [
     "LanceError",
     "DatasetNotFoundError",
     "DatasetExistsError",
     "CommitConflictError",
+    "ConditionalPutUnsupportedError",
     "CorruptFileError",
     "UnsupportedFeatureError",
     "InvalidPathError",
@@ -40,4 +45,7 @@ __all__ = [
     "dataset",
     "write_dataset",
     "write_fragments",
+    "ExternalManifestStore",
+    "ManifestEntry",
+    "SqliteManifestStore",
 ]

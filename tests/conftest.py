@@ -50,3 +50,21 @@ def s3_uri(s3_server):
     boto3.client("s3", endpoint_url=s3_server["endpoint_url"], aws_access_key_id="testing",
                  aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=bucket)
     return f"s3://{bucket}/ds", s3_server
+
+
+@pytest.fixture(scope="session")
+def counting_s3():
+    """A moto S3 server on loopback (random port) that logs the requests it serves:
+    ``(storage_options, RequestLog)``."""
+    pytest.importorskip("moto.server")
+    from s3_counting import CountingMotoServer
+
+    server = CountingMotoServer()
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    options = {"key": "testing", "secret": "testing", "endpoint_url": endpoint,
+               "client_kwargs": {"region_name": "us-east-1"}}
+    yield options, server.log
+    server.stop()
+

@@ -25,37 +25,45 @@ from .scan import ScanSpec, scan_batches
 
 
 def dataset(uri, version=None, *, storage_options: dict | None = None,
-            base_store_params: dict | None = None) -> "Dataset":
+            base_store_params: dict | None = None, manifest_store=None) -> "Dataset":
     """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
     version opens that branch). ``base_store_params``: per-base storage options
-    (:mod:`lancefmt.dataset.bases`)."""
+    (:mod:`lancefmt.dataset.bases`). ``manifest_store``: an external manifest store (or
+    ``"sqlite:///path"``) that versions are resolved and committed through
+    (:mod:`lancefmt.table.external_manifest`)."""
     return Dataset.open(uri, version, storage_options=storage_options,
-                        base_store_params=base_store_params)
+                        base_store_params=base_store_params, manifest_store=manifest_store)
 
 
 class Dataset:
     def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None, *,
-                 base_store_params=None):
+                 base_store_params=None, manifest_store=None):
+        from ..table.external_manifest import as_manifest_store
+
         self._uri = uri
         self._mf = manifest_file
         self._storage_options = dict(storage_options) if storage_options else None
         self._base_store_params = dict(base_store_params) if base_store_params else None
+        self._manifest_store = as_manifest_store(manifest_store)
 
     @classmethod
-    def open(cls, uri, version=None, *, storage_options=None, base_store_params=None) -> "Dataset":
+    def open(cls, uri, version=None, *, storage_options=None, base_store_params=None,
+             manifest_store=None) -> "Dataset":
         from ..table.refs import resolve_version_ref
 
         uri = normalize_uri(str(uri) if not isinstance(uri, str) else uri)
-        store = open_store(uri, storage_options)
+        store = open_store(uri, storage_options, manifest_store)
         uri, version = resolve_version_ref(uri, version, store=store)  # a branch's tag: tree/
         mf = load_manifest(uri, version, store=store)
-        return cls(uri, mf, storage_options, base_store_params=base_store_params)
+        return cls(uri, mf, storage_options, base_store_params=base_store_params,
+                   manifest_store=store.manifest_store)
 
     def __repr__(self):
         return f"Dataset({self._uri!r}, version={self.version})"
 
     def __reduce__(self):
-        return (_reopen, (self._uri, self.version, self._storage_options, self._base_store_params))
+        return (_reopen, (self._uri, self.version, self._storage_options, self._base_store_params,
+                          self._manifest_store))
 
     # -- identity and metadata --------------------------------------------------------------
     @property
@@ -65,6 +73,12 @@ class Dataset:
     @property
     def storage_options(self) -> dict | None:
         return self._storage_options
+
+    @property
+    def manifest_store(self):
+        """The external manifest store this view resolves and commits versions through (None:
+        the object store's own conditional put)."""
+        return self._manifest_store
 
     @property
     def base_store_params(self) -> dict | None:
@@ -90,7 +104,7 @@ class Dataset:
 
     @cached_property
     def _store(self):
-        return open_store(self._uri, self._storage_options)
+        return open_store(self._uri, self._storage_options, self._manifest_store)
 
     @cached_property
     def _ctx(self) -> ScanContext:
@@ -228,11 +242,13 @@ class Dataset:
 
             uri = dataset_root(self)
         return Dataset.open(uri, version, storage_options=self._storage_options,
-                            base_store_params=self._base_store_params)
+                            base_store_params=self._base_store_params,
+                            manifest_store=self._manifest_store)
 
     def checkout_latest(self) -> "Dataset":
         return Dataset.open(self._uri, None, storage_options=self._storage_options,
-                            base_store_params=self._base_store_params)
+                            base_store_params=self._base_store_params,
+                            manifest_store=self._manifest_store)
 
     def restore(self) -> "Dataset":
         """Commit this (old) version's content as the new latest version."""
@@ -244,7 +260,8 @@ class Dataset:
                                 store=self._store,
                                 restore_source=(self._mf.manifest, self._mf.indices))
         return Dataset(self._uri, mf, self._storage_options,
-                       base_store_params=self._base_store_params)
+                       base_store_params=self._base_store_params,
+                       manifest_store=self._manifest_store)
 
     def _commit(self, operation, *, read_version=None, **kw) -> "Dataset":
         from .write import commit
@@ -252,7 +269,8 @@ class Dataset:
         return commit(self._uri, operation,
                       read_version=self.version if read_version is None else read_version,
                       storage_options=self._storage_options,
-                      base_store_params=self._base_store_params, **kw)
+                      base_store_params=self._base_store_params,
+                      manifest_store=self._manifest_store, **kw)
 
     def update_config(self, updates: dict) -> "Dataset":
         """Set (value) or delete (None) ``Manifest.config`` keys."""
@@ -372,6 +390,6 @@ class Dataset:
                                     dry_run=dry_run, clones=clones, progress=progress)
 
 
-def _reopen(uri, version, storage_options, base_store_params=None):
+def _reopen(uri, version, storage_options, base_store_params=None, manifest_store=None):
     return Dataset.open(uri, version, storage_options=storage_options,
-                        base_store_params=base_store_params)
+                        base_store_params=base_store_params, manifest_store=manifest_store)

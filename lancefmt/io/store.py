@@ -123,6 +123,13 @@ class ObjectStore(abc.ABC):
     def list(self, uri: str) -> list[FileInfo]:
         """Direct children of the directory/prefix ``uri`` (empty if it does not exist)."""
 
+    def list_sorted_page(self, uri: str, limit: int = 1000):
+        """``(files, complete)``: the first ``limit`` files directly under ``uri`` in lexical
+        order from one request, and whether that was all of them; None where the store cannot
+        (then :meth:`list` is the way). Object stores list lexically, so the newest V2 manifest
+        name comes first."""
+        return None
+
     def walk(self, uri: str) -> Iterator[FileInfo]:
         """Every file (not directory) below ``uri``, recursively."""
         for info in self.list(uri):
@@ -441,6 +448,23 @@ class FsspecStore(ObjectStore):
             out.append(FileInfo(self._uri(name), name.rsplit("/", 1)[-1],
                                 int(e.get("size") or 0), is_dir, _mtime(e)))
         return out
+
+    def list_sorted_page(self, uri, limit=1000):
+        if self.protocol not in ("s3", "s3a"):
+            return None
+        bucket, key, _ = self.fs.split_path(self._path(uri))
+        prefix = key.rstrip("/") + "/"
+        resp = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, Delimiter="/",
+                               MaxKeys=int(limit))
+        out = []
+        for o in resp.get("Contents", []):
+            name = o["Key"][len(prefix):]
+            if not name:
+                continue
+            modified = o.get("LastModified")
+            out.append(FileInfo(self._uri(f"{bucket}/{o['Key']}"), name, int(o.get("Size") or 0),
+                                False, modified.timestamp() if modified is not None else None))
+        return out, not resp.get("IsTruncated", False)
 
     def walk(self, uri):
         path = self._path(uri).rstrip("/")

@@ -128,7 +128,7 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 options=options.build, restore_source=restore_source)
             uri = manifest_uri(dataset_uri, version, scheme)
             data = encode_manifest_file(manifest, txn_pb, indices)
-            if _put_manifest(dataset_uri, version, uri, data, store):
+            if put_manifest(dataset_uri, version, uri, data, store):
                 committed = True
                 if wants_version_hint(dataset_uri):
                     try:
@@ -150,7 +150,7 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 pass
 
 
-def _put_manifest(dataset_uri: str, version: int, uri: str, data: bytes, store) -> bool:
+def put_manifest(dataset_uri: str, version: int, uri: str, data: bytes, store) -> bool:
     """Create version ``version``'s manifest unless that version exists (the commit point)."""
     ms = getattr(store, "manifest_store", None)
     if ms is not None:

@@ -50,7 +50,16 @@ def list_manifests(dataset_uri: str, *, store=None, storage_options=None,
     """Every committed manifest of the dataset, oldest first, from one listing."""
     store = store or open_store(dataset_uri, storage_options)
     vdir = versions_dir(dataset_uri)
-    infos = [i for i in store.list(vdir) if not i.is_dir]
+    out = _locations(store.list(vdir), vdir, include_detached)
+    if getattr(store, "manifest_store", None) is not None:
+        from .commit_external import merge_listing
+
+        out = merge_listing(dataset_uri, out, store, store.manifest_store)
+    return out
+
+
+def _locations(listing, vdir: str, include_detached: bool = False) -> list[ManifestLocation]:
+    infos = [i for i in listing if not i.is_dir]
     listing_scheme((i.name for i in infos), vdir)
     out = []
     for info in infos:
@@ -62,10 +71,6 @@ def list_manifests(dataset_uri: str, *, store=None, storage_options=None,
             continue
         out.append(ManifestLocation(version, info.uri, info.size, scheme, detached))
     out.sort(key=lambda loc: loc.version)
-    if getattr(store, "manifest_store", None) is not None:
-        from .commit_external import merge_listing
-
-        out = merge_listing(dataset_uri, out, store, store.manifest_store)
     return out
 
 
@@ -78,11 +83,38 @@ def latest_manifest(dataset_uri: str, *, store=None, storage_options=None) -> Ma
         loc = resolve_latest(dataset_uri, store, store.manifest_store)
         if loc is not None:
             return loc
+    else:
+        loc = _latest_from_first_page(dataset_uri, store)
+        if loc is not None:
+            return loc
     locs = list_manifests(dataset_uri, store=store)
     if not locs:
         raise DatasetNotFoundError(f"no Lance dataset at {dataset_uri} (no manifest in "
                                    f"{versions_dir(dataset_uri)})")
     return locs[-1]
+
+
+def _latest_from_first_page(dataset_uri: str, store) -> ManifestLocation | None:
+    """The latest version from one lexically ordered page of ``_versions/`` (object stores):
+    the whole listing if it fits, else the first V2 name, which is the newest version (Lance
+    does the same). None when the page does not settle it."""
+    vdir = versions_dir(dataset_uri)
+    page = store.list_sorted_page(vdir) if hasattr(store, "list_sorted_page") else None
+    if page is None:
+        return None
+    infos, complete = page
+    if complete:
+        locs = _locations(infos, vdir)
+        if not locs:
+            raise DatasetNotFoundError(f"no Lance dataset at {dataset_uri} (no manifest in {vdir})")
+        return locs[-1]
+    for info in infos:
+        parsed = parse_manifest_name(info.name)
+        if parsed is None or parsed[2]:
+            continue
+        version, scheme, _ = parsed
+        return ManifestLocation(version, info.uri, info.size, scheme) if scheme == "v2" else None
+    return None
 
 
 def locate_manifest(dataset_uri: str, version: int, *, store=None,
