@@ -185,9 +185,8 @@ def with_manifest_store(store: ObjectStore, manifest_store) -> ObjectStore:
     is never changed."""
     if manifest_store is None or store.manifest_store is manifest_store:
         return store
-    import copy
-
-    bound = copy.copy(store)
+    bound = object.__new__(type(store))  # not copy.copy: __reduce__ returns the cached store
+    bound.__dict__.update(store.__dict__)
     bound.manifest_store = manifest_store
     return bound
 
@@ -409,7 +408,12 @@ class FsspecStore(ObjectStore):
         super().__init__(protocol, storage_options)
         import fsspec  # imported on first use: local-only processes (Spark planners) skip it
 
-        self.fs = fsspec.filesystem(protocol, **self.storage_options)
+        options = dict(self.storage_options)
+        if protocol != "memory":
+            # No listings cache: after a listing, s3fs answers size/exists of a newer object
+            # from the cached listing ("not found"), which hides other writers' commits.
+            options.setdefault("use_listings_cache", False)
+        self.fs = fsspec.filesystem(protocol, **options)
 
     def read(self, uri):
         return self.fs.cat_file(self._path(uri))

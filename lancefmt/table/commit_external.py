@@ -112,10 +112,15 @@ def put_manifest_external(dataset_uri: str, version: int, final_uri: str, data: 
         _delete_quietly(store, staged)
         return False
     try:  # the version is committed; a failure from here on is finished by the next reader
-        finalize(dataset_uri, ManifestEntry(version, staged, len(data)), store, ms)
+        _finish_commit(dataset_uri, ManifestEntry(version, staged, len(data)), store, ms)
     except (OSError, CorruptFileError):
         pass
     return True
+
+
+def _finish_commit(dataset_uri, entry, store, ms):
+    """Steps 3 and 4 for the writer itself (a separate name so tests can stop a writer here)."""
+    finalize(dataset_uri, entry, store, ms)
 
 
 def _delete_quietly(store, uri):

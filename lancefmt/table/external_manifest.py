@@ -125,17 +125,19 @@ class SqliteManifestStore(ExternalManifestStore):
     def _tx(self):
         return _Immediate(self._con())
 
+    def _one(self, sql, args) -> ManifestEntry | None:
+        # fetchall, not fetchone: an unfinished statement keeps its read snapshot open, and later
+        # reads on this connection would not see other processes' commits.
+        rows = self._con().execute(sql, args).fetchall()
+        return ManifestEntry(*rows[0]) if rows else None
+
     def get(self, base_uri, version):
-        row = self._con().execute(
-            "SELECT version, path, size, e_tag FROM manifests WHERE base_uri=? AND version=?",
-            (base_uri, int(version))).fetchone()
-        return None if row is None else ManifestEntry(*row)
+        return self._one("SELECT version, path, size, e_tag FROM manifests "
+                         "WHERE base_uri=? AND version=?", (base_uri, int(version)))
 
     def get_latest_version(self, base_uri):
-        row = self._con().execute(
-            "SELECT version, path, size, e_tag FROM manifests WHERE base_uri=? "
-            "ORDER BY version DESC LIMIT 1", (base_uri,)).fetchone()
-        return None if row is None else ManifestEntry(*row)
+        return self._one("SELECT version, path, size, e_tag FROM manifests WHERE base_uri=? "
+                         "ORDER BY version DESC LIMIT 1", (base_uri,))
 
     def put_if_not_exists(self, base_uri, version, path, size=None, e_tag=None):
         with self._tx() as con:
