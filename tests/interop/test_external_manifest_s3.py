@@ -16,6 +16,8 @@ import lancefmt
 from lancefmt.table import commit_external
 from s3_counting import new_bucket
 
+pytestmark = pytest.mark.filterwarnings("ignore:lance is not fork-safe")
+
 lance = pytest.importorskip("lance")
 
 

@@ -9,6 +9,8 @@ import lancefmt
 from lancefmt.errors import InvalidArgumentError
 from lancefmt.table.external_manifest import ManifestEntry, as_manifest_store
 
+pytestmark = pytest.mark.filterwarnings("ignore:lance is not fork-safe")
+
 
 def test_put_if_not_exists_and_put_if_exists(tmp_path):
     ms = lancefmt.SqliteManifestStore(tmp_path / "m.db")
