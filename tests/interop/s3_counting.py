@@ -21,6 +21,7 @@ class RequestLog:
         self.requests: list[tuple[str, str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.latency = 0.0  # seconds added to every request (to model a remote store)
 
     def reset(self):
         with self._lock:
@@ -60,6 +61,10 @@ class _Counting:
         self.log.enter(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""),
                        environ.get("QUERY_STRING", ""))
         try:
+            if self.log.latency:
+                import time
+
+                time.sleep(self.log.latency)
             return list(self.app(environ, start_response))
         finally:
             self.log.leave()
