@@ -79,3 +79,18 @@ def test_scan_uses_parallel_ranged_gets(counting_s3):
     assert len(data) <= 4 * n_files, len(data)
     assert all(m == "GET" for m, _, _ in data)
     assert log.max_in_flight >= 2, "a scan reads several files at once"
+
+
+def test_open_latest_through_the_external_store_lists_nothing(counting_s3, tmp_path):
+    opts, log = counting_s3
+    uri = f"s3://{new_bucket(opts)}/ds"
+    ms = lancefmt.SqliteManifestStore(tmp_path / "m.db")
+    ds = lancefmt.write_dataset(pa.table({"a": pa.array(range(10), pa.int64())}), uri,
+                                storage_options=opts, manifest_store=ms)
+    for _ in range(3):
+        ds = ds.update_config({"k": str(ds.version)})
+    log.reset()
+    ds = lancefmt.dataset(uri, storage_options=opts, manifest_store=ms)
+    assert ds.version == 4
+    counts = log.counts()
+    assert counts["LIST"] == 0 and counts["HEAD"] == 0 and counts["GET"] <= 2, log.requests
