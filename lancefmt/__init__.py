@@ -23,6 +23,7 @@ from .table.transaction import Operation, Transaction  # noqa: E402
 from .table.external_manifest import (  # noqa: E402
     ExternalManifestStore, ManifestEntry, SqliteManifestStore,
 )
+from .table.dynamodb_manifest import DynamoDBManifestStore  # noqa: E402
 
 __all__ = [
     "LanceError",
@@ -48,4 +49,5 @@ __all__ = [
     "ExternalManifestStore",
     "ManifestEntry",
     "SqliteManifestStore",
+    "DynamoDBManifestStore",
 ]

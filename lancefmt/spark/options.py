@@ -99,13 +99,21 @@ def storage_options(options: Mapping[str, str]) -> dict | None:
 
 
 def manifest_store_uri(value) -> str | None:
-    """The ``manifest_store`` option: an external manifest store URI (``sqlite:///path``),
+    """The ``manifest_store`` option: an external manifest store URI (``sqlite:///path`` or
+    ``dynamodb://table?endpoint_url=...``),
     checked here so a typo fails at planning time, opened where versions are resolved."""
     if value is None or str(value).strip() == "":
         return None
     value = str(value).strip()
-    if not value.startswith("sqlite://") or value.rstrip("/") == "sqlite:":
-        raise InvalidArgumentError(f"option 'manifest_store' must be sqlite:///path, not {value!r}")
+    from ..table.external_manifest import as_manifest_store
+
+    if not value.startswith(("sqlite://", "dynamodb://")):
+        raise InvalidArgumentError(f"option 'manifest_store' must be sqlite:///path or "
+                                   f"dynamodb://table, not {value!r}")
+    if value.startswith("dynamodb://"):
+        as_manifest_store(value)  # checks the table name and options (no request is made)
+    elif value.rstrip("/") == "sqlite:":
+        raise InvalidArgumentError("option 'manifest_store' needs a file path: sqlite:///path")
     return value
 
 

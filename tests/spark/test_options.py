@@ -60,5 +60,9 @@ def test_manifest_store_option(tmp_path):
     assert ReadOptions.parse({"path": "/x", "manifest_store": uri}).manifest_store == uri
     assert WriteOptions.parse({"path": "/x", "MANIFEST_STORE": uri}).manifest_store == uri
     assert ReadOptions.parse({"path": "/x"}).manifest_store is None
+    ddb = "dynamodb://tbl?endpoint_url=http://127.0.0.1:1&region_name=us-east-1"
+    assert WriteOptions.parse({"path": "/x", "manifest_store": ddb}).manifest_store == ddb
     with pytest.raises(InvalidArgumentError, match="sqlite:///path"):
-        WriteOptions.parse({"path": "/x", "manifest_store": "dynamodb://t"})
+        WriteOptions.parse({"path": "/x", "manifest_store": "etcd://t"})
+    with pytest.raises(InvalidArgumentError, match="unknown DynamoDB option"):
+        WriteOptions.parse({"path": "/x", "manifest_store": "dynamodb://t?bogus=1"})

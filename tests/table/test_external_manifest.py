@@ -49,7 +49,10 @@ def test_as_manifest_store(tmp_path):
     ms = as_manifest_store(f"sqlite://{tmp_path}/x.db")
     assert isinstance(ms, lancefmt.SqliteManifestStore) and ms.path == f"{tmp_path}/x.db"
     assert as_manifest_store(ms) is ms
-    for bad in ("dynamodb://t", "sqlite://", 42):
+    ddb = as_manifest_store("dynamodb://tbl?region_name=us-east-1")
+    assert isinstance(ddb, lancefmt.DynamoDBManifestStore) and ddb.table_name == "tbl"
+    assert ddb.client_kwargs == {"region_name": "us-east-1"}
+    for bad in ("etcd://t", "sqlite://", "dynamodb://", "dynamodb://t?x=1", 42):
         with pytest.raises(InvalidArgumentError):
             as_manifest_store(bad)
 
