@@ -154,3 +154,16 @@ def test_unhonoured_conditional_put_is_refused(memory_uri, ms):
     mf = commit_transaction(memory_uri, txn, store=with_manifest_store(store, ms))
     assert mf.version == 1 and ms.get_latest_version(memory_uri).version == 1
     assert isinstance(ConditionalPutUnsupportedError("x"), OSError)
+
+
+def test_views_pickle_with_their_store(tmp_path, ms):
+    import pickle
+
+    uri = str(tmp_path / "ds")
+    ds = lancefmt.write_dataset(rows(3), uri, manifest_store=ms)
+    again = pickle.loads(pickle.dumps(ds))
+    assert again.manifest_store.path == ms.path and again.version == 1
+    assert again._store.manifest_store is again.manifest_store
+    assert open_store(uri).manifest_store is None  # the shared cached store stays unbound
+    assert again.update_config({"x": "1"}).version == 2
+    assert ms.get_latest_version(ds.uri).version == 2
