@@ -4,6 +4,7 @@ This module re-exports the public API of docs/api.md and nothing else.
 """
 from .errors import (
     CommitConflictError,
+    ConditionalPutUnsupportedError,
     CorruptFileError,
     DatasetExistsError,
     DatasetNotFoundError,
@@ -26,12 +27,17 @@ from .dataset.scanner import LanceScanner  # noqa: E402
 LanceDataset = Dataset
 LanceFragment = Fragment
 LanceOperation = Operation
+from .table.external_manifest import (  # noqa: E402
+    ExternalManifestStore, ManifestEntry, SqliteManifestStore,
+)
+from .table.dynamodb_manifest import DynamoDBManifestStore  # noqa: E402
 
 __all__ = [
     "LanceError",
     "DatasetNotFoundError",
     "DatasetExistsError",
     "CommitConflictError",
+    "ConditionalPutUnsupportedError",
     "CorruptFileError",
     "UnsupportedFeatureError",
     "InvalidPathError",
@@ -52,4 +58,8 @@ __all__ = [
     "LanceFragment",
     "LanceOperation",
     "LanceScanner",
+    "ExternalManifestStore",
+    "ManifestEntry",
+    "SqliteManifestStore",
+    "DynamoDBManifestStore",
 ]

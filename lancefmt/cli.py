@@ -68,10 +68,11 @@ def _field_tree(fields) -> list[dict]:
     return roots
 
 
-def describe(uri: str, version=None, storage_options: dict | None = None) -> dict:
+def describe(uri: str, version=None, storage_options: dict | None = None,
+             manifest_store=None) -> dict:
     """Everything ``inspect`` shows, as plain data (also the ``--json`` output)."""
     uri = normalize_uri(uri)
-    store = open_store(uri, storage_options)
+    store = open_store(uri, storage_options, manifest_store)
     ds_uri, v = resolve_version_ref(uri, version, store=store)
     loc = latest_manifest(ds_uri, store=store) if v is None else locate_manifest(ds_uri, v, store=store)
     m = read_manifest(loc.uri, size=loc.size, store=store)
@@ -181,13 +182,16 @@ def render(info: dict) -> str:
 
 
 def _cmd_inspect(args) -> int:
-    info = describe(args.uri, _version_arg(args.version), _storage_options(args.storage_option))
+    info = describe(args.uri, _version_arg(args.version), _storage_options(args.storage_option),
+                    args.manifest_store)
     print(json.dumps(info, indent=2) if args.json else render(info))
     return 0
 
 
 def _cmd_versions(args) -> int:
-    versions = list_versions(normalize_uri(args.uri), storage_options=_storage_options(args.storage_option))
+    uri = normalize_uri(args.uri)
+    versions = list_versions(uri, store=open_store(uri, _storage_options(args.storage_option),
+                                                   args.manifest_store))
     if args.json:
         print(json.dumps([{**v, "timestamp": v["timestamp"].isoformat(sep=" ")} for v in versions],
                          indent=2))
@@ -204,7 +208,8 @@ def _cmd_versions(args) -> int:
 def _open(args, version=None):
     from .dataset import Dataset
 
-    return Dataset.open(args.uri, version, storage_options=_storage_options(args.storage_option))
+    return Dataset.open(args.uri, version, storage_options=_storage_options(args.storage_option),
+                        manifest_store=args.manifest_store)
 
 
 def _progress(args) -> bool:
@@ -357,6 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("uri", help="dataset URI (path, file://, memory://, s3://...)")
         p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
                        help="fsspec storage option (repeatable)")
+        p.add_argument("--manifest-store", metavar="URI", default=None,
+                       help="external manifest store (sqlite:///path or dynamodb://table?...)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("inspect", help="show one version's metadata")

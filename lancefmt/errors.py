@@ -29,6 +29,12 @@ class RetryableCommitConflictError(CommitConflictError):
     new latest version (re-reading, re-planning) can succeed. Nothing was committed."""
 
 
+class ConditionalPutUnsupportedError(LanceError, OSError):
+    """The storage cannot commit safely by itself (its conditional put is not honoured, or a
+    local file system has neither hard links nor ``renameat2``); nothing was committed. Commit
+    through an external manifest store: ``manifest_store=lancefmt.SqliteManifestStore(path)``."""
+
+
 class FileError(LanceError):
     """An error about one file; ``path`` names it."""
 

@@ -61,3 +61,21 @@ PYLANCE_STORAGE_VERSIONS = ("2.0", "2.1", "2.2")
 def storage_version(request):
     """The ``data_storage_version`` pylance writes the test's dataset in."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def counting_s3():
+    """A moto S3 server on loopback (random port) that logs the requests it serves:
+    ``(storage_options, RequestLog)``."""
+    pytest.importorskip("moto.server")
+    from s3_counting import CountingMotoServer
+
+    server = CountingMotoServer()
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    options = {"key": "testing", "secret": "testing", "endpoint_url": endpoint,
+               "client_kwargs": {"region_name": "us-east-1"}}
+    yield options, server.log
+    server.stop()
+

@@ -223,3 +223,21 @@ def test_verify_pylance_dataset_in_every_version(tmp_path, storage_version, caps
         f.truncate(40)
     info = json.loads(run(capsys, "verify", root, "--json", "--no-progress")[1])
     assert [u for u, _ in info["unreadable"]] == [victim]
+def test_manifest_store_option_sees_a_dead_writers_commit(tmp_path, capsys, monkeypatch):
+    import pyarrow as pa
+
+    import lancefmt
+    from lancefmt.table import commit_external
+
+    uri = str(tmp_path / "ds")
+    store = f"sqlite://{tmp_path}/m.db"
+    lancefmt.write_dataset(pa.table({"a": [1]}), uri, manifest_store=store)
+    with monkeypatch.context() as m:  # the writer stops right after its commit point
+        m.setattr(commit_external, "_finish_commit", lambda *a, **k: None)
+        lancefmt.write_dataset(pa.table({"a": [2]}), uri, mode="append", manifest_store=store)
+    assert cli.main(["versions", uri, "--json"]) == 0
+    assert [v["version"] for v in json.loads(capsys.readouterr().out)] == [1]
+    assert cli.main(["versions", uri, "--json", "--manifest-store", store]) == 0
+    assert [v["version"] for v in json.loads(capsys.readouterr().out)] == [1, 2]
+    assert cli.main(["inspect", uri, "--json", "--manifest-store", store]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == 2

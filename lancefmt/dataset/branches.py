@@ -48,7 +48,8 @@ def create_branch(ds, name: str, version=None):
     target = branch_uri(root, name)
     new = clone_version(src, target, ref_name=src.branch, branch_name=name,
                         storage_options=ds.storage_options,
-                        base_store_params=ds.base_store_params)
+                        base_store_params=ds.base_store_params,
+                        manifest_store=ds.manifest_store)
     mapping = version_mapping(parent) + [[src.version, _uuid.uuid4().hex]]
     record = Branch(name, src.branch, src.version, int(time.time()), src.manifest_file.size, {},
                     {"version_mapping": mapping})
@@ -69,7 +70,7 @@ def checkout_branch(ds, name: str | None, version=None):
         read_branch(root, name, store=ds._store)  # DatasetNotFoundError if there is none
         uri = branch_uri(root, name)
     return Dataset.open(uri, version, storage_options=ds.storage_options,
-                        base_store_params=ds.base_store_params)
+                        base_store_params=ds.base_store_params, manifest_store=ds.manifest_store)
 
 
 def _remove_tree(store, uri: str, keep=()) -> int:

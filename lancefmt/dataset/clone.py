@@ -22,11 +22,12 @@ from ..table.versions import list_manifests, manifest_uri
 
 
 def clone_version(src, target_uri: str, *, ref_name=None, branch_name=None, storage_options=None,
-                  base_store_params=None):
+                  base_store_params=None, manifest_store=None):
     """Commit the clone of Dataset ``src`` (one version) at ``target_uri``; return its Dataset."""
+    from ..table.commit import put_manifest
     from .dataset import Dataset
 
-    store = open_store(target_uri, storage_options)
+    store = open_store(target_uri, storage_options, manifest_store)
     if list_manifests(target_uri, store=store):
         raise DatasetExistsError(f"a Lance dataset already exists at {target_uri}")
     op = Clone(True, ref_name, src.version, src.uri, branch_name)
@@ -39,7 +40,7 @@ def clone_version(src, target_uri: str, *, ref_name=None, branch_name=None, stor
     store.put(txn_uri, txn_pb.SerializeToString())
     uri = manifest_uri(target_uri, src.version, "v2")  # new datasets use V2 names (pylance 14)
     data = encode_manifest_file(manifest, txn_pb, indices)
-    if not store.put_if_absent(uri, data):
+    if not put_manifest(target_uri, src.version, uri, data, store):
         store.delete(txn_uri)
         raise DatasetExistsError(f"a Lance dataset was created concurrently at {target_uri}")
     if wants_version_hint(target_uri):
@@ -48,7 +49,7 @@ def clone_version(src, target_uri: str, *, ref_name=None, branch_name=None, stor
         except OSError:
             pass
     return Dataset(target_uri, parse_manifest_file(data, uri), storage_options,
-                   base_store_params=base_store_params)
+                   base_store_params=base_store_params, manifest_store=store.manifest_store)
 
 
 def shallow_clone(ds, target_uri, version=None, *, storage_options=None, base_store_params=None):
@@ -63,4 +64,4 @@ def shallow_clone(ds, target_uri, version=None, *, storage_options=None, base_st
     if base_store_params is None:
         base_store_params = ds.base_store_params
     return clone_version(src, target_uri, ref_name=src.branch, storage_options=storage_options,
-                         base_store_params=base_store_params)
+                         base_store_params=base_store_params, manifest_store=ds.manifest_store)

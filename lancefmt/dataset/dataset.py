@@ -26,33 +26,40 @@ from .scan import ScanSpec, scan_batches
 
 
 def dataset(uri, version=None, *, storage_options: dict | None = None,
-            base_store_params: dict | None = None) -> "Dataset":
+            base_store_params: dict | None = None, manifest_store=None) -> "Dataset":
     """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
     version opens that branch). ``base_store_params``: per-base storage options
-    (:mod:`lancefmt.dataset.bases`)."""
+    (:mod:`lancefmt.dataset.bases`). ``manifest_store``: an external manifest store (or
+    ``"sqlite:///path"``) that versions are resolved and committed through
+    (:mod:`lancefmt.table.external_manifest`)."""
     from ..io.memory_scope import private_memory_options
 
     if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
         storage_options = uri.storage_options  # a Dataset passed as the URI
+    if manifest_store is None:
+        manifest_store = getattr(uri, "manifest_store", None)
     storage_options = private_memory_options(uri, storage_options)
     return Dataset.open(uri, version, storage_options=storage_options,
-                        base_store_params=base_store_params)
+                        base_store_params=base_store_params, manifest_store=manifest_store)
 
 
 class Dataset(DatasetReadAPI):
     def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None, *,
-                 base_store_params=None):
+                 base_store_params=None, manifest_store=None):
+        from ..table.external_manifest import as_manifest_store
+
         self._uri = uri
         self._mf = manifest_file
         self._storage_options = dict(storage_options) if storage_options else None
         self._base_store_params = dict(base_store_params) if base_store_params else None
+        self._manifest_store = as_manifest_store(manifest_store)
         if len(manifest_file.fragments.unknown_row_counts()):
             self._resolve_row_counts()
 
     def _resolve_row_counts(self) -> None:
         """A fragment whose manifest says 0 rows has its data file's count (pylance reads it so
         too): never read as empty, and counts never go negative."""
-        from ..file import LanceFileReader
+        from ..file.reader import LanceFileReader
 
         frags = self._mf.fragments
         counts = {}
@@ -68,20 +75,23 @@ class Dataset(DatasetReadAPI):
         self._mf.set_row_counts(counts)
 
     @classmethod
-    def open(cls, uri, version=None, *, storage_options=None, base_store_params=None) -> "Dataset":
+    def open(cls, uri, version=None, *, storage_options=None, base_store_params=None,
+             manifest_store=None) -> "Dataset":
         from ..table.refs import resolve_version_ref
 
         uri = normalize_uri(uri)
-        store = open_store(uri, storage_options)
+        store = open_store(uri, storage_options, manifest_store)
         uri, version = resolve_version_ref(uri, version, store=store)  # a branch's tag: tree/
         mf = load_manifest(uri, version, store=store)
-        return cls(uri, mf, storage_options, base_store_params=base_store_params)
+        return cls(uri, mf, storage_options, base_store_params=base_store_params,
+                   manifest_store=store.manifest_store)
 
     def __repr__(self):
         return f"Dataset({self._uri!r}, version={self.version})"
 
     def __reduce__(self):
-        return (_reopen, (self._uri, self.version, self._storage_options, self._base_store_params))
+        return (_reopen, (self._uri, self.version, self._storage_options, self._base_store_params,
+                          self._manifest_store))
 
     # -- identity and metadata --------------------------------------------------------------
     @property
@@ -91,6 +101,12 @@ class Dataset(DatasetReadAPI):
     @property
     def storage_options(self) -> dict | None:
         return self._storage_options
+
+    @property
+    def manifest_store(self):
+        """The external manifest store this view resolves and commits versions through (None:
+        the object store's own conditional put)."""
+        return self._manifest_store
 
     @property
     def base_store_params(self) -> dict | None:
@@ -116,7 +132,7 @@ class Dataset(DatasetReadAPI):
 
     @cached_property
     def _store(self):
-        return open_store(self._uri, self._storage_options)
+        return open_store(self._uri, self._storage_options, self._manifest_store)
 
     @cached_property
     def _ctx(self) -> ScanContext:
@@ -249,11 +265,13 @@ class Dataset(DatasetReadAPI):
 
             uri = dataset_root(self)
         return Dataset.open(uri, version, storage_options=self._storage_options,
-                            base_store_params=self._base_store_params)
+                            base_store_params=self._base_store_params,
+                            manifest_store=self._manifest_store)
 
     def checkout_latest(self) -> "Dataset":
         return Dataset.open(self._uri, None, storage_options=self._storage_options,
-                            base_store_params=self._base_store_params)
+                            base_store_params=self._base_store_params,
+                            manifest_store=self._manifest_store)
 
     def restore(self) -> "Dataset":
         """Commit this (old) version's content as the new latest version."""
@@ -265,7 +283,8 @@ class Dataset(DatasetReadAPI):
                                 store=self._store,
                                 restore_source=(self._mf.manifest, self._mf.indices))
         return Dataset(self._uri, mf, self._storage_options,
-                       base_store_params=self._base_store_params)
+                       base_store_params=self._base_store_params,
+                       manifest_store=self._manifest_store)
 
     def _commit(self, operation, *, read_version=None, **kw) -> "Dataset":
         from .write import commit
@@ -273,7 +292,8 @@ class Dataset(DatasetReadAPI):
         return commit(self._uri, operation,
                       read_version=self.version if read_version is None else read_version,
                       storage_options=self._storage_options,
-                      base_store_params=self._base_store_params, **kw)
+                      base_store_params=self._base_store_params,
+                      manifest_store=self._manifest_store, **kw)
 
     def update_config(self, updates: dict) -> "Dataset":
         """Set (value) or delete (None) ``Manifest.config`` keys."""
@@ -394,6 +414,6 @@ class Dataset(DatasetReadAPI):
                                     progress=progress)
 
 
-def _reopen(uri, version, storage_options, base_store_params=None):
+def _reopen(uri, version, storage_options, base_store_params=None, manifest_store=None):
     return Dataset.open(uri, version, storage_options=storage_options,
-                        base_store_params=base_store_params)
+                        base_store_params=base_store_params, manifest_store=manifest_store)

@@ -83,7 +83,8 @@ def delete_rows(ds, predicate, *, conflict_retries: int = CONFLICT_RETRIES):
             if attempt > conflict_retries:
                 raise
             time.sleep(min(1.0, 0.01 * 2 ** attempt) * (0.5 + random.random()))
-            ds = Dataset.open(ds.uri, None, storage_options=ds.storage_options)
+            ds = Dataset.open(ds.uri, None, storage_options=ds.storage_options,
+                              manifest_store=ds.manifest_store)
         except BaseException:
             _remove_deletion_files(ds, updated)
             raise

@@ -140,7 +140,8 @@ def update_rows(ds, values: dict, where=None, *, conflict_retries: int = CONFLIC
             if attempt > conflict_retries:
                 raise
             time.sleep(min(1.0, 0.01 * 2 ** attempt) * (0.5 + random.random()))
-            ds = Dataset.open(ds.uri, None, storage_options=ds.storage_options)
+            ds = Dataset.open(ds.uri, None, storage_options=ds.storage_options,
+                              manifest_store=ds.manifest_store)
         except BaseException:
             _cleanup(ds, updated, written)
             raise

@@ -308,10 +308,11 @@ class _Plan:
     reader: pa.RecordBatchReader
 
 
-def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options) -> _Plan:
+def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options,
+          manifest_store=None) -> _Plan:
     if mode not in ("create", "append", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
-    store = open_store(uri, storage_options)
+    store = open_store(uri, storage_options, manifest_store)
     existing = _existing(uri, store)
     if existing is not None:
         existing.check_writable()
@@ -365,7 +366,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     data_storage_version: str | None = None, target_bases=None,
                     initial_bases=None, storage_options: dict | None = None,
                     base_store_params: dict | None = None,
-                    target_offset: int = 0, staging: str | None = None) -> list[FragmentMetadata]:
+                    target_offset: int = 0, staging: str | None = None,
+                    manifest_store=None) -> list[FragmentMetadata]:
     """Write data files for ``data`` and return their fragments (ids 0); commit nothing.
 
     ``mode="append"`` matches an existing dataset's schema and storage version;
@@ -379,7 +381,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
     uri = normalize_uri(uri)
     if mode == "create":
         mode = "overwrite"
-    plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
+    plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options,
+                 manifest_store)
     fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
                                 storage_options, base_store_params, target_offset, staging)
     return fragments
@@ -389,17 +392,22 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
            max_retries: int = 20, enable_v2_manifest_paths: bool = True,
            data_storage_version: str | None = None, enable_stable_row_ids: bool = False,
            commit_message: str | None = None, transaction_properties: dict | None = None,
-           must_create: bool = False, base_store_params: dict | None = None):
+           must_create: bool = False, base_store_params: dict | None = None,
+           manifest_store=None):
     """Commit one operation (``lancefmt.Operation.*``) and return the new version's Dataset.
 
     ``read_version`` is the version the operation was planned against (conflicts with anything
     committed since are checked); None means the latest version (0 when creating).
+    ``manifest_store``: commit through an external manifest store (a Dataset passed as ``uri``
+    lends its own).
     """
     from .dataset import Dataset
 
+    if manifest_store is None:
+        manifest_store = getattr(uri, "manifest_store", None)
     storage_options = _dataset_options(uri, storage_options)
     uri = normalize_uri(uri)
-    store = open_store(uri, storage_options)
+    store = open_store(uri, storage_options, manifest_store)
     if read_version is None:
         try:
             read_version = latest_manifest(uri, store=store).version
@@ -419,7 +427,8 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
         build=BuildOptions(data_storage_version=data_storage_version,
                            enable_stable_row_ids=enable_stable_row_ids))
     mf = commit_transaction(uri, txn, store=store, options=options, restore_source=restore_source)
-    return Dataset(uri, mf, storage_options, base_store_params=base_store_params)
+    return Dataset(uri, mf, storage_options, base_store_params=base_store_params,
+                   manifest_store=store.manifest_store)
 
 
 def _dataset_options(uri, storage_options):
@@ -436,20 +445,26 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
                   data_storage_version: str | None = None, enable_stable_row_ids: bool = False,
                   initial_bases=None, target_bases=None, storage_options: dict | None = None,
                   enable_v2_manifest_paths: bool = True, commit_message: str | None = None,
-                  transaction_properties: dict | None = None, base_store_params: dict | None = None):
+                  transaction_properties: dict | None = None, base_store_params: dict | None = None,
+                  manifest_store=None):
     """Write ``data`` as a new dataset, or append to / overwrite an existing one (docs/api.md).
 
-    ``base_store_params``: per-base storage options (see :mod:`lancefmt.dataset.bases`)."""
+    ``base_store_params``: per-base storage options (see :mod:`lancefmt.dataset.bases`).
+    ``manifest_store``: commit through an external manifest store
+    (:mod:`lancefmt.table.external_manifest`)."""
     if hasattr(uri, "uri") and hasattr(uri, "version"):  # a Dataset: append to it
         if storage_options is None:
             storage_options = uri.storage_options
         if base_store_params is None:
             base_store_params = getattr(uri, "base_store_params", None)
+        if manifest_store is None:
+            manifest_store = getattr(uri, "manifest_store", None)
         uri = uri.uri
     else:
         storage_options = private_memory_options(uri, storage_options)
     uri = normalize_uri(uri)
-    plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options)
+    plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options,
+                 manifest_store)
     fragments, written = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
                                       storage_options, base_store_params)
     if plan.existing is not None and mode == "append":
@@ -469,13 +484,14 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
                           enable_stable_row_ids=enable_stable_row_ids if plan.existing is None else False,
                           commit_message=commit_message, transaction_properties=transaction_properties,
                           must_create=(mode == "create" or creating_append),
-                          base_store_params=base_store_params)
+                          base_store_params=base_store_params, manifest_store=manifest_store)
         except DatasetExistsError:
             if not creating_append:
                 raise
         # Lost the race to create the dataset: the files are written, append them instead.
         return _append_after_lost_create(plan, fragments, storage_options, commit_message,
-                                         transaction_properties, base_store_params)
+                                         transaction_properties, base_store_params,
+                                         manifest_store)
     except BaseException:
         for file_uri, options in written:
             delete_files([file_uri], options)
@@ -483,11 +499,11 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
 
 
 def _append_after_lost_create(plan: _Plan, fragments, storage_options, commit_message,
-                              transaction_properties, base_store_params):
+                              transaction_properties, base_store_params, manifest_store=None):
     """Commit ``fragments`` (written for a new dataset) as an Append to the dataset a concurrent
     writer created first, when their files fit it: same fields (names, types, ids), storage
     version and bases. Otherwise the create conflicts (nothing of ours is committed)."""
-    store = open_store(plan.uri, storage_options)
+    store = open_store(plan.uri, storage_options, manifest_store)
     existing = _existing(plan.uri, store)
     if existing is None:  # created and gone again: nothing sensible to rebase on
         raise CommitConflictError(f"the dataset at {plan.uri} was created concurrently and removed")
@@ -504,7 +520,7 @@ def _append_after_lost_create(plan: _Plan, fragments, storage_options, commit_me
     return commit(plan.uri, Append(fragments), existing.version, storage_options=storage_options,
                   data_storage_version=plan.storage_version, commit_message=commit_message,
                   transaction_properties=transaction_properties,
-                  base_store_params=base_store_params)
+                  base_store_params=base_store_params, manifest_store=manifest_store)
 
 
 def _schema_metadata(schema: pa.Schema) -> dict:

@@ -3,7 +3,7 @@
 Nothing above this package imports fsspec. See :class:`ObjectStore` for the operations,
 including the atomic :meth:`ObjectStore.put_if_absent` the commit protocol relies on.
 """
-from .store import FileInfo, LocalStore, MemoryStore, FsspecStore, ObjectStore
+from .store import FileInfo, LocalStore, MemoryStore, FsspecStore, ObjectStore, with_manifest_store
 from .uri import (
     SplitUri,
     check_base_uri,
@@ -16,13 +16,19 @@ from .uri import (
 )
 
 
-def open_store(uri, storage_options: dict | None = None) -> ObjectStore:
-    """The (cached) store that serves ``uri``."""
-    return ObjectStore.for_uri(uri, storage_options)
+def open_store(uri, storage_options: dict | None = None, manifest_store=None) -> ObjectStore:
+    """The (cached) store that serves ``uri``; with ``manifest_store`` (an external manifest
+    store, or a ``sqlite:///path`` URI), a copy that commits and resolves versions through it."""
+    store = ObjectStore.for_uri(uri, storage_options)
+    if manifest_store is not None:
+        from ..table.external_manifest import as_manifest_store
+
+        store = with_manifest_store(store, as_manifest_store(manifest_store))
+    return store
 
 
 __all__ = [
-    "FileInfo", "ObjectStore", "LocalStore", "MemoryStore", "FsspecStore", "open_store",
+    "FileInfo", "ObjectStore", "with_manifest_store", "LocalStore", "MemoryStore", "FsspecStore", "open_store",
     "SplitUri", "split_uri", "join_uri", "normalize_uri", "child", "check_relative",
     "check_base_uri", "has_scheme",
 ]

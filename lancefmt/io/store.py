@@ -7,8 +7,11 @@ the store maps them to its own paths.
 The one operation the commit protocol depends on is :meth:`ObjectStore.put_if_absent`: it
 makes an object visible *whole* and *only if* nothing is there yet, atomically:
 
-* local files: write a temporary file beside the target, then ``os.link`` it to the final
-  name (``link`` fails if the name exists; readers never see a partial file);
+* local files: write and fsync a temporary file beside the target, then ``os.link`` it to the
+  final name (``link`` fails if the name exists; readers never see a partial file); where hard
+  links are refused (some FUSE/SMB mounts), ``renameat2(RENAME_NOREPLACE)`` (:mod:`.local_commit`),
+  and where that is missing too, a :class:`~lancefmt.errors.ConditionalPutUnsupportedError`
+  asking for an external manifest store;
 * ``memory://``: a check and a write under one process-wide lock;
 * ``s3://``: a conditional PUT with ``If-None-Match: *``.
 """
@@ -25,6 +28,7 @@ from typing import Iterable, Iterator, Sequence
 
 
 from ..errors import LanceError, storage_error
+from .local_commit import fsync_dir, rename_noreplace
 from .uri import split_uri, join_uri
 
 # Store methods whose OS errors become StorageErrors (naming the operation and the object).
@@ -142,6 +146,9 @@ class ObjectStore(abc.ABC):
     """Storage behind one URI scheme (and one set of ``storage_options``)."""
 
     protocol: str = ""
+    # The external manifest store commits and version lookups go through (None: the object
+    # store's own put-if-absent); set on a copy by :func:`with_manifest_store`.
+    manifest_store = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -177,6 +184,9 @@ class ObjectStore(abc.ABC):
         return store
 
     def __reduce__(self):
+        if self.manifest_store is not None:
+            return (_rebind, (join_uri(self.protocol, "/"), self.storage_options or None,
+                              self.manifest_store))
         return (ObjectStore.for_uri, (join_uri(self.protocol, "/"), self.storage_options or None))
 
     def _path(self, uri: str) -> str:
@@ -212,6 +222,13 @@ class ObjectStore(abc.ABC):
     def list(self, uri: str) -> list[FileInfo]:
         """Direct children of the directory/prefix ``uri`` (empty if it does not exist)."""
 
+    def list_sorted_page(self, uri: str, limit: int = 1000):
+        """``(files, complete)``: the first ``limit`` files directly under ``uri`` in lexical
+        order from one request, and whether that was all of them; None where the store cannot
+        (then :meth:`list` is the way). Object stores list lexically, so the newest V2 manifest
+        name comes first."""
+        return None
+
     def walk(self, uri: str) -> Iterator[FileInfo]:
         """Every file (not directory) below ``uri``, recursively."""
         for info in self.list(uri):
@@ -223,6 +240,11 @@ class ObjectStore(abc.ABC):
     @abc.abstractmethod
     def put(self, uri: str, data: bytes) -> None:
         """Write ``data`` at ``uri``, replacing what is there."""
+
+    def put_durable(self, uri: str, data: bytes) -> None:
+        """:meth:`put`, and on stores with a write cache (local disks) flushed to stable storage
+        before returning: for manifests committed through an external manifest store."""
+        self.put(uri, data)
 
     @abc.abstractmethod
     def put_if_absent(self, uri: str, data: bytes) -> bool:
@@ -254,6 +276,22 @@ class ObjectStore(abc.ABC):
             size = self.size(uri)
         start = max(0, size - n)
         return self.read_range(uri, start, size - start), size
+
+
+def with_manifest_store(store: ObjectStore, manifest_store) -> ObjectStore:
+    """A copy of ``store`` whose commits and version lookups use ``manifest_store`` (an
+    :class:`~lancefmt.table.external_manifest.ExternalManifestStore`); the cached store itself
+    is never changed."""
+    if manifest_store is None or store.manifest_store is manifest_store:
+        return store
+    bound = object.__new__(type(store))  # not copy.copy: __reduce__ returns the cached store
+    bound.__dict__.update(store.__dict__)
+    bound.manifest_store = manifest_store
+    return bound
+
+
+def _rebind(uri, storage_options, manifest_store):
+    return with_manifest_store(ObjectStore.for_uri(uri, storage_options), manifest_store)
 
 
 class LocalStore(ObjectStore):
@@ -359,11 +397,28 @@ class LocalStore(ObjectStore):
             except OSError as e:
                 if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
                     raise
-                # No hard links here: fall back to an exclusive create of the final name.
-                return _exclusive_create(path, data)
+                # No hard links here: an atomic no-replace rename of the whole file (never an
+                # exclusive create followed by a write, which a crash would leave torn).
+                if not rename_noreplace(tmp, path):
+                    return False
+            fsync_dir(os.path.dirname(path))
             return True
         finally:
             _unlink_quiet(tmp)
+
+    def put_durable(self, uri, data):
+        path = self._path(uri)
+        tmp = self._tmp_beside(path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quiet(tmp)
+            raise
+        fsync_dir(os.path.dirname(path))
 
     def delete(self, uri, missing_ok=True):
         try:
@@ -384,16 +439,6 @@ class LocalStore(ObjectStore):
 
     def open_input(self, uri):
         return open(self._path(uri), "rb")
-
-
-def _exclusive_create(path, data) -> bool:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return True
 
 
 def _unlink_quiet(path):
@@ -420,6 +465,8 @@ class _LocalAtomicWriter:
     def close(self):
         if self.closed:
             return
+        self._f.flush()
+        os.fsync(self._f.fileno())  # data files must be on disk before a manifest names them
         self._f.close()
         os.replace(self.tmp, self.final)
         self.closed = True
@@ -460,7 +507,12 @@ class FsspecStore(ObjectStore):
         super().__init__(protocol, storage_options)
         import fsspec  # imported on first use: local-only processes (Spark planners) skip it
 
-        self.fs = fsspec.filesystem(protocol, **self.storage_options)
+        options = dict(self.storage_options)
+        if protocol != "memory":
+            # No listings cache: after a listing, s3fs answers size/exists of a newer object
+            # from the cached listing ("not found"), which hides other writers' commits.
+            options.setdefault("use_listings_cache", False)
+        self.fs = fsspec.filesystem(protocol, **options)
 
     def read(self, uri):
         return self.fs.cat_file(self._path(uri))
@@ -474,8 +526,9 @@ class FsspecStore(ObjectStore):
         if not ranges:
             return []
         p = self._path(uri)
+        # on_error="raise": fsspec's default puts exceptions in the result list
         return self.fs.cat_ranges([p] * len(ranges), [s for s, _ in ranges],
-                                  [s + n for s, n in ranges])
+                                  [s + n for s, n in ranges], on_error="raise")
 
     def size(self, uri):
         return int(self.fs.size(self._path(uri)))
@@ -498,6 +551,23 @@ class FsspecStore(ObjectStore):
             out.append(FileInfo(self._uri(name), name.rsplit("/", 1)[-1],
                                 int(e.get("size") or 0), is_dir, _mtime(e)))
         return out
+
+    def list_sorted_page(self, uri, limit=1000):
+        if self.protocol not in ("s3", "s3a"):
+            return None
+        bucket, key, _ = self.fs.split_path(self._path(uri))
+        prefix = key.rstrip("/") + "/"
+        resp = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, Delimiter="/",
+                               MaxKeys=int(limit))
+        out = []
+        for o in resp.get("Contents", []):
+            name = o["Key"][len(prefix):]
+            if not name:
+                continue
+            modified = o.get("LastModified")
+            out.append(FileInfo(self._uri(f"{bucket}/{o['Key']}"), name, int(o.get("Size") or 0),
+                                False, modified.timestamp() if modified is not None else None))
+        return out, not resp.get("IsTruncated", False)
 
     def walk(self, uri):
         path = self._path(uri).rstrip("/")

@@ -28,10 +28,11 @@ TARGET_BATCH_BYTES = 16 << 20
 DEFAULT_MAX_BATCH_BYTES = 64 << 20
 DEFAULT_ROWS_PER_PARTITION = 1 << 20
 READ_OPTIONS = ("path", "version", "columns", "batch_size", "max_batch_bytes", "with_row_id",
-                "with_row_address", "filter", "rows_per_partition", "storage_options")
+                "with_row_address", "filter", "rows_per_partition", "storage_options",
+                "manifest_store")
 WRITE_OPTIONS = ("path", "max_rows_per_file", "max_row_per_file", "max_bytes_per_file",
                  "target_bases", "initial_bases", "data_storage_version", "enable_stable_row_ids",
-                 "commit_message", "max_retries", "storage_options")
+                 "commit_message", "max_retries", "storage_options", "manifest_store")
 
 
 def _lower(options: Mapping[str, str]) -> dict:
@@ -97,6 +98,25 @@ def storage_options(options: Mapping[str, str]) -> dict | None:
     return out or None
 
 
+def manifest_store_uri(value) -> str | None:
+    """The ``manifest_store`` option: an external manifest store URI (``sqlite:///path`` or
+    ``dynamodb://table?endpoint_url=...``),
+    checked here so a typo fails at planning time, opened where versions are resolved."""
+    if value is None or str(value).strip() == "":
+        return None
+    value = str(value).strip()
+    from ..table.external_manifest import as_manifest_store
+
+    if not value.startswith(("sqlite://", "dynamodb://")):
+        raise InvalidArgumentError(f"option 'manifest_store' must be sqlite:///path or "
+                                   f"dynamodb://table, not {value!r}")
+    if value.startswith("dynamodb://"):
+        as_manifest_store(value)  # checks the table name and options (no request is made)
+    elif value.rstrip("/") == "sqlite:":
+        raise InvalidArgumentError("option 'manifest_store' needs a file path: sqlite:///path")
+    return value
+
+
 def dataset_uri(options: Mapping[str, str]) -> str:
     path = _lower(options).get("path")
     if not path:
@@ -142,6 +162,7 @@ class ReadOptions:
     filter: str | None = None
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
     storage_options: dict | None = field(default=None, hash=False)
+    manifest_store: str | None = None  # external manifest store URI (sqlite:///path)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
@@ -159,6 +180,7 @@ class ReadOptions:
             rows_per_partition=_positive_int("rows_per_partition", opts.get("rows_per_partition"),
                                              DEFAULT_ROWS_PER_PARTITION),
             storage_options=storage_options(options),
+            manifest_store=manifest_store_uri(opts.get("manifest_store")),
         )
 
 
@@ -207,6 +229,7 @@ class WriteOptions:
     commit_message: str | None = None
     max_retries: int = 20
     storage_options: dict | None = field(default=None, hash=False)
+    manifest_store: str | None = None  # external manifest store URI (sqlite:///path)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "WriteOptions":
@@ -223,6 +246,7 @@ class WriteOptions:
             commit_message=(opts.get("commit_message") or None),
             max_retries=_positive_int("max_retries", opts.get("max_retries"), 20, minimum=0),
             storage_options=storage_options(options),
+            manifest_store=manifest_store_uri(opts.get("manifest_store")),
         )
 
     def fragment_kwargs(self) -> dict:

@@ -145,7 +145,8 @@ class LanceReader(DataSourceReader):
     def partitions(self):
         from ..dataset import dataset
 
-        ds = dataset(self.options.uri, self.version, storage_options=self.options.storage_options)
+        ds = dataset(self.options.uri, self.version, storage_options=self.options.storage_options,
+                     manifest_store=self.options.manifest_store)
         return plan_partitions(ds.get_fragments(), self.options.rows_per_partition)
 
     # -- executors --------------------------------------------------------------------------

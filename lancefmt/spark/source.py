@@ -58,7 +58,8 @@ class LanceDataSource(DataSource):
 
         version = getattr(self, "_pinned_version", None)
         return dataset(options.uri, options.version if version is None else version,
-                       storage_options=options.storage_options)
+                       storage_options=options.storage_options,
+                       manifest_store=options.manifest_store)
 
     def schema(self) -> StructType:
         options = ReadOptions.parse(self.options)

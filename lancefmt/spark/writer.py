@@ -87,7 +87,8 @@ class LanceWriter(DataSourceArrowWriter):
 
         data = _data_columns(spark_schema)
         try:
-            ds = dataset(options.uri, storage_options=options.storage_options)
+            ds = dataset(options.uri, storage_options=options.storage_options,
+                         manifest_store=options.manifest_store)
         except DatasetNotFoundError:
             ds = None
         if ds is None:
@@ -124,6 +125,7 @@ class LanceWriter(DataSourceArrowWriter):
         fragments = write_fragments(reader, self.options.uri,
                                     mode="append" if self.mode == APPEND else "overwrite",
                                     storage_options=self.options.storage_options,
+                                    manifest_store=self.options.manifest_store,
                                     target_offset=_task_number(), staging=self._staging(), **kwargs)
         return LanceCommitMessage(fragments, self._file_uris(fragments), counted[0])
 
@@ -154,6 +156,7 @@ class LanceWriter(DataSourceArrowWriter):
         try:
             commit(self.options.uri, self.operation(messages), self.read_version,
                    storage_options=self.options.storage_options,
+                   manifest_store=self.options.manifest_store,
                    max_retries=self.options.max_retries,
                    enable_stable_row_ids=self.options.enable_stable_row_ids and self.mode == CREATE,
                    commit_message=self.options.commit_message,

@@ -10,6 +10,11 @@
 
 Nothing becomes visible before step 4 succeeds; on any failure the transaction file written in
 step 2 is removed again, so the dataset is exactly as it was.
+
+With an external manifest store bound to the store (``store.manifest_store``), step 4 runs the
+external store protocol of :mod:`.commit_external` instead; without one, a remote store's
+conditional put is probed once (:mod:`.conditional_put`) so that a store that ignores it cannot
+silently lose commits.
 """
 from __future__ import annotations
 
@@ -125,7 +130,7 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 options=options.build, restore_source=restore_source)
             uri = manifest_uri(dataset_uri, version, scheme)
             data = encode_manifest_file(manifest, txn_pb, indices)
-            if store.put_if_absent(uri, data):
+            if put_manifest(dataset_uri, version, uri, data, store):
                 committed = True
                 if wants_version_hint(dataset_uri):
                     try:
@@ -145,6 +150,19 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 store.delete(txn_uri)
             except OSError:
                 pass
+
+
+def put_manifest(dataset_uri: str, version: int, uri: str, data: bytes, store) -> bool:
+    """Create version ``version``'s manifest unless that version exists (the commit point)."""
+    ms = getattr(store, "manifest_store", None)
+    if ms is not None:
+        from .commit_external import put_manifest_external
+
+        return put_manifest_external(dataset_uri, version, uri, data, store, ms)
+    from .conditional_put import check_conditional_put
+
+    check_conditional_put(store, dataset_uri)
+    return store.put_if_absent(uri, data)
 
 
 def _check_against(txn: Transaction, mf: ManifestFile, dataset_uri: str, store) -> None:

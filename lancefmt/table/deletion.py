@@ -403,6 +403,7 @@ def write_deletion_file(base_uri: str, fragment_id: int, read_version: int,
     if base_id is not None:
         meta.base_id = int(base_id)
     uri = deletion_file_uri(base_uri, fragment_id, meta)
-    open_store(uri, storage_options).put(uri, deletion_file_bytes(deletions,
-                                                                   compression=compression))
+    # durable: the manifest that will name this file is fsynced too
+    open_store(uri, storage_options).put_durable(uri, deletion_file_bytes(
+        deletions, compression=compression))
     return meta

@@ -6,6 +6,10 @@ The latest version always comes from one listing of ``_versions/`` (never from t
 manifest counts, temp/staged names are skipped, detached versions (``d{v}.manifest``) are never
 the latest, and a directory that mixes V1 and V2 names is refused as corrupt. A given version is
 looked up as Lance does: the V2 name first, then the V1 name.
+
+With an external manifest store bound to the store (``store.manifest_store``, see
+:mod:`.commit_external`), the latest version and version N come from the external store (the
+listing is completed with the versions it committed), and half-finished commits are finished.
 """
 from __future__ import annotations
 
@@ -46,7 +50,16 @@ def list_manifests(dataset_uri: str, *, store=None, storage_options=None,
     """Every committed manifest of the dataset, oldest first, from one listing."""
     store = store or open_store(dataset_uri, storage_options)
     vdir = versions_dir(dataset_uri)
-    infos = [i for i in store.list(vdir) if not i.is_dir]
+    out = _locations(store.list(vdir), vdir, include_detached)
+    if getattr(store, "manifest_store", None) is not None:
+        from .commit_external import merge_listing
+
+        out = merge_listing(dataset_uri, out, store, store.manifest_store)
+    return out
+
+
+def _locations(listing, vdir: str, include_detached: bool = False) -> list[ManifestLocation]:
+    infos = [i for i in listing if not i.is_dir]
     listing_scheme((i.name for i in infos), vdir)
     out = []
     for info in infos:
@@ -63,11 +76,45 @@ def list_manifests(dataset_uri: str, *, store=None, storage_options=None,
 
 def latest_manifest(dataset_uri: str, *, store=None, storage_options=None) -> ManifestLocation:
     """The latest version's manifest; :class:`DatasetNotFoundError` if there is none."""
-    locs = list_manifests(dataset_uri, store=store, storage_options=storage_options)
+    store = store or open_store(dataset_uri, storage_options)
+    if getattr(store, "manifest_store", None) is not None:
+        from .commit_external import resolve_latest
+
+        loc = resolve_latest(dataset_uri, store, store.manifest_store)
+        if loc is not None:
+            return loc
+    else:
+        loc = _latest_from_first_page(dataset_uri, store)
+        if loc is not None:
+            return loc
+    locs = list_manifests(dataset_uri, store=store)
     if not locs:
         raise DatasetNotFoundError(f"no Lance dataset at {dataset_uri} (no manifest in "
                                    f"{versions_dir(dataset_uri)})")
     return locs[-1]
+
+
+def _latest_from_first_page(dataset_uri: str, store) -> ManifestLocation | None:
+    """The latest version from one lexically ordered page of ``_versions/`` (object stores):
+    the whole listing if it fits, else the first V2 name, which is the newest version (Lance
+    does the same). None when the page does not settle it."""
+    vdir = versions_dir(dataset_uri)
+    page = store.list_sorted_page(vdir) if hasattr(store, "list_sorted_page") else None
+    if page is None:
+        return None
+    infos, complete = page
+    if complete:
+        locs = _locations(infos, vdir)
+        if not locs:
+            raise DatasetNotFoundError(f"no Lance dataset at {dataset_uri} (no manifest in {vdir})")
+        return locs[-1]
+    for info in infos:
+        parsed = parse_manifest_name(info.name)
+        if parsed is None or parsed[2]:
+            continue
+        version, scheme, _ = parsed
+        return ManifestLocation(version, info.uri, info.size, scheme) if scheme == "v2" else None
+    return None
 
 
 def locate_manifest(dataset_uri: str, version: int, *, store=None,
@@ -76,6 +123,12 @@ def locate_manifest(dataset_uri: str, version: int, *, store=None,
     versions have one name). :class:`DatasetNotFoundError` if neither exists."""
     store = store or open_store(dataset_uri, storage_options)
     version = int(version)
+    if getattr(store, "manifest_store", None) is not None:
+        from .commit_external import resolve_version
+
+        loc = resolve_version(dataset_uri, version, store, store.manifest_store)
+        if loc is not None:
+            return loc
     schemes = ("v2",) if is_detached_version(version) else ("v2", "v1")
     for scheme in schemes:
         uri = manifest_uri(dataset_uri, version, scheme)

@@ -51,3 +51,18 @@ def test_write_options(tmp_path):
         WriteOptions.parse({"path": "x", "initial_bases": '[{"path": "/b", "nme": "x"}]'})
     with pytest.raises(InvalidArgumentError, match="JSON list"):
         WriteOptions.parse({"path": "x", "initial_bases": "{oops"})
+
+
+def test_manifest_store_option(tmp_path):
+    from lancefmt.spark.options import ReadOptions, WriteOptions
+
+    uri = f"sqlite://{tmp_path}/m.db"
+    assert ReadOptions.parse({"path": "/x", "manifest_store": uri}).manifest_store == uri
+    assert WriteOptions.parse({"path": "/x", "MANIFEST_STORE": uri}).manifest_store == uri
+    assert ReadOptions.parse({"path": "/x"}).manifest_store is None
+    ddb = "dynamodb://tbl?endpoint_url=http://127.0.0.1:1&region_name=us-east-1"
+    assert WriteOptions.parse({"path": "/x", "manifest_store": ddb}).manifest_store == ddb
+    with pytest.raises(InvalidArgumentError, match="sqlite:///path"):
+        WriteOptions.parse({"path": "/x", "manifest_store": "etcd://t"})
+    with pytest.raises(InvalidArgumentError, match="unknown DynamoDB option"):
+        WriteOptions.parse({"path": "/x", "manifest_store": "dynamodb://t?bogus=1"})

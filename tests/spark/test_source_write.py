@@ -229,3 +229,15 @@ def test_empty_dataframe_creates_an_empty_dataset(spark, tmp_path):
     frame(spark, 0, parts=2).write.format("lance").mode("append").save(uri)
     ds = lance.dataset(uri)
     assert ds.count_rows() == 0 and ds.schema.names == ["id", "v", "s"]
+
+
+def test_sink_and_source_with_an_external_manifest_store(spark, tmp_path):
+    uri = str(tmp_path / "ds")
+    store = f"sqlite://{tmp_path}/manifests.db"
+    for start in (0, 1_000):
+        (frame(spark, 1_000, parts=2, start=start).write.format("lance").mode("append")
+         .option("manifest_store", store).save(uri))
+    ms = lancefmt.SqliteManifestStore(f"{tmp_path}/manifests.db")
+    assert ms.get_latest_version(os.path.abspath(uri)).version == 2  # committed through it
+    got = spark.read.format("lance").option("manifest_store", store).load(uri)
+    assert got.count() == 2_000 and stats(uri) == (2_000, sum(range(2_000)))

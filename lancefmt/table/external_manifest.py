@@ -1,0 +1,218 @@
+"""External manifest stores: a key-value store with put-if-absent that commits versions for
+object stores that cannot (seeds/lance-table-format.md, "External Manifest Store").
+
+The store maps ``(base_uri, version)`` to where that version's manifest is. A writer stages its
+manifest under a unique name, claims the version with :meth:`ExternalManifestStore.put_if_not_exists`
+(the commit point), copies the manifest to its final name and records the final location with
+:meth:`ExternalManifestStore.put_if_exists` (:mod:`.commit_external` runs the protocol). The
+object store keeps every final manifest, so a reader without the external store (pylance) reads
+the dataset too, at most one version behind.
+
+Writing another backend (DynamoDB, etcd, a SQL server) is one subclass of
+:class:`ExternalManifestStore` with four methods. The only atomic operation needed is
+:meth:`~ExternalManifestStore.put_if_not_exists`; for DynamoDB that is a ``PutItem`` with
+``ConditionExpression="attribute_not_exists(base_uri) AND attribute_not_exists(version)"`` on a
+table keyed by ``base_uri`` (hash key, string) and ``version`` (range key, number), as Lance's
+DynamoDB store does; :meth:`~ExternalManifestStore.get_latest_version` is a ``Query`` on
+``base_uri`` with ``ScanIndexForward=False, Limit=1`` and :meth:`~ExternalManifestStore.put_if_exists`
+a ``PutItem`` with ``attribute_exists`` conditions. Reads must be strongly consistent.
+"""
+from __future__ import annotations
+
+import abc
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+from ..errors import InvalidArgumentError
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One committed version in an external store: the manifest's URI (staged or final), its size
+    in bytes (None if unknown) and an opaque e-tag (None if unknown)."""
+
+    version: int
+    path: str
+    size: int | None = None
+    e_tag: str | None = None
+
+
+class ExternalManifestStore(abc.ABC):
+    """Where ``(base_uri, version) -> manifest location`` entries live (Lance's
+    ``ExternalManifestStore``). ``base_uri`` is the dataset's normalized URI (a branch is its own
+    ``.../tree/{name}`` base). Implementations must be safe to call from several threads and
+    processes, and must make :meth:`put_if_not_exists` atomic."""
+
+    @abc.abstractmethod
+    def get(self, base_uri: str, version: int) -> ManifestEntry | None:
+        """The entry of ``version``, or None if the store has none."""
+
+    @abc.abstractmethod
+    def get_latest_version(self, base_uri: str) -> ManifestEntry | None:
+        """The entry with the highest version of ``base_uri``, or None if there is none."""
+
+    @abc.abstractmethod
+    def put_if_not_exists(self, base_uri: str, version: int, path: str, size: int | None = None,
+                          e_tag: str | None = None) -> bool:
+        """Atomically create the entry; False (nothing changed) if ``version`` already has one.
+        This is the commit point of a version."""
+
+    @abc.abstractmethod
+    def put_if_exists(self, base_uri: str, version: int, path: str, size: int | None = None,
+                      e_tag: str | None = None) -> bool:
+        """Replace an existing entry (to point it at the final manifest); False if there is none."""
+
+    def delete(self, base_uri: str) -> None:
+        """Forget every entry of ``base_uri`` (after the dataset is deleted). Optional."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete entries")
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS manifests (
+    base_uri TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER,
+    e_tag TEXT,
+    PRIMARY KEY (base_uri, version)
+) WITHOUT ROWID
+"""
+
+
+class SqliteManifestStore(ExternalManifestStore):
+    """An embedded external store in one SQLite file (WAL mode, one transaction per put).
+
+    SQLite's file locking makes it safe across threads and processes on one machine (or on a
+    file system with working POSIX locks); every put is its own ``BEGIN IMMEDIATE`` transaction,
+    so a process killed mid-put leaves the entry either absent or whole. Pickles by path, so
+    Spark tasks and subprocesses reopen the same file."""
+
+    def __init__(self, path, *, timeout: float = 60.0):
+        self.path = os.fspath(path)
+        if not self.path:
+            raise InvalidArgumentError("SqliteManifestStore needs a file path")
+        self.timeout = float(timeout)
+        self._local = threading.local()
+        self._pid = None
+        with self._tx() as con:
+            con.execute(_SCHEMA)
+
+    def __reduce__(self):
+        return (SqliteManifestStore, (self.path,), {"timeout": self.timeout})
+
+    def __setstate__(self, state):
+        self.timeout = state["timeout"]
+
+    def __repr__(self):
+        return f"SqliteManifestStore({self.path!r})"
+
+    def _con(self) -> sqlite3.Connection:
+        if self._pid != os.getpid():  # a forked child opens its own connections
+            self._local = threading.local()
+            self._pid = os.getpid()
+        con = getattr(self._local, "con", None)
+        if con is None:
+            d = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(d, exist_ok=True)
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=FULL")
+            self._local.con = con
+        return con
+
+    def _tx(self):
+        return _Immediate(self._con())
+
+    def _one(self, sql, args) -> ManifestEntry | None:
+        # fetchall, not fetchone: an unfinished statement keeps its read snapshot open, and later
+        # reads on this connection would not see other processes' commits.
+        rows = self._con().execute(sql, args).fetchall()
+        return ManifestEntry(*rows[0]) if rows else None
+
+    def get(self, base_uri, version):
+        return self._one("SELECT version, path, size, e_tag FROM manifests "
+                         "WHERE base_uri=? AND version=?", (base_uri, int(version)))
+
+    def get_latest_version(self, base_uri):
+        return self._one("SELECT version, path, size, e_tag FROM manifests WHERE base_uri=? "
+                         "ORDER BY version DESC LIMIT 1", (base_uri,))
+
+    def put_if_not_exists(self, base_uri, version, path, size=None, e_tag=None):
+        with self._tx() as con:
+            cur = con.execute(
+                "INSERT OR IGNORE INTO manifests (base_uri, version, path, size, e_tag) "
+                "VALUES (?, ?, ?, ?, ?)", (base_uri, int(version), path, size, e_tag))
+            return cur.rowcount == 1
+
+    def put_if_exists(self, base_uri, version, path, size=None, e_tag=None):
+        with self._tx() as con:
+            cur = con.execute(
+                "UPDATE manifests SET path=?, size=?, e_tag=? WHERE base_uri=? AND version=?",
+                (path, size, e_tag, base_uri, int(version)))
+            return cur.rowcount == 1
+
+    def delete(self, base_uri):
+        with self._tx() as con:
+            con.execute("DELETE FROM manifests WHERE base_uri=?", (base_uri,))
+
+    def close(self) -> None:
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+
+
+class _Immediate:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): one write transaction."""
+
+    def __init__(self, con):
+        self.con = con
+
+    def __enter__(self):
+        self.con.execute("BEGIN IMMEDIATE")
+        return self.con
+
+    def __exit__(self, exc_type, exc, tb):
+        self.con.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def as_manifest_store(value) -> ExternalManifestStore | None:
+    """An :class:`ExternalManifestStore` from what a user passed: None, a store, or a URI
+    string ``sqlite:///abs/path.db`` (``sqlite://rel/path.db`` is relative)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, ExternalManifestStore):
+        return value
+    if isinstance(value, str):
+        if value.startswith("dynamodb://"):
+            return _dynamodb_from_uri(value)
+        if value.startswith("sqlite://"):
+            path = value[len("sqlite://"):]
+            if not path or path == "/":
+                raise InvalidArgumentError(f"no file path in manifest store URI {value!r}")
+            return SqliteManifestStore(path)
+        raise InvalidArgumentError(
+            f"unknown manifest store {value!r}: give an ExternalManifestStore, 'sqlite:///path' "
+            "or 'dynamodb://table?endpoint_url=...&region_name=...'")
+    raise InvalidArgumentError(f"manifest_store must be an ExternalManifestStore or a URI, "
+                               f"got {type(value).__name__}")
+
+
+def _dynamodb_from_uri(value: str):
+    """``dynamodb://TABLE?endpoint_url=...&region_name=...`` (query keys go to boto3)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from .dynamodb_manifest import DynamoDBManifestStore
+
+    parts = urlsplit(value)
+    if not parts.netloc:
+        raise InvalidArgumentError(f"no table name in manifest store URI {value!r}")
+    allowed = {"endpoint_url", "region_name", "aws_access_key_id", "aws_secret_access_key",
+               "aws_session_token"}
+    kwargs = dict(parse_qsl(parts.query))
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise InvalidArgumentError(f"unknown DynamoDB option(s) {sorted(unknown)} in {value!r}")
+    return DynamoDBManifestStore(parts.netloc, **kwargs)
