@@ -92,7 +92,7 @@ def make_seeds(out: str) -> None:
     from lance.file import LanceFileWriter as PyLanceWriter
 
     from lancefmt._proto import table_pb2
-    from lancefmt.file import LanceFileWriter
+    from lancefmt.file.writer import LanceFileWriter
     from lancefmt.table.deletion import DeletionVector, deletion_file_bytes
     from lancefmt.table.manifest import parse_manifest_file
     from lancefmt.table.rowids import encode_row_ids, encode_versions

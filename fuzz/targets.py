@@ -75,7 +75,7 @@ def _row_ids(data: bytes) -> None:
 
 
 def _data_file(data: bytes) -> None:
-    from lancefmt.file import LanceFileReader
+    from lancefmt.file.reader import LanceFileReader
 
     r = LanceFileReader(io.BytesIO(data))
     r.read_all()

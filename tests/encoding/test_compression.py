@@ -58,7 +58,8 @@ def test_page_decompression_is_bounded_by_what_the_page_needs(tmp_path):
 
     script = f"""
 import struct, pyarrow as pa
-from lancefmt.file import LanceFileReader, LanceFileWriter
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
 from lancefmt.errors import CorruptFileError
 path = {str(tmp_path / "z.lance")!r}
 field = pa.field("x", pa.string(), metadata={{"lance-encoding:compression": "zstd"}})

@@ -42,7 +42,8 @@ def test_row_split_inside_a_character_is_bad():
 @pytest.mark.parametrize("compression", [None, "zstd"])
 def test_string_page_with_invalid_utf8_is_corrupt(tmp_path, compression):
     from lancefmt.errors import CorruptFileError
-    from lancefmt.file import LanceFileReader, LanceFileWriter
+    from lancefmt.file.reader import LanceFileReader
+    from lancefmt.file.writer import LanceFileWriter
 
     meta = {"lance-encoding:compression": compression} if compression else None
     field = pa.field("s", pa.string(), metadata=meta)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lancefmt.errors import LanceError
-from lancefmt.file import LanceFileReader
+from lancefmt.file.reader import LanceFileReader
 
 lance_file = pytest.importorskip("lance.file")
 

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lancefmt.file import LanceFileReader
+from lancefmt.file.reader import LanceFileReader
 
 lance_file = pytest.importorskip("lance.file")
 

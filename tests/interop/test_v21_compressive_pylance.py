@@ -474,7 +474,7 @@ def test_arrow_dictionary_column_with_nulls_reads_whole(tmp_path, version):
     """An Arrow dictionary<int32, string> column with nulls, through the whole file reader."""
     import lance.file
 
-    from lancefmt.file import LanceFileReader
+    from lancefmt.file.reader import LanceFileReader
 
     typ = pa.dictionary(pa.int32(), pa.string())
     arr = pa.array([None if i % 4 == 0 else ["x", "yy", "zzz"][i % 3] for i in range(300)],

@@ -7,7 +7,7 @@ import pytest
 
 from lancefmt._proto import encodings_v2_1_pb2 as pb
 from lancefmt.errors import CorruptFileError, UnsupportedFeatureError
-from lancefmt.file import LanceFileReader
+from lancefmt.file.reader import LanceFileReader
 
 lance_file = pytest.importorskip("lance.file")
 
