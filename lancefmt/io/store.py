@@ -32,7 +32,8 @@ from .local_commit import fsync_dir, rename_noreplace
 from .uri import split_uri, join_uri
 
 # Store methods whose OS errors become StorageErrors (naming the operation and the object).
-_GUARDED = ("read", "read_range", "read_ranges", "read_tail", "size", "exists", "list", "put",
+_GUARDED = ("read", "read_range", "read_ranges", "read_tail", "size", "exists", "list",
+            "list_sorted_page", "put", "put_durable",
             "put_if_absent", "delete", "delete_many", "copy", "open_output", "open_input")
 
 

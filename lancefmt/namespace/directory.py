@@ -17,6 +17,8 @@ the new :class:`~lancefmt.Dataset`, ``ns.table_exists(id)`` a bool.
 """
 from __future__ import annotations
 
+import hashlib
+
 import json
 import os
 import secrets
@@ -44,6 +46,7 @@ from lance_namespace_urllib3_client.models import TableVersion, TagContents
 from ..dataset import Dataset, write_dataset
 from ..errors import DatasetExistsError, DatasetNotFoundError, InvalidPathError, LanceError
 from ..io import open_store
+from ..io.memory_scope import NAMESPACE_KEY, is_memory
 from ..table.manifest import read_manifest
 from ..table.versions import list_manifests
 from ..io.uri import check_relative, child, has_scheme, normalize_uri, split_uri
@@ -108,8 +111,15 @@ class DirectoryNamespace(LanceNamespace):
             raise InvalidInputError("manifest_enabled and dir_listing_enabled cannot both be false")
         self.storage_options = {k[len("storage."):]: str(v) for k, v in properties.items()
                                 if k.startswith("storage.")} or None
-        self._store = open_store(self.root, self.storage_options)
-        self._manifest = ManifestTable(self.root, self.storage_options)
+        # Datasets opened by URI on memory:// are private to their objects (as in pylance); the
+        # tables of a memory:// root share one store per root, so every namespace object on
+        # that root (and the tables it opens) sees the same tables.
+        self._io_options = self.storage_options
+        if is_memory(self.root):
+            self._io_options = dict(self.storage_options or {})
+            self._io_options[NAMESPACE_KEY] = "namespace-" + hashlib.sha1(self.root.encode()).hexdigest()
+        self._store = open_store(self.root, self._io_options)
+        self._manifest = ManifestTable(self.root, self._io_options)
 
     def namespace_id(self) -> str:
         return f"lancefmt.DirectoryNamespace {{ root: {self.root!r} }}"
@@ -186,7 +196,7 @@ class DirectoryNamespace(LanceNamespace):
 
     def _open(self, location: str, version=None) -> Dataset:
         try:
-            return Dataset.open(self._uri_of(location), version, storage_options=self.storage_options)
+            return Dataset.open(self._uri_of(location), version, storage_options=self._io_options)
         except DatasetNotFoundError as e:
             raise TableVersionNotFoundError(str(e)) if version is not None \
                 else TableNotFoundError(str(e)) from None
@@ -371,7 +381,7 @@ class DirectoryNamespace(LanceNamespace):
         uri = self._public_uri(loc)
         return DescribeTableResponse(
             table=parts[-1], namespace=parts[:-1], version=version, location=uri, table_uri=uri,
-            storage_options=self.storage_options, properties=row.properties if row else None)
+            storage_options=self._io_options, properties=row.properties if row else None)
 
     def table_exists(self, request):
         req, plain = self._plain(request, TableExistsRequest)
@@ -439,7 +449,7 @@ class DirectoryNamespace(LanceNamespace):
                 return ds if plain else CreateTableResponse(
                     location=self._public_uri(loc), version=ds.version)
             ds = write_dataset(_as_reader(data), self._uri_of(loc), mode="overwrite",
-                               storage_options=self.storage_options)
+                               storage_options=self._io_options)
             return ds if plain else CreateTableResponse(location=self._public_uri(loc),
                                                         version=ds.version)
         self._check_free(parts, oid, snap)
@@ -447,7 +457,7 @@ class DirectoryNamespace(LanceNamespace):
         uri = self._uri_of(loc)
         try:
             ds = write_dataset(_as_reader(data), uri, mode="create",
-                               storage_options=self.storage_options)
+                               storage_options=self._io_options)
         except DatasetExistsError:
             raise TableAlreadyExistsError(f"Table already exists: {oid}") from None
         if self.manifest_enabled:
@@ -469,7 +479,7 @@ class DirectoryNamespace(LanceNamespace):
         uri = self._uri_of(loc)
         try:
             ds = write_dataset(_as_reader(data), uri, mode="create",
-                               storage_options=self.storage_options)
+                               storage_options=self._io_options)
         except DatasetExistsError:
             raise TableAlreadyExistsError(f"Table already exists: {oid}") from None
         self._store.delete(child(uri, RESERVED_MARKER))

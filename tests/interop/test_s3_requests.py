@@ -52,7 +52,7 @@ def test_open_latest_of_1000_versions(counting_s3):
         store.put(f"{uri}/_versions/{manifest_uri(uri, 5).rsplit('/', 1)[1]}-stray{i}", b"x")
     log.reset()
     ds = lancefmt.dataset(uri, storage_options=opts)
-    assert ds.version == N_VERSIONS and ds.config["v"] == str(N_VERSIONS)
+    assert ds.version == N_VERSIONS and ds.config()["v"] == str(N_VERSIONS)
     counts = log.counts("/_versions")
     assert counts["LIST"] == 1, log.requests
     assert counts["GET"] <= 2 and counts["HEAD"] == 0, log.requests
