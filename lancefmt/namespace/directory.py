@@ -53,7 +53,7 @@ from .errors import (
     TableTagNotFoundError, TableVersionNotFoundError, UnsupportedOperationError,
 )
 from .manifest import DELIMITER, MANIFEST_DIR, NAMESPACE, TABLE, Change, ManifestTable, Row
-from .merge import merge_insert
+from .merge import _after, merge_insert
 
 V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
@@ -461,8 +461,11 @@ class DirectoryNamespace(LanceNamespace):
                                                     properties=req.properties)
 
     def _declared_only(self, loc: str) -> bool:
-        """A declared table: its directory holds no committed version yet."""
-        return not self._store.list(child(self._uri_of(loc), "_versions"))
+        """A declared table: the reservation marker and no committed version yet (a directory
+        another writer is still filling has no marker: it is not ours to fill)."""
+        uri = self._uri_of(loc)
+        return self._store.exists(child(uri, RESERVED_MARKER)) \
+            and not self._store.list(child(uri, "_versions"))
 
     def _create_declared(self, oid, loc, data, plain, req):
         """The first data of a declared table goes to its declared location (as pylance)."""
@@ -646,7 +649,7 @@ class DirectoryNamespace(LanceNamespace):
         if not req.predicate:
             raise InvalidInputError("delete_from_table needs a predicate")
         ds = self._dataset(req.id)
-        return DeleteFromTableResponse(version=ds.delete(req.predicate).version)
+        return DeleteFromTableResponse(version=_after(ds, ds.delete(req.predicate)).version)
 
     def restore_table(self, request, version: int | None = None) -> RestoreTableResponse:
         req, _ = self._plain(request, RestoreTableRequest, version=version)

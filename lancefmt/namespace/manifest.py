@@ -247,7 +247,7 @@ class ManifestTable:
         updated, removed = [], []
         if change.remove:
             pred = "object_id IN (" + ", ".join(_quote(o) for o in change.remove) + ")"
-            updated, removed = plan_delete(ds, pred)
+            updated, removed = plan_delete(ds, pred)[:2]  # (+ row count in newer lancefmt)
         if updated or removed:
             op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                         new_fragments=new) if new else Delete(updated, removed, pred)
