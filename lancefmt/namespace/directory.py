@@ -106,7 +106,7 @@ class DirectoryNamespace(LanceNamespace):
                                               "dir_listing_enabled")
         if not self.manifest_enabled and not self.dir_listing_enabled:
             raise InvalidInputError("manifest_enabled and dir_listing_enabled cannot both be false")
-        self.storage_options = {k[len("storage."):]: str(v) for k, v in properties.items()
+        self.storage_options = {k[len("storage."):]: v for k, v in properties.items()
                                 if k.startswith("storage.")} or None
         self._store = open_store(self.root, self.storage_options)
         self._manifest = ManifestTable(self.root, self.storage_options)
