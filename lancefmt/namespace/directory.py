@@ -17,7 +17,6 @@ the new :class:`~lancefmt.Dataset`, ``ns.table_exists(id)`` a bool.
 """
 from __future__ import annotations
 
-import json
 import os
 import secrets
 
