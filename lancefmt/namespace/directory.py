@@ -18,8 +18,6 @@ the new :class:`~lancefmt.Dataset`, ``ns.table_exists(id)`` a bool.
 from __future__ import annotations
 
 import hashlib
-
-import json
 import os
 import secrets
 
@@ -56,7 +54,7 @@ from .errors import (
     TableTagNotFoundError, TableVersionNotFoundError, UnsupportedOperationError,
 )
 from .manifest import DELIMITER, MANIFEST_DIR, NAMESPACE, TABLE, Change, ManifestTable, Row
-from .merge import merge_insert
+from .merge import _after, merge_insert
 
 V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
@@ -109,7 +107,7 @@ class DirectoryNamespace(LanceNamespace):
                                               "dir_listing_enabled")
         if not self.manifest_enabled and not self.dir_listing_enabled:
             raise InvalidInputError("manifest_enabled and dir_listing_enabled cannot both be false")
-        self.storage_options = {k[len("storage."):]: str(v) for k, v in properties.items()
+        self.storage_options = {k[len("storage."):]: v for k, v in properties.items()
                                 if k.startswith("storage.")} or None
         # Datasets opened by URI on memory:// are private to their objects (as in pylance); the
         # tables of a memory:// root share one store per root, so every namespace object on
@@ -471,8 +469,11 @@ class DirectoryNamespace(LanceNamespace):
                                                     properties=req.properties)
 
     def _declared_only(self, loc: str) -> bool:
-        """A declared table: its directory holds no committed version yet."""
-        return not self._store.list(child(self._uri_of(loc), "_versions"))
+        """A declared table: the reservation marker and no committed version yet (a directory
+        another writer is still filling has no marker: it is not ours to fill)."""
+        uri = self._uri_of(loc)
+        return self._store.exists(child(uri, RESERVED_MARKER)) \
+            and not self._store.list(child(uri, "_versions"))
 
     def _create_declared(self, oid, loc, data, plain, req):
         """The first data of a declared table goes to its declared location (as pylance)."""
@@ -656,7 +657,7 @@ class DirectoryNamespace(LanceNamespace):
         if not req.predicate:
             raise InvalidInputError("delete_from_table needs a predicate")
         ds = self._dataset(req.id)
-        return DeleteFromTableResponse(version=ds.delete(req.predicate).version)
+        return DeleteFromTableResponse(version=_after(ds, ds.delete(req.predicate)).version)
 
     def restore_table(self, request, version: int | None = None) -> RestoreTableResponse:
         req, _ = self._plain(request, RestoreTableRequest, version=version)

@@ -33,7 +33,7 @@ from ..table.naming import manifest_scheme, transaction_file_name
 from ..table.transaction import Append, Delete, Rewrite, RewriteGroup, Transaction, Update
 from ..table.commit import transaction_file_uri
 from ..table.version_hint import wants_version_hint, write_version_hint
-from ..table.versions import manifest_uri
+from ..table.versions import latest_manifest, manifest_uri
 from .errors import ConcurrentModificationError
 
 MANIFEST_DIR = "__manifest"
@@ -100,6 +100,7 @@ class Snapshot:
         self.dataset = ds
         self.version = ds.version if ds is not None else 0
         self.table = table
+        self.key = None  # (version, manifest size, manifest uri) when cached
         self._columns = {}
 
     def _row_index(self, object_id: str) -> int:
@@ -198,17 +199,24 @@ class ManifestTable:
         return self._open() is not None
 
     def snapshot(self) -> Snapshot:
-        """The latest rows (cached per version: an unchanged manifest is not re-read)."""
-        ds = self._open()
-        if ds is None:
+        """The latest rows, cached per version: one listing of ``_versions/`` tells whether the
+        cached rows are still the latest (then nothing is read)."""
+        store = open_store(self.uri, self.storage_options)
+        try:
+            latest = latest_manifest(self.uri, store=store)
+        except DatasetNotFoundError:
+            latest = None
+        if latest is None:
             empty = SCHEMA.empty_table().select(Snapshot.CORE)
             return Snapshot(None, empty.append_column("_pos", pa.array([], pa.int64())))
         cached = self._cache
-        if cached is not None and cached.version == ds.version:
+        if cached is not None and cached.key == (latest.version, latest.size, latest.uri):
             return cached
+        ds = Dataset.open(self.uri, latest.version, storage_options=self.storage_options)
         table = ds.to_table(columns=Snapshot.CORE)
         table = table.append_column("_pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
         snap = Snapshot(ds, table)
+        snap.key = (latest.version, latest.size, latest.uri)
         self._cache = snap
         return snap
 
@@ -247,7 +255,7 @@ class ManifestTable:
         updated, removed = [], []
         if change.remove:
             pred = "object_id IN (" + ", ".join(_quote(o) for o in change.remove) + ")"
-            updated, removed = plan_delete(ds, pred)
+            updated, removed = plan_delete(ds, pred)[:2]  # (+ row count in newer lancefmt)
         if updated or removed:
             op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                         new_fragments=new) if new else Delete(updated, removed, pred)

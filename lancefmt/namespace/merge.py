@@ -31,6 +31,12 @@ def _in(column: str, values) -> str:
     return f"{column} IN (" + ", ".join(_literal(v) for v in values) + ")"
 
 
+def _after(ds, result):
+    """The Dataset after a mutation: older lancefmt returns the new Dataset, newer lancefmt
+    (like pylance) moves ``ds`` itself and returns None or a stats dict."""
+    return result if hasattr(result, "version") and hasattr(result, "to_table") else ds
+
+
 def merge_insert(ds, reader, req):
     """(stats dict, new Dataset) after merging ``reader`` into ``ds`` as ``req`` says."""
     on = [req.on] if isinstance(req.on, str) else list(req.on)
@@ -82,7 +88,7 @@ def merge_insert(ds, reader, req):
     new_rows = pa.concat_tables(add).cast(ds.schema) if add else None
     new = write_fragments(new_rows, ds.uri, mode="append", storage_options=ds.storage_options) \
         if new_rows is not None and new_rows.num_rows else []
-    updated, removed = plan_delete(ds, _in(key, remove_keys)) if remove_keys else ([], [])
+    updated, removed = plan_delete(ds, _in(key, remove_keys))[:2] if remove_keys else ([], [])
     if updated or removed:
         op = Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new) \
             if new else Delete(updated, removed, _in(key, remove_keys))
@@ -90,6 +96,6 @@ def merge_insert(ds, reader, req):
         op = Append(new)
     else:
         return {"num_inserted_rows": 0, "num_updated_rows": 0, "num_deleted_rows": 0}, ds
-    out = ds._commit(op)
+    out = _after(ds, ds._commit(op))
     return {"num_inserted_rows": n_inserted, "num_updated_rows": n_updated,
             "num_deleted_rows": n_deleted}, out

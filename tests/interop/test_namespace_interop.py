@@ -169,6 +169,9 @@ def test_pylance_made_root_is_read(tmp_path, reads_2_2):
     assert ours.describe_namespace(["n"]).properties == {"k": "v"}
     assert ours.list_tables(["n"]) == ["t"] and ours.list_tables([]) == ["r"]
     assert ours.open_table(["n", "t"]).to_table().equals(TABLE)
+    assert ours.count_table_rows(ln.CountTableRowsRequest(id=["n", "t"])).count == 3
+    ours.drop_table(ln.DropTableRequest(id=["n", "t"]))      # a delete: no new data files
+    assert theirs.list_tables(ln.ListTablesRequest(id=["n"])).tables == []
 
 
 @pytest.fixture

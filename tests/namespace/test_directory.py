@@ -397,3 +397,19 @@ def test_create_fills_a_declared_table(root):
     with pytest.raises(nserr.TableAlreadyExistsError):
         ns.create_table(ln.CreateTableRequest(id=["d"]), ipc(TABLE))
     assert ns.list_tables(ln.ListTablesRequest(id=[], include_declared=False)).tables == ["d"]
+
+
+def test_s3_root_with_storage_properties(s3_uri):
+    uri, options = s3_uri
+    props = {"root": uri, **{f"storage.{k}": v for k, v in options.items()}}
+    ns = DirectoryNamespace(**props)
+    assert ns.storage_options == options
+    ns.create_namespace(["n"])
+    ns.create_table(["n", "t"], TABLE)
+    ns.create_table(["r"], TABLE)
+    assert ns.list_tables([]) == ["r"] and ns.list_tables(["n"]) == ["t"]
+    assert ns.open_table(["n", "t"]).to_table().equals(TABLE)
+    with pytest.raises(nserr.TableAlreadyExistsError):
+        ns.create_table(["n", "t"], TABLE)
+    ns.drop_table(ln.DropTableRequest(id=["n", "t"]))
+    assert DirectoryNamespace(**props).list_tables(["n"]) == []
