@@ -144,8 +144,9 @@ def test_versions_checkout_restore(tmp_path):
     assert ds.count_rows() == 1
     old = ds.checkout_version(2)
     assert old.count_rows() == 20
-    restored = old.restore()
-    assert restored.version == 4 and restored.count_rows() == 20
+    assert old.restore() is None  # as pylance: the object moves to the new version
+    assert old.version == 4 and old.count_rows() == 20
+    assert ds.checkout_version(2).version == 2 and ds.version == 3  # checkout: a separate object
     assert lancefmt.dataset(uri).to_table().equals(old.to_table())
     with pytest.raises(DatasetNotFoundError):
         lancefmt.dataset(uri, version=9)
@@ -155,9 +156,9 @@ def test_versions_checkout_restore(tmp_path):
 
 def test_delete(uri):
     ds = lancefmt.write_dataset(table(100), uri, max_rows_per_file=30)
-    ds = ds.delete("id % 10 = 3")
+    assert ds.delete("id % 10 = 3") == {"num_deleted_rows": 10}
     assert ds.count_rows() == 90 and ds.version == 2
-    ds = ds.delete(pc.field("id") >= 90)  # drops the last fragment entirely
+    assert ds.delete(pc.field("id") >= 90) == {"num_deleted_rows": 9}  # drops the last fragment
     assert ds.count_rows() == 81
     assert [f.id for f in ds.get_fragments()] == [0, 1, 2]
     assert ds.to_table(filter="id % 10 = 3").num_rows == 0
@@ -166,8 +167,9 @@ def test_delete(uri):
     mask = f0.deletion_mask()
     assert mask.sum() == 27 and not mask[3] and mask[4]
     assert ds.take([3])["id"].to_pylist() == [4]
-    unchanged = ds.delete("id < 0")
-    assert unchanged.version == ds.version
+    before = ds.version
+    assert ds.delete("id < 0") == {"num_deleted_rows": 0}
+    assert ds.version == before
 
 
 def test_round_robin_start_offset(tmp_path):
