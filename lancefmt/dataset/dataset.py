@@ -277,6 +277,17 @@ class Dataset:
                      base_store_params=self._base_store_params, **kw)
         return self._adopt(new)
 
+    def _commit_plan(self, plan, **kw) -> "Dataset":
+        """Commit a plan (operation + files written for it); a failed commit removes them."""
+        from .write import delete_files
+
+        try:
+            return self._commit(plan.operation, **kw)
+        except BaseException:
+            for uri, options in plan.written:
+                delete_files([uri], options)
+            raise
+
     # -- config and metadata (pylance's return values) ---------------------------------------
     def update_config(self, values: dict, *, replace: bool = False) -> dict:
         """Set (value) or delete (None) ``Manifest.config`` keys; returns the new config."""
@@ -356,25 +367,25 @@ class Dataset:
         row-aligned data; one new data file per fragment, one Merge commit."""
         from .columns import add_columns
 
-        self._commit(add_columns(self, transforms, read_columns, reader_schema, batch_size))
+        self._commit_plan(add_columns(self, transforms, read_columns, reader_schema, batch_size))
 
     def drop_columns(self, columns) -> None:
         from .columns import drop_columns
 
-        self._commit(drop_columns(self, columns))
+        self._commit_plan(drop_columns(self, columns))
 
     def alter_columns(self, *alterations) -> None:
         """Rename, change nullability or cast columns (``{"path", "name", "nullable",
         "data_type"}`` as pylance); a cast rewrites the column's data."""
         from .columns import alter_columns
 
-        self._commit(alter_columns(self, alterations))
+        self._commit_plan(alter_columns(self, alterations))
 
     def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None) -> None:
         """Left-join ``data_obj`` on ``left_on == right_on`` as new columns (pylance's merge)."""
         from .columns import merge_columns
 
-        self._commit(merge_columns(self, data_obj, left_on, right_on or left_on, schema))
+        self._commit_plan(merge_columns(self, data_obj, left_on, right_on or left_on, schema))
 
     @property
     def optimize(self):
