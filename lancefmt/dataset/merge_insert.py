@@ -263,7 +263,7 @@ def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
                 new_frags += frags
             op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                         new_fragments=new_frags, fields_modified=[],
-                        fields_for_preserving_frag_bitmap=[])
+                        fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])
             return ds._commit(op), stats
         except RetryableCommitConflictError:
             _cleanup(ds, updated, written)

@@ -258,6 +258,7 @@ def build_manifest(
             indices += list(op.new_indices)
     elif isinstance(op, Rewrite):
         final, next_id, next_row_id = _apply_rewrite(old, op, next_id, stable, next_row_id)
+        indices = _remap_indices_for_rewrite(indices, op, final, stable)
     elif isinstance(op, Merge):
         final = [_copy_frag(f.pb) for f in op.fragments]
         del manifest.fields[:]
@@ -282,7 +283,8 @@ def build_manifest(
         raise UnsupportedFeatureError(f"cannot apply a {op.name} transaction")
 
     if not keep_fragments:
-        final.sort(key=lambda f: f.id)
+        if not isinstance(op, Rewrite):  # a rewrite keeps the rows' order (see _apply_rewrite)
+            final.sort(key=lambda f: f.id)
         for f in final:  # drop data files that only hold tombstoned fields (-2)
             if any(all(fid == -2 for fid in df.fields) for df in f.files):
                 kept = [df for df in f.files if any(fid != -2 for fid in df.fields)]
@@ -368,6 +370,7 @@ def _apply_rewrite(old, op: Rewrite, next_id, stable, next_row_id):
     by_id = {f.id: f for f in old}
     removed = set()
     added = []
+    added_per_group = []
     for g in op.groups:
         for f in g.old_fragments:
             if f.id not in by_id:
@@ -379,8 +382,74 @@ def _apply_rewrite(old, op: Rewrite, next_id, stable, next_row_id):
                 if pb.WhichOneof("row_id_sequence") is None:
                     raise InvalidArgumentError("rewritten fragments must carry their row ids")
         added += new
-    final = [_copy_frag(f) for f in old if f.id not in removed] + added
+        added_per_group.append(new)
+    # new fragments take the place of their group's first old fragment, so scans keep the
+    # rows in the order they had (as Lance's rewrite does)
+    first_of_group = {}
+    position = {f.id: i for i, f in enumerate(old)}
+    for g, new in zip(op.groups, added_per_group):
+        anchor = min((position[f.id] for f in g.old_fragments), default=len(old))
+        first_of_group.setdefault(anchor, []).extend(new)
+    final = []
+    for i, f in enumerate(old):
+        final.extend(first_of_group.pop(i, []))
+        if f.id not in removed:
+            final.append(_copy_frag(f))
+    for rest in first_of_group.values():
+        final.extend(rest)
     return final, next_id, next_row_id
+
+
+def _remap_indices_for_rewrite(indices, op: Rewrite, final, stable: bool) -> list:
+    """Index fragment bitmaps after a rewrite lancefmt cannot remap the index files for: the
+    rewritten fragments leave every bitmap (their rows are then scanned, not looked up, and
+    the index's entries for them point at fragments that no longer exist, which Lance's
+    prefilter drops). With stable row ids an index keeps covering a group it fully covered,
+    because its entries (row ids) are still valid in the new fragments."""
+    if not indices or not op.groups:
+        return indices
+    from pyroaring import BitMap
+
+    new_ids = {}
+    for g, f in _new_fragment_ids(op, final):
+        new_ids.setdefault(g, []).append(f)
+    out = []
+    for idx in indices:
+        if not idx.fragment_bitmap:
+            out.append(idx)
+            continue
+        bm = BitMap.deserialize(idx.fragment_bitmap)
+        changed = False
+        for gi, g in enumerate(op.groups):
+            old_ids = [f.id for f in g.old_fragments]
+            covered = all(i in bm for i in old_ids)
+            if any(i in bm for i in old_ids):
+                bm.difference_update(BitMap(old_ids))
+                changed = True
+            if stable and covered and old_ids:
+                bm.update(new_ids.get(gi, []))
+                changed = True
+        if changed:
+            c = table_pb2.IndexMetadata()
+            c.CopyFrom(idx)
+            c.fragment_bitmap = bm.serialize()
+            idx = c
+        out.append(idx)
+    return out
+
+
+def _new_fragment_ids(op: Rewrite, final):
+    """(group index, new fragment id) pairs: the new fragments were given ids in group order."""
+    counts = [len(g.new_fragments) for g in op.groups]
+    total = sum(counts)
+    if not total:
+        return []
+    new = sorted(f.id for f in final)[-total:]
+    out, pos = [], 0
+    for gi, n in enumerate(counts):
+        out += [(gi, fid) for fid in new[pos:pos + n]]
+        pos += n
+    return out
 
 
 def _apply_data_replacement(old, op: DataReplacement):
