@@ -19,6 +19,9 @@ __version__ = "0.1.0"
 from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
 from .table.fragment import FragmentMetadata  # noqa: E402
 from .table.transaction import Operation, Transaction  # noqa: E402
+from .dataset.columns import BatchUDF, batch_udf  # noqa: E402
+from .dataset.compaction import CompactionMetrics  # noqa: E402
+from .dataset.merge_insert import MergeInsertBuilder  # noqa: E402
 
 __all__ = [
     "LanceError",
@@ -40,4 +43,8 @@ __all__ = [
     "dataset",
     "write_dataset",
     "write_fragments",
+    "BatchUDF",
+    "batch_udf",
+    "CompactionMetrics",
+    "MergeInsertBuilder",
 ]

@@ -1,7 +1,7 @@
 """Auto cleanup after a commit, driven by the ``lance.auto_cleanup.*`` config keys.
 
 As Lance's commit hook does: when ``lance.auto_cleanup.interval`` is set and the new version is
-a multiple of it, old versions are cleaned up with ``lance.auto_cleanup.older_than`` (a humantime
+a multiple of it, versions older than the one the commit read are cleaned up with ``lance.auto_cleanup.older_than`` (a humantime
 duration such as ``"14days"``, ``"1h"`` or ``"3600s"``; 14 days when absent) and
 ``lance.auto_cleanup.retain_versions``; tagged old versions are skipped, not an error. The commit
 has already succeeded, so a failing cleanup never fails it.
@@ -72,6 +72,11 @@ def maybe_auto_cleanup(ds):
         from .cleanup import cleanup_old_versions
 
         older_than, retain = policy
-        return cleanup_old_versions(ds, older_than, retain, error_if_tagged_old_versions=False)
+        if ds.version <= 1:
+            return None
+        # Lance runs the hook with the dataset as it was before the commit, so the version
+        # the writer read stays (observed with pylance 14: interval 3 keeps version 2 at 3)
+        before = ds.checkout_version(ds.version - 1)
+        return cleanup_old_versions(before, older_than, retain, error_if_tagged_old_versions=False)
     except (LanceError, OSError, ValueError):
         return None

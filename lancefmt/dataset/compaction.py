@@ -231,7 +231,34 @@ class DatasetOptimizer:
             materialize_deletions=materialize_deletions,
             materialize_deletions_threshold=materialize_deletions_threshold,
             num_threads=num_threads, batch_size=batch_size)
-        op, written, metrics = compact_files(ds._snapshot(), options, progress)
-        if op is not None:
-            ds._commit_plan(ColumnPlan(op, written))
+        work = ds._snapshot()
+        op, written, metrics = compact_files(work, options, progress)
+        if op is None:
+            return metrics
+        try:
+            _reserve_ids(work, op)
+        except BaseException:
+            from .write import delete_files
+
+            for uri, opts in written:
+                delete_files([uri], opts)
+            raise
+        work._commit_plan(ColumnPlan(op, written))
+        ds._adopt(work)
         return metrics
+
+
+def _reserve_ids(work, op: Rewrite) -> None:
+    """As pylance: a ReserveFragments commit first, then the Rewrite names the reserved ids
+    (so index remapping could refer to them; the versions match pylance's run)."""
+    from ..table.transaction import ReserveFragments
+
+    new = [f for g in op.groups for f in g.new_fragments]
+    if not new:
+        return
+    before = work.manifest.max_fragment_id if work.manifest.HasField("max_fragment_id") else 0
+    work._commit(ReserveFragments(len(new)))
+    top = work.manifest.max_fragment_id
+    for i, f in enumerate(new):
+        f.pb.id = top - len(new) + 1 + i
+    assert f.pb.id == top and top - len(new) >= before

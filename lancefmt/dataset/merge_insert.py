@@ -228,6 +228,19 @@ def _created_at(ds, addrs: np.ndarray) -> np.ndarray:
     return out
 
 
+def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray) -> None:
+    """The first ``len(ids)`` rows written (the updated ones) keep their row ids and created-at
+    versions; the commit gives the inserted rows after them new ids."""
+    start = 0
+    for f in frags:
+        if start >= ids.size:
+            break
+        n = min(f.physical_rows, ids.size - start)
+        f.pb.inline_row_ids = encode_row_ids(ids[start:start + n])
+        f.pb.inline_created_at_versions = encode_versions(created[start:start + n])
+        start += n
+
+
 def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
     """Commit the merge on (a snapshot) ``ds``; returns (committed Dataset, stats)."""
     from .dataset import Dataset
@@ -242,25 +255,17 @@ def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
         updated, removed, written = [], [], []
         try:
             updated, removed = delete_addresses(ds, deleted)
+            parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
             new_frags = []
-            if update_rows is not None and update_rows.num_rows:
-                frags = write_fragments(update_rows, ds.uri, storage_options=ds.storage_options,
+            if parts:
+                # updated rows first, then inserted ones, in the same fragments (as Lance)
+                frags = write_fragments(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
+                                        ds.uri, storage_options=ds.storage_options,
                                         base_store_params=ds.base_store_params)
                 written += _data_file_uris(ds, frags)
-                if update_ids is not None:
-                    created = _created_at(ds, update_addrs)
-                    start = 0
-                    for f in frags:
-                        n = f.physical_rows
-                        f.pb.inline_row_ids = encode_row_ids(update_ids[start:start + n])
-                        f.pb.inline_created_at_versions = encode_versions(created[start:start + n])
-                        start += n
-                new_frags += frags
-            if insert_rows is not None and insert_rows.num_rows:
-                frags = write_fragments(insert_rows, ds.uri, storage_options=ds.storage_options,
-                                        base_store_params=ds.base_store_params)
-                written += _data_file_uris(ds, frags)
-                new_frags += frags
+                if update_ids is not None and update_ids.size:
+                    _carry_row_ids(frags, update_ids, _created_at(ds, update_addrs))
+                new_frags = frags
             op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                         new_fragments=new_frags, fields_modified=[],
                         fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])

@@ -269,6 +269,29 @@ def clear_staging(staging: str, storage_options=None) -> None:
                 break
 
 
+def _appended_fields(fields: list, data_schema: pa.Schema) -> list:
+    """The dataset fields an append writes: all of them, or (as pylance allows) only the
+    top-level columns the data has when every missing one is nullable; fragments without a
+    column's data file read it as nulls."""
+    top = [f for f in fields if f.parent_id == -1]
+    names = set(data_schema.names)
+    missing = [f for f in top if f.name not in names]
+    if not missing or not names <= {f.name for f in top}:
+        return fields
+    required = [f.name for f in missing if not f.nullable]
+    if required:
+        raise InvalidArgumentError(f"appended data lacks non-nullable column(s) {required}")
+    dropped = {f.id for f in missing}
+    changed = True
+    while changed:
+        changed = False
+        for f in fields:
+            if f.parent_id in dropped and f.id not in dropped:
+                dropped.add(f.id)
+                changed = True
+    return [f for f in fields if f.id not in dropped]
+
+
 def _conform(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
     """Check appended data against the dataset schema and reorder/cast it to that schema."""
     have = reader.schema
@@ -321,7 +344,7 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
         if initial_bases:
             raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
         header = existing.header
-        fields = list(header.fields)
+        fields = _appended_fields(list(header.fields), reader.schema)
         ds_schema = arrow_from_fields(fields, dict(header.schema_metadata) or None)
         version = existing.data_storage_version
         _check_storage_version(version)

@@ -93,8 +93,24 @@ def _assign_row_ids(next_row_id: int, frags, version: int) -> int:
             meta = _uniform_versions(n, version)
             if f.WhichOneof("created_at_version_sequence") is None:  # rewritten rows keep theirs
                 f.inline_created_at_versions = meta
+            elif f.WhichOneof("created_at_version_sequence") == "inline_created_at_versions":
+                _pad_versions(f, n, version)  # rewritten rows first, then new ones
             f.inline_last_updated_at_versions = meta
     return next_row_id
+
+
+def _pad_versions(f, n: int, version: int) -> None:
+    """Created-at versions given for the first rows only: the rest are created now."""
+    import numpy as np
+
+    from .rowids import decode_versions, encode_versions
+
+    have = decode_versions(f.inline_created_at_versions)
+    if len(have) > n:
+        raise InvalidArgumentError(f"fragment has {len(have)} created-at versions for {n} rows")
+    if len(have) < n:
+        f.inline_created_at_versions = encode_versions(
+            np.concatenate([have, np.full(n - len(have), version, dtype=np.uint64)]))
 
 
 def _with_new_ids(frags, next_id: int):
@@ -103,6 +119,19 @@ def _with_new_ids(frags, next_id: int):
         pb = _copy_frag(f.pb if hasattr(f, "pb") else f)
         pb.id = next_id
         next_id += 1
+        out.append(pb)
+    return out, next_id
+
+
+def _with_reserved_ids(frags, next_id: int):
+    """Rewrite's rule (Lance's ``fragments_with_ids``): a new fragment keeps a non-zero id (one
+    reserved with ReserveFragments), id 0 gets the next free id."""
+    out = []
+    for f in frags:
+        pb = _copy_frag(f.pb if hasattr(f, "pb") else f)
+        if pb.id == 0:
+            pb.id = next_id
+            next_id += 1
         out.append(pb)
     return out, next_id
 
@@ -257,8 +286,8 @@ def build_manifest(
             indices = [i for i in indices if i.name not in new_names and i.uuid.uuid not in removed_uuids]
             indices += list(op.new_indices)
     elif isinstance(op, Rewrite):
-        final, next_id, next_row_id = _apply_rewrite(old, op, next_id, stable, next_row_id)
-        indices = _remap_indices_for_rewrite(indices, op, final, stable)
+        final, next_id, next_row_id, added = _apply_rewrite(old, op, next_id, stable, next_row_id)
+        indices = _remap_indices_for_rewrite(indices, op, added, stable)
     elif isinstance(op, Merge):
         final = [_copy_frag(f.pb) for f in op.fragments]
         del manifest.fields[:]
@@ -376,7 +405,7 @@ def _apply_rewrite(old, op: Rewrite, next_id, stable, next_row_id):
             if f.id not in by_id:
                 raise CommitConflictError(f"fragment {f.id} to rewrite no longer exists")
             removed.add(f.id)
-        new, next_id = _with_new_ids(g.new_fragments, next_id)
+        new, next_id = _with_reserved_ids(g.new_fragments, next_id)
         if stable:
             for pb in new:
                 if pb.WhichOneof("row_id_sequence") is None:
@@ -397,10 +426,10 @@ def _apply_rewrite(old, op: Rewrite, next_id, stable, next_row_id):
             final.append(_copy_frag(f))
     for rest in first_of_group.values():
         final.extend(rest)
-    return final, next_id, next_row_id
+    return final, next_id, next_row_id, [[f.id for f in new] for new in added_per_group]
 
 
-def _remap_indices_for_rewrite(indices, op: Rewrite, final, stable: bool) -> list:
+def _remap_indices_for_rewrite(indices, op: Rewrite, added: list, stable: bool) -> list:
     """Index fragment bitmaps after a rewrite lancefmt cannot remap the index files for: the
     rewritten fragments leave every bitmap (their rows are then scanned, not looked up, and
     the index's entries for them point at fragments that no longer exist, which Lance's
@@ -410,9 +439,7 @@ def _remap_indices_for_rewrite(indices, op: Rewrite, final, stable: bool) -> lis
         return indices
     from pyroaring import BitMap
 
-    new_ids = {}
-    for g, f in _new_fragment_ids(op, final):
-        new_ids.setdefault(g, []).append(f)
+    new_ids = dict(enumerate(added))
     out = []
     for idx in indices:
         if not idx.fragment_bitmap:
@@ -435,20 +462,6 @@ def _remap_indices_for_rewrite(indices, op: Rewrite, final, stable: bool) -> lis
             c.fragment_bitmap = bm.serialize()
             idx = c
         out.append(idx)
-    return out
-
-
-def _new_fragment_ids(op: Rewrite, final):
-    """(group index, new fragment id) pairs: the new fragments were given ids in group order."""
-    counts = [len(g.new_fragments) for g in op.groups]
-    total = sum(counts)
-    if not total:
-        return []
-    new = sorted(f.id for f in final)[-total:]
-    out, pos = [], 0
-    for gi, n in enumerate(counts):
-        out += [(gi, fid) for fid in new[pos:pos + n]]
-        pos += n
     return out
 
 
