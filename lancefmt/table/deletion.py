@@ -262,7 +262,10 @@ def _read_arrow(data, path) -> np.ndarray:
     if len(view) < 12 or view[:6] != b"ARROW1" or view[-6:] != b"ARROW1":
         raise CorruptFileError("unreadable Arrow deletion file: no ARROW1 magic at both ends", path)
     try:
-        reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(data)))
+        # single-threaded: a one-batch file gains nothing from Arrow's pool, and waking the
+        # pool costs milliseconds per file when other threads are busy (compaction reads 1000s)
+        reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(data)),
+                                  options=pa.ipc.IpcReadOptions(use_threads=False))
         if reader.num_record_batches != 1:
             raise CorruptFileError(
                 f"deletion file must hold exactly one batch, not {reader.num_record_batches}", path)
