@@ -13,7 +13,6 @@ Defaults come from the dataset's ``lance.compaction.*`` config keys, as in pylan
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +23,7 @@ from ..table.fragment import FragmentMetadata
 from ..table.rowids import encode_row_ids, encode_versions
 from ..table.rowids.meta import load_created_at_versions, load_last_updated_at_versions
 from ..table.transaction import Rewrite, RewriteGroup
-from .scan import FragmentScan, ScanSpec
+from .scan import ScanSpec, load_deletions, scan_batches
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
 DEFAULT_THRESHOLD = 0.1
@@ -116,25 +115,24 @@ def _split_for_size(bin_, target: int) -> list:
     return tasks
 
 
-def _read_group(ds, pbs, stable: bool, batch_size):
+def _read_group(ds, pbs, stable: bool, batch_size, threads=None):
     """Live rows of ``pbs`` in order, and (row ids, created, updated versions) if stable."""
     spec = ScanSpec.build(ds.schema, ds.schema.names, with_row_id=stable,
                           batch_size=batch_size)
-    tables, created, updated = [], [], []
-    for pb in pbs:
-        scan = FragmentScan(ds._ctx, pb, spec)
-        for t in scan.windows():
-            tables.append(t)
-        if stable:
-            dv = scan.deletions
-            kept = dv.kept_indices(pb.physical_rows) if dv is not None and len(dv) else None
-            for out, loader in ((created, load_created_at_versions),
-                                (updated, load_last_updated_at_versions)):
-                v = loader(pb, ds.uri, ds.storage_options)
-                if v is None:
-                    v = np.ones(pb.physical_rows, dtype=np.uint64)
-                out.append(v[kept] if kept is not None else v)
-    table = pa.concat_tables(tables) if tables else ds.schema.empty_table()
+    # the fragments are read concurrently by the shared scan pool, in order
+    batches = list(scan_batches(ds._ctx, pbs, spec, threads=threads))
+    created, updated = [], []
+    for pb in pbs if stable else ():
+        dv = load_deletions(ds._ctx, pb)
+        kept = dv.kept_indices(pb.physical_rows) if dv is not None and len(dv) else None
+        for out, loader in ((created, load_created_at_versions),
+                            (updated, load_last_updated_at_versions)):
+            v = loader(pb, ds.uri, ds.storage_options)
+            if v is None:
+                v = np.ones(pb.physical_rows, dtype=np.uint64)
+            out.append(v[kept] if kept is not None else v)
+    schema = spec.output_schema(ds.schema)
+    table = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
     if not stable:
         return table, None
     ids = table.column("_rowid").to_numpy()
@@ -145,7 +143,7 @@ def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
     from .update import _data_file_uris
     from .write import DEFAULT_MAX_BYTES_PER_FILE, write_fragments
 
-    table, meta = _read_group(ds, pbs, stable, options.batch_size)
+    table, meta = _read_group(ds, pbs, stable, options.batch_size, options.num_threads)
     if not table.num_rows:
         return RewriteGroup([FragmentMetadata.from_bytes(pb.SerializeToString()) for pb in pbs], []), []
     frags = write_fragments(table, ds.uri, storage_options=ds.storage_options,
@@ -180,16 +178,15 @@ def compact_files(ds, options: CompactionOptions, progress=None):
     if not bins:
         return None, [], metrics
     stable = ds.has_stable_row_ids
-    threads = max(1, int(options.num_threads or 2))
     bar = _progress(sum(len(b) for b in bins), progress)
     groups, written = [], []
     try:
-        with ThreadPoolExecutor(threads) as pool:
-            for group, files in pool.map(lambda b: _rewrite_group(ds, b, options, stable), bins):
-                groups.append(group)
-                written += files
-                if bar is not None:
-                    bar.update(len(group.old_fragments))
+        for b in bins:  # each group is read by the shared scan pool (num_threads)
+            group, files = _rewrite_group(ds, b, options, stable)
+            groups.append(group)
+            written += files
+            if bar is not None:
+                bar.update(len(group.old_fragments))
     except BaseException:
         from .write import delete_files
 

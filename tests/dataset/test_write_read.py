@@ -87,11 +87,14 @@ def test_append_schema_checks(tmp_path):
     # same columns in another order is fine
     ds = lancefmt.write_dataset(pa.table({"b": ["z"], "a": [3]}), uri, mode="append")
     assert ds.to_table().to_pydict() == {"a": [1, 2, 3], "b": ["x", "y", "z"]}
-    with pytest.raises(InvalidArgumentError, match="columns"):
-        lancefmt.write_dataset(pa.table({"a": [1]}), uri, mode="append")
+    with pytest.raises(InvalidArgumentError, match="columns"):  # an unknown column
+        lancefmt.write_dataset(pa.table({"a": [1], "c": [1]}), uri, mode="append")
     with pytest.raises(InvalidArgumentError, match="does not match"):
         lancefmt.write_dataset(pa.table({"a": ["no"], "b": ["x"]}), uri, mode="append")
     assert lancefmt.dataset(uri).version == 2
+    # a nullable column may be missing (as pylance allows): it reads as nulls
+    ds = lancefmt.write_dataset(pa.table({"a": [4]}), uri, mode="append")
+    assert ds.to_table().to_pydict() == {"a": [1, 2, 3, 4], "b": ["x", "y", "z", None]}
     with pytest.raises(UnsupportedFeatureError):
         lancefmt.write_dataset(pa.table({"a": [1]}), str(tmp_path / "x"), data_storage_version="2.2")
 
