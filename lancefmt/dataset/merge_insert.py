@@ -138,14 +138,8 @@ def _plan(ds, b: MergeInsertBuilder, source: pa.Table):
     src_valid = src_keys
     for k in on:
         src_valid = src_valid.filter(pc.is_valid(src_valid.column(k)))
-    matched = target.join(src_valid, on, join_type="inner", use_threads=True) if target.num_rows \
-        else None
-    if matched is not None and matched.num_rows:
-        counts = pc.value_counts(matched.column(_ADDR))
-        if pc.max(counts.field("counts")).as_py() > 1:
-            raise MergeInsertError("Ambiguous merge insert: multiple source rows match the same "
-                                   "target row")
-    else:
+    matched = _match(target, src_valid, on) if target.num_rows else None
+    if matched is not None and not matched.num_rows:
         matched = None
     n_matched = matched.num_rows if matched is not None else 0
     if b._matched == "fail" and n_matched:
@@ -188,6 +182,61 @@ def _plan(ds, b: MergeInsertBuilder, source: pa.Table):
         "num_deleted_rows": int(all_deleted.size) - (update_rows.num_rows if update_rows is not None else 0),
     }
     return stats, all_deleted.astype(np.uint64), insert_rows, update_rows, update_ids, update_addrs
+
+
+def _match(target: pa.Table, src: pa.Table, on) -> pa.Table:
+    """Pairs (target row, source row) with equal keys: target's columns plus ``__src_index``.
+
+    A hash join that builds on the source (the small side) and probes with every target key;
+    a target row matched by two source rows is refused (only possible when the source's keys
+    repeat)."""
+    repeat = _keys_repeat(src, on)
+    if len(on) == 1 and not repeat:
+        dense = _match_dense(target, src, on[0])
+        if dense is not None:
+            return dense
+    matched = target.join(src, on, join_type="inner", use_threads=True)
+    if matched.num_rows and repeat:
+        counts = pc.value_counts(matched.column(_ADDR))
+        if pc.max(counts.field("counts")).as_py() > 1:
+            raise MergeInsertError("Ambiguous merge insert: multiple source rows match the same "
+                                   "target row")
+    return matched
+
+
+DENSE_FACTOR = 4
+
+
+def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
+    """Unique integer keys spanning a range not much wider than the data (sequential ids, the
+    common upsert): a direct-address table over the key range replaces hashing, one numpy
+    gather per target key. None when the keys do not qualify."""
+    ktype = src.schema.field(key).type
+    if not pa.types.is_integer(ktype) or not src.num_rows:
+        return None
+    skeys = src.column(key).to_numpy()
+    lo, hi = int(skeys.min()), int(skeys.max())
+    tcol = target.column(key)
+    if tcol.null_count:
+        return None
+    span = hi - lo + 1
+    if span > DENSE_FACTOR * max(target.num_rows, src.num_rows, 1 << 18):
+        return None
+    lut = np.full(span, -1, dtype=np.int64)
+    lut[(skeys - lo).astype(np.int64)] = src.column(_SRC).to_numpy()
+    tkeys = tcol.to_numpy().astype(np.int64, copy=False)
+    inside = (tkeys >= lo) & (tkeys <= hi)
+    pos = np.full(tkeys.size, -1, dtype=np.int64)
+    pos[inside] = lut[tkeys[inside] - lo]
+    hit = pos >= 0
+    picked = target.filter(pa.array(hit))
+    return picked.append_column(_SRC, pa.array(pos[hit]))
+
+
+def _keys_repeat(src: pa.Table, on) -> bool:
+    if len(on) == 1:
+        return pc.count_distinct(src.column(on[0])).as_py() != src.num_rows
+    return src.group_by(list(on)).aggregate([]).num_rows != src.num_rows
 
 
 def delete_addresses(ds, addrs: np.ndarray):
