@@ -72,3 +72,28 @@ def test_concurrent_delete_of_same_fragment_is_retried(tmp_path):
     assert stats["num_updated_rows"] == 1 and a.version == 3
     t = lancefmt.dataset(uri).to_table()
     assert 0 not in t["id"].to_pylist() and t.filter(pa.compute.equal(t["id"], 5))["v"].to_pylist() == ["new"]
+
+
+@pytest.mark.parametrize("scale", [1, 10**12], ids=["dense", "sparse"])
+def test_dense_and_hash_matching_agree(tmp_path, scale):
+    """Sequential keys take the direct-address path, spread-out keys the hash join; string
+    keys and null target keys the join too. The results are the same."""
+    ids = np.arange(0, 3000, dtype=np.int64) * scale
+    uri = str(tmp_path / "d")
+    ds = lancefmt.write_dataset(pa.table({"id": ids, "v": pa.array(ids.astype(str))}), uri,
+                                max_rows_per_file=1000)
+    src_ids = np.r_[np.arange(2990, 3010), np.arange(0, 3000, 100)] * scale
+    stats = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(pa.table({"id": src_ids, "v": pa.array(["new"] * len(src_ids))}))
+    assert stats == {"num_inserted_rows": 10, "num_updated_rows": 40, "num_deleted_rows": 0}
+    t = ds.to_table()
+    assert t.num_rows == 3010 and t.filter(pa.compute.equal(t["v"], "new")).num_rows == 50
+
+
+def test_string_keys_and_null_target_keys(tmp_path):
+    uri = str(tmp_path / "d")
+    ds = lancefmt.write_dataset(pa.table({"k": ["a", None, "c"], "n": [1, 2, 3]}), uri)
+    stats = ds.merge_insert("k").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(pa.table({"k": ["c", None, "d"], "n": [30, 20, 40]}))
+    assert stats == {"num_inserted_rows": 2, "num_updated_rows": 1, "num_deleted_rows": 0}
+    assert sorted(ds.to_table()["n"].to_pylist()) == [1, 2, 20, 30, 40]
