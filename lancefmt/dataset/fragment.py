@@ -129,7 +129,7 @@ class Fragment:
     def merge_columns(self, value_func, columns=None, batch_size=None, reader_schema=None):
         """New columns for this fragment only (pylance's ``Fragment.merge_columns``): returns
         (FragmentMetadata, Lance field list) to commit with ``Operation.Merge``."""
-        from .columns import fragment_merge_columns
+        from .fragment_columns import fragment_merge_columns
 
         return fragment_merge_columns(self._dataset(), self._pb, value_func, columns, batch_size,
                                       reader_schema)
@@ -137,7 +137,7 @@ class Fragment:
     def update_columns(self, data_obj, left_on: str = "_rowid", right_on=None, schema=None):
         """Rewrite columns of this fragment from joined data (pylance's ``update_columns``):
         returns (FragmentMetadata, modified field ids) for ``Operation.Update``."""
-        from .columns import fragment_update_columns
+        from .fragment_columns import fragment_update_columns
 
         return fragment_update_columns(self._dataset(), self._pb, data_obj, left_on, right_on,
                                        schema)
