@@ -212,7 +212,8 @@ def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
     common upsert): a direct-address table over the key range replaces hashing, one numpy
     gather per target key. None when the keys do not qualify."""
     ktype = src.schema.field(key).type
-    if not pa.types.is_integer(ktype) or not src.num_rows:
+    if not src.num_rows or not (pa.types.is_signed_integer(ktype) or ktype in (
+            pa.uint8(), pa.uint16(), pa.uint32())):  # uint64 keys may not fit int64 offsets
         return None
     skeys = src.column(key).to_numpy()
     lo, hi = int(skeys.min()), int(skeys.max())
@@ -222,15 +223,23 @@ def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
     span = hi - lo + 1
     if span > DENSE_FACTOR * max(target.num_rows, src.num_rows, 1 << 18):
         return None
-    lut = np.full(span, -1, dtype=np.int64)
+    lut = np.full(span, -1, dtype=np.int32 if src.num_rows < 2 ** 31 else np.int64)
     lut[(skeys - lo).astype(np.int64)] = src.column(_SRC).to_numpy()
-    tkeys = tcol.to_numpy().astype(np.int64, copy=False)
-    inside = (tkeys >= lo) & (tkeys <= hi)
-    pos = np.full(tkeys.size, -1, dtype=np.int64)
-    pos[inside] = lut[tkeys[inside] - lo]
-    hit = pos >= 0
-    picked = target.filter(pa.array(hit))
-    return picked.append_column(_SRC, pa.array(pos[hit]))
+    rows, hits = [], []
+    start = 0
+    for chunk in tcol.chunks:  # chunk by chunk: cache-sized, no table-sized temporaries
+        off = chunk.to_numpy().astype(np.int64, copy=False) - lo
+        inside = np.flatnonzero(off.view(np.uint64) < np.uint64(span))
+        if inside.size:
+            pos = lut[off[inside]]
+            found = pos >= 0
+            rows.append(inside[found] + start)
+            hits.append(pos[found])
+        start += len(chunk)
+    if not rows:
+        return target.slice(0, 0).append_column(_SRC, pa.array([], pa.int64()))
+    picked = target.take(pa.array(np.concatenate(rows)))
+    return picked.append_column(_SRC, pa.array(np.concatenate(hits).astype(np.int64)))
 
 
 def _keys_repeat(src: pa.Table, on) -> bool:
