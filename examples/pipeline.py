@@ -165,7 +165,8 @@ def main(argv=None):
         def delete():
             ds = lancefmt.dataset(uri)
             ds.tags.create("before-refund-purge", ds.version)
-            after = ds.delete("category = 'refund'")
+            ds.delete("category = 'refund'")  # moves ds to the new version, as pylance's
+            after = ds
             dels = sum(1 for f in after.get_fragments() if f.deletion_file())
             print(f"   version {after.version}: {after.count_rows():,} live rows; "
                   f"{dels} fragments got deletion files, no data file rewritten")

@@ -31,6 +31,9 @@ from .table.external_manifest import (  # noqa: E402
     ExternalManifestStore, ManifestEntry, SqliteManifestStore,
 )
 from .table.dynamodb_manifest import DynamoDBManifestStore  # noqa: E402
+from .dataset.columns import BatchUDF, batch_udf  # noqa: E402
+from .dataset.compaction import CompactionMetrics  # noqa: E402
+from .dataset.merge_insert import MergeInsertBuilder  # noqa: E402
 
 __all__ = [
     "LanceError",
@@ -62,4 +65,8 @@ __all__ = [
     "ManifestEntry",
     "SqliteManifestStore",
     "DynamoDBManifestStore",
+    "BatchUDF",
+    "batch_udf",
+    "CompactionMetrics",
+    "MergeInsertBuilder",
 ]

@@ -14,7 +14,9 @@ fragments, rows, storage version, feature flags, base paths, tags, naming scheme
 * ``cleanup URI [--older-than 14d] [--retain-versions N] [--dry-run] [--clone URI ...]
   [--owned-base NAME ...]``;
 * ``prefixes URI`` lists the distinct storage prefixes a version touches (what credential
-  vending has to cover).
+  vending has to cover);
+* ``compact URI [--target-rows-per-fragment N] [--no-materialize-deletions]
+  [--materialize-deletions-threshold F]`` rewrites small / deletion-heavy fragments.
 
 Every command takes ``--json``; long operations show progress bars on a terminal
 (``--progress`` / ``--no-progress`` to force).
@@ -354,6 +356,28 @@ def _cmd_prefixes(args) -> int:
     return 0
 
 
+def _cmd_compact(args) -> int:
+    ds = _open(args)
+    before = ds.version
+    metrics = ds.optimize.compact_files(
+        target_rows_per_fragment=args.target_rows_per_fragment,
+        materialize_deletions=False if args.no_materialize_deletions else None,
+        materialize_deletions_threshold=args.materialize_deletions_threshold,
+        num_threads=args.threads, progress=_progress(args))
+    info = {"uri": ds.uri, "read_version": before, "version": ds.version,
+            "fragments_removed": metrics.fragments_removed,
+            "fragments_added": metrics.fragments_added, "files_removed": metrics.files_removed,
+            "files_added": metrics.files_added}
+    if ds.version == before:
+        lines = [f"nothing to compact in version {before}"]
+    else:
+        lines = [f"version {ds.version}: {metrics.fragments_removed} fragments "
+                 f"({metrics.files_removed} files) rewritten as {metrics.fragments_added} "
+                 f"({metrics.files_added} files)"]
+    _emit(args, info, lines)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancefmt", description="Inspect and manage Lance datasets.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -437,6 +461,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--version", help="version or tag (default: latest)")
     p.set_defaults(func=_cmd_prefixes)
+
+    p = sub.add_parser("compact", help="rewrite small and deletion-heavy fragments")
+    common(p)
+    p.add_argument("--target-rows-per-fragment", type=int, default=None)
+    p.add_argument("--no-materialize-deletions", action="store_true",
+                   help="leave fragments with deletions alone unless they are small")
+    p.add_argument("--materialize-deletions-threshold", type=float, default=None)
+    p.add_argument("--threads", type=int, default=None)
+    progress(p)
+    p.set_defaults(func=_cmd_compact)
     return parser
 
 

@@ -1,9 +1,11 @@
 """Dataset: an immutable view of one version of a Lance dataset (docs/api.md).
 
 Opening reads one listing of ``_versions/`` and one manifest; fragments are decoded from the
-manifest lazily. Mutations (``delete``, ``restore``, ...) commit a new version through
-:mod:`lancefmt.table.commit` and return a new ``Dataset``; the object they were called on keeps
-showing its own version.
+manifest lazily. Mutations (``delete``, ``update``, ``restore``, ``add_columns``, ...) commit a
+new version through :mod:`lancefmt.table.commit` and move the object they were called on to that
+version, returning what pylance's return; ``checkout_version`` gives a separate, pinned object.
+Operation modules work on a snapshot (:meth:`Dataset._snapshot`) and hand back the committed
+dataset or manifest; this module is the only place that moves a Dataset.
 """
 from __future__ import annotations
 
@@ -88,6 +90,24 @@ class Dataset(DatasetReadAPI):
 
     def __repr__(self):
         return f"Dataset({self._uri!r}, version={self.version})"
+
+    _CACHED = ("_ctx", "fragment_table", "_row_id_index")
+
+    def _adopt(self, committed) -> "Dataset":
+        """Move this object to the version ``committed`` (a Dataset or ManifestFile)."""
+        mf = committed._mf if isinstance(committed, Dataset) else committed
+        if mf is self._mf:
+            return self
+        self._mf = mf
+        for name in self._CACHED:
+            self.__dict__.pop(name, None)
+        return self
+
+    def _snapshot(self) -> "Dataset":
+        """A separate object at this version, for operation modules to commit through."""
+        return Dataset(self._uri, self._mf, self._storage_options,
+                       base_store_params=self._base_store_params,
+                       manifest_store=self._manifest_store)
 
     def __reduce__(self):
         return (_reopen, (self._uri, self.version, self._storage_options, self._base_store_params,
@@ -273,8 +293,8 @@ class Dataset(DatasetReadAPI):
                             base_store_params=self._base_store_params,
                             manifest_store=self._manifest_store)
 
-    def restore(self) -> "Dataset":
-        """Commit this (old) version's content as the new latest version."""
+    def restore(self) -> None:
+        """Commit this (old) version's content as the new latest version (and move there)."""
         from ..table.commit import commit_transaction
         from ..table.transaction import Restore, Transaction
 
@@ -282,43 +302,138 @@ class Dataset(DatasetReadAPI):
         mf = commit_transaction(self._uri, Transaction(latest, Restore(self.version)),
                                 store=self._store,
                                 restore_source=(self._mf.manifest, self._mf.indices))
-        return Dataset(self._uri, mf, self._storage_options,
-                       base_store_params=self._base_store_params,
-                       manifest_store=self._manifest_store)
+        self._adopt(mf)
+        from .auto_cleanup import maybe_auto_cleanup
+
+        maybe_auto_cleanup(self)
 
     def _commit(self, operation, *, read_version=None, **kw) -> "Dataset":
+        """Commit ``operation`` planned against this version and move this object there."""
         from .write import commit
 
-        return commit(self._uri, operation,
-                      read_version=self.version if read_version is None else read_version,
-                      storage_options=self._storage_options,
-                      base_store_params=self._base_store_params,
-                      manifest_store=self._manifest_store, **kw)
+        new = commit(self._uri, operation,
+                     read_version=self.version if read_version is None else read_version,
+                     storage_options=self._storage_options,
+                     base_store_params=self._base_store_params,
+                     manifest_store=self._manifest_store, **kw)
+        return self._adopt(new)
 
-    def update_config(self, updates: dict) -> "Dataset":
-        """Set (value) or delete (None) ``Manifest.config`` keys."""
-        from ..table.transaction import UpdateConfig, UpdateMap
+    def _commit_plan(self, plan, **kw) -> "Dataset":
+        """Commit a plan (operation + files written for it); a failed commit removes them."""
+        from .write import delete_files
 
-        return self._commit(UpdateConfig(config_updates=UpdateMap(dict(updates))))
+        try:
+            return self._commit(plan.operation, **kw)
+        except BaseException:
+            for uri, options in plan.written:
+                delete_files([uri], options)
+            raise
 
-    def update_metadata(self, updates: dict) -> "Dataset":
-        """Set (value) or delete (None) ``Manifest.table_metadata`` keys."""
-        from ..table.transaction import UpdateConfig, UpdateMap
+    # -- config and metadata (pylance's return values) ---------------------------------------
+    def update_config(self, values: dict, *, replace: bool = False) -> dict:
+        """Set (value) or delete (None) ``Manifest.config`` keys; returns the new config."""
+        from .schema_evolution import config_update
 
-        return self._commit(UpdateConfig(table_metadata_updates=UpdateMap(dict(updates))))
+        self._commit(config_update(values, replace))
+        return dict(self._mf.header.config)
+
+    def delete_config_keys(self, keys) -> None:
+        from .schema_evolution import config_update
+
+        self._commit(config_update({k: None for k in keys}, False))
+
+    def update_metadata(self, values: dict, *, replace: bool = False) -> dict:
+        """Set (value) or delete (None) ``Manifest.table_metadata`` keys; returns the result."""
+        from .schema_evolution import table_metadata_update
+
+        self._commit(table_metadata_update(values, replace))
+        return dict(self._mf.header.table_metadata)
+
+    def update_schema_metadata(self, values: dict, *, replace: bool = False) -> dict:
+        """Set (value) or delete (None) schema metadata keys; returns the new schema metadata."""
+        from .schema_evolution import decoded_metadata, schema_metadata_update
+
+        self._commit(schema_metadata_update(values, replace))
+        return decoded_metadata(self._mf.header.schema_metadata)
+
+    def replace_schema_metadata(self, new_metadata: dict) -> None:
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def update_field_metadata(self, field_updates: dict, *, replace: bool = False) -> None:
+        """``{field path or id: {key: value | None}}`` on the named fields."""
+        from .schema_evolution import field_metadata_update
+
+        self._commit(field_metadata_update(self._ctx.fields, field_updates, replace))
+
+    def replace_field_metadata(self, field_name: str, new_metadata: dict) -> None:
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
 
     # -- mutations living in their own modules -----------------------------------------------
-    def delete(self, predicate) -> "Dataset":
+    def delete(self, predicate, *, conflict_retries: int = 10, retry_timeout=None) -> dict:
+        """Delete the rows matching ``predicate``; ``{"num_deleted_rows": n}`` as pylance."""
         from .delete import delete_rows
 
-        return delete_rows(self, predicate)
+        new, n = delete_rows(self._snapshot(), predicate, conflict_retries=conflict_retries)
+        self._adopt(new)
+        return {"num_deleted_rows": n}
 
-    def update(self, values: dict, where=None) -> "Dataset":
+    def update(self, updates: dict, where=None, conflict_retries: int = 10,
+               retry_timeout=None) -> dict:
         """Set columns (``{name: SQL expression | pyarrow Expression | value}``) on the rows
-        matching ``where`` (all rows if None); the rows are rewritten as new fragments."""
+        matching ``where`` (all rows if None); the rows are rewritten as new fragments.
+        Returns ``{"num_rows_updated": n}`` as pylance."""
         from .update import update_rows
 
-        return update_rows(self, values, where)
+        new, n = update_rows(self._snapshot(), updates, where, conflict_retries=conflict_retries)
+        self._adopt(new)
+        return {"num_rows_updated": n}
+
+    def insert(self, data, *, mode: str = "append", **kwargs) -> None:
+        """Append (or overwrite with) ``data`` and move to the new version, as pylance."""
+        from .write import write_dataset
+
+        kwargs.setdefault("storage_options", self._storage_options)
+        kwargs.setdefault("base_store_params", self._base_store_params)
+        kwargs.setdefault("manifest_store", self._manifest_store)
+        self._adopt(write_dataset(data, self._uri, mode=mode, **kwargs))
+
+    def merge_insert(self, on):
+        """An upsert builder (pylance's ``MergeInsertBuilder``) keyed on column(s) ``on``."""
+        from .merge_insert import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
+
+    def add_columns(self, transforms, read_columns=None, reader_schema=None,
+                    batch_size=None) -> None:
+        """New columns from SQL expressions, an all-null schema/field, a ``batch_udf`` or
+        row-aligned data; one new data file per fragment, one Merge commit."""
+        from .columns import add_columns
+
+        self._commit_plan(add_columns(self, transforms, read_columns, reader_schema, batch_size))
+
+    def drop_columns(self, columns) -> None:
+        from .columns import drop_columns
+
+        self._commit_plan(drop_columns(self, columns))
+
+    def alter_columns(self, *alterations) -> None:
+        """Rename, change nullability or cast columns (``{"path", "name", "nullable",
+        "data_type"}`` as pylance); a cast rewrites the column's data."""
+        from .columns import alter_columns
+
+        self._commit_plan(alter_columns(self, alterations))
+
+    def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None) -> None:
+        """Left-join ``data_obj`` on ``left_on == right_on`` as new columns (pylance's merge)."""
+        from .columns import merge_columns
+
+        self._commit_plan(merge_columns(self, data_obj, left_on, right_on or left_on, schema))
+
+    @property
+    def optimize(self):
+        from .compaction import DatasetOptimizer
+
+        return DatasetOptimizer(self)
 
     @cached_property
     def _row_id_index(self):
@@ -350,14 +465,17 @@ class Dataset(DatasetReadAPI):
         """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``)."""
         from .bases import add_bases
 
-        return add_bases(self, bases, transaction_properties=transaction_properties)
+        self._adopt(add_bases(self._snapshot(), bases, transaction_properties=transaction_properties))
+        return self
 
     def update_bases(self, changes: dict, transaction_properties: dict | None = None) -> "Dataset":
         """New version whose only change is base paths: ``{id_or_name: new_path | BasePath}``
         (relocation, re-tiering, failover). No data file is read, written or moved."""
         from .bases import update_bases
 
-        return update_bases(self, changes, transaction_properties=transaction_properties)
+        self._adopt(update_bases(self._snapshot(), changes,
+                                 transaction_properties=transaction_properties))
+        return self
 
     def storage_prefixes(self) -> list:
         """The distinct storage prefixes this version touches (``bases.StoragePrefix``)."""

@@ -38,17 +38,18 @@ def _matching_offsets(scan: FragmentScan) -> np.ndarray:
 
 
 def plan_delete(ds, predicate):
-    """(updated fragments, deleted fragment ids) for deleting ``predicate`` from ``ds``."""
+    """(updated fragments, deleted fragment ids, rows deleted) for deleting ``predicate``."""
     if predicate is None or (isinstance(predicate, str) and not predicate.strip()):
         raise InvalidArgumentError("delete needs a predicate (use 'true' to delete every row)")
     spec = ScanSpec.build(ds.schema, [], predicate, with_row_address=True)
-    updated, removed = [], []
+    updated, removed, count = [], [], 0
     try:
         for frag in ds.get_fragments():
             scan = FragmentScan(ds._ctx, frag._pb, spec)
             hits = _matching_offsets(scan)
             if not hits.size:
                 continue
+            count += int(hits.size)
             old = scan.deletions or DeletionVector.empty()
             dv = old.extend(hits)
             if dv.deletes_all(frag.physical_rows):
@@ -63,20 +64,21 @@ def plan_delete(ds, predicate):
     except BaseException:  # a later fragment failed: the deletion files written so far go
         _remove_deletion_files(ds, updated)
         raise
-    return updated, removed
+    return updated, removed, count
 
 
 def delete_rows(ds, predicate, *, conflict_retries: int = CONFLICT_RETRIES):
+    """Commit the delete on (a snapshot) ``ds``; returns (committed Dataset, rows deleted)."""
     from .dataset import Dataset
 
     text = _predicate_text(predicate)
     attempt = 0
     while True:
-        updated, removed = plan_delete(ds, predicate)
+        updated, removed, count = plan_delete(ds, predicate)
         if not updated and not removed:
-            return ds
+            return ds, 0
         try:
-            return ds._commit(Delete(updated, removed, text))
+            return ds._commit(Delete(updated, removed, text)), count
         except RetryableCommitConflictError:
             _remove_deletion_files(ds, updated)
             attempt += 1

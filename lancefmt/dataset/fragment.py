@@ -164,6 +164,30 @@ class Fragment:
         base = take_from_fragment(self._ctx, self._pb, idx, list(proj.read_columns))
         return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()], schema=proj.schema)
 
+    # -- distributed schema evolution (nothing committed) -----------------------------------
+    def _dataset(self):
+        from .dataset import Dataset
+
+        ctx = self._ctx
+        return Dataset.open(ctx.uri, ctx.version, storage_options=ctx.storage_options,
+                            base_store_params=ctx.base_store_params)
+
+    def merge_columns(self, value_func, columns=None, batch_size=None, reader_schema=None):
+        """New columns for this fragment only (pylance's ``Fragment.merge_columns``): returns
+        (FragmentMetadata, Lance field list) to commit with ``Operation.Merge``."""
+        from .fragment_columns import fragment_merge_columns
+
+        return fragment_merge_columns(self._dataset(), self._pb, value_func, columns, batch_size,
+                                      reader_schema)
+
+    def update_columns(self, data_obj, left_on: str = "_rowid", right_on=None, schema=None):
+        """Rewrite columns of this fragment from joined data (pylance's ``update_columns``):
+        returns (FragmentMetadata, modified field ids) for ``Operation.Update``."""
+        from .fragment_columns import fragment_update_columns
+
+        return fragment_update_columns(self._dataset(), self._pb, data_obj, left_on, right_on,
+                                       schema)
+
 
 def _rebuild_fragment(ctx, data: bytes) -> Fragment:
     from .._proto import table_pb2

@@ -109,6 +109,7 @@ def _plan_update(ds, exprs: dict, where, updated: list):
 
 
 def update_rows(ds, values: dict, where=None, *, conflict_retries: int = CONFLICT_RETRIES):
+    """Commit the update on (a snapshot) ``ds``; returns (committed Dataset, rows updated)."""
     from .dataset import Dataset
 
     exprs = _value_expressions(values, ds.schema)
@@ -117,7 +118,7 @@ def update_rows(ds, values: dict, where=None, *, conflict_retries: int = CONFLIC
     while True:
         plan = plan_update(ds, exprs, where)
         if plan is None:
-            return ds
+            return ds, 0
         new_rows, updated, removed, row_ids, created = plan
         written = []
         try:
@@ -133,7 +134,7 @@ def update_rows(ds, values: dict, where=None, *, conflict_retries: int = CONFLIC
             op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                         new_fragments=fragments, fields_modified=[],
                         fields_for_preserving_frag_bitmap=field_ids)
-            return ds._commit(op)
+            return ds._commit(op), new_rows.num_rows
         except RetryableCommitConflictError:
             _cleanup(ds, updated, written)
             attempt += 1

@@ -270,6 +270,29 @@ def clear_staging(staging: str, storage_options=None) -> None:
                 break
 
 
+def _appended_fields(fields: list, data_schema: pa.Schema) -> list:
+    """The dataset fields an append writes: all of them, or (as pylance allows) only the
+    top-level columns the data has when every missing one is nullable; fragments without a
+    column's data file read it as nulls."""
+    top = [f for f in fields if f.parent_id == -1]
+    names = set(data_schema.names)
+    missing = [f for f in top if f.name not in names]
+    if not missing or not names <= {f.name for f in top}:
+        return fields
+    required = [f.name for f in missing if not f.nullable]
+    if required:
+        raise InvalidArgumentError(f"appended data lacks non-nullable column(s) {required}")
+    dropped = {f.id for f in missing}
+    changed = True
+    while changed:
+        changed = False
+        for f in fields:
+            if f.parent_id in dropped and f.id not in dropped:
+                dropped.add(f.id)
+                changed = True
+    return [f for f in fields if f.id not in dropped]
+
+
 def _conform(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
     """Check appended data against the dataset schema and reorder/cast it to that schema."""
     have = reader.schema
@@ -323,7 +346,7 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
         if initial_bases:
             raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
         header = existing.header
-        fields = list(header.fields)
+        fields = _appended_fields(list(header.fields), reader.schema)
         ds_schema = arrow_from_fields(fields, dict(header.schema_metadata) or None)
         version = existing.data_storage_version
         _check_storage_version(version)
@@ -427,8 +450,12 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
         build=BuildOptions(data_storage_version=data_storage_version,
                            enable_stable_row_ids=enable_stable_row_ids))
     mf = commit_transaction(uri, txn, store=store, options=options, restore_source=restore_source)
-    return Dataset(uri, mf, storage_options, base_store_params=base_store_params,
-                   manifest_store=store.manifest_store)
+    ds = Dataset(uri, mf, storage_options, base_store_params=base_store_params,
+                 manifest_store=store.manifest_store)
+    from .auto_cleanup import maybe_auto_cleanup
+
+    maybe_auto_cleanup(ds)
+    return ds
 
 
 def _dataset_options(uri, storage_options):
@@ -439,19 +466,29 @@ def _dataset_options(uri, storage_options):
     return private_memory_options(uri, storage_options)
 
 
-def write_dataset(data, uri, mode: str = "create", *, schema=None,
+def write_dataset(data, uri, schema=None, mode: str = "create", *,
                   max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                  max_rows_per_group: int = 1024,
                   max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-                  data_storage_version: str | None = None, enable_stable_row_ids: bool = False,
-                  initial_bases=None, target_bases=None, storage_options: dict | None = None,
-                  enable_v2_manifest_paths: bool = True, commit_message: str | None = None,
-                  transaction_properties: dict | None = None, base_store_params: dict | None = None,
+                  progress=None, storage_options: dict | None = None,
+                  data_storage_version: str | None = None,
+                  enable_v2_manifest_paths: bool = True, enable_stable_row_ids: bool = False,
+                  auto_cleanup_options: dict | None = None, commit_message: str | None = None,
+                  transaction_properties: dict | None = None, initial_bases=None,
+                  target_bases=None, base_store_params: dict | None = None,
                   manifest_store=None):
-    """Write ``data`` as a new dataset, or append to / overwrite an existing one (docs/api.md).
+    """Write ``data`` as a new dataset, or append to / overwrite an existing one (docs/api.md),
+    with pylance's parameters in pylance's order (``schema`` third, ``mode`` fourth).
 
-    ``base_store_params``: per-base storage options (see :mod:`lancefmt.dataset.bases`).
-    ``manifest_store``: commit through an external manifest store
-    (:mod:`lancefmt.table.external_manifest`)."""
+    ``max_rows_per_group`` is accepted for compatibility (2.0 files have pages, not row
+    groups, and pylance ignores it for them too). ``progress`` is pylance's
+    ``FragmentWriteProgress`` (``begin``/``complete`` called per fragment written).
+    ``auto_cleanup_options`` (``{"interval", "older_than_seconds"}``) is stored in the new
+    dataset's config as pylance stores it. ``base_store_params``: per-base storage options
+    (see :mod:`lancefmt.dataset.bases`). ``manifest_store``: commit through an external
+    manifest store (:mod:`lancefmt.table.external_manifest`)."""
+    if int(max_rows_per_group) <= 0:
+        raise InvalidArgumentError("max_rows_per_group must be positive")
     if hasattr(uri, "uri") and hasattr(uri, "version"):  # a Dataset: append to it
         if storage_options is None:
             storage_options = uri.storage_options
@@ -467,12 +504,14 @@ def write_dataset(data, uri, mode: str = "create", *, schema=None,
                  manifest_store)
     fragments, written = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
                                       storage_options, base_store_params)
+    _report_progress(progress, fragments)
     if plan.existing is not None and mode == "append":
         operation = Append(fragments)
         read_version = plan.existing.version
     else:
         bases = [b.to_pb() for b in plan.bases] if plan.existing is None else None
-        operation = Overwrite(plan.fields, fragments, bases,
+        config = auto_cleanup_config(auto_cleanup_options) if plan.existing is None else None
+        operation = Overwrite(plan.fields, fragments, bases, config_upsert_values=config,
                               schema_metadata=_schema_metadata(plan.schema))
         read_version = plan.existing.version if plan.existing is not None else 0
     creating_append = plan.existing is None and mode == "append"
@@ -527,3 +566,25 @@ def _schema_metadata(schema: pa.Schema) -> dict:
     from ..file.schema import schema_metadata_to_proto
 
     return schema_metadata_to_proto(schema.metadata)
+
+
+def auto_cleanup_config(options) -> dict | None:
+    """The config keys pylance writes for ``auto_cleanup_options``."""
+    if not options:
+        return None
+    try:
+        return {"lance.auto_cleanup.interval": str(int(options["interval"])),
+                "lance.auto_cleanup.older_than": f"{int(options['older_than_seconds'])}s"}
+    except (KeyError, TypeError, ValueError):
+        raise InvalidArgumentError("auto_cleanup_options needs integer 'interval' and "
+                                   "'older_than_seconds'") from None
+
+
+def _report_progress(progress, fragments) -> None:
+    if progress is None:
+        return
+    for f in fragments:
+        if hasattr(progress, "begin"):
+            progress.begin(f)
+        if hasattr(progress, "complete"):
+            progress.complete(f)

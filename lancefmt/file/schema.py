@@ -256,10 +256,20 @@ def _encoding(dtype: pa.DataType) -> int:
 
 
 def _metadata_bytes(md) -> dict[str, bytes]:
+    """Arrow metadata as Lance stores it; keys and values must be UTF-8, as pylance requires."""
     out = {}
     for k, v in (md or {}).items():
-        key = k.decode("utf-8") if isinstance(k, bytes) else str(k)
-        out[key] = v if isinstance(v, bytes) else str(v).encode("utf-8")
+        try:
+            key = k.decode("utf-8") if isinstance(k, bytes) else str(k)
+            value = v if isinstance(v, bytes) else str(v).encode("utf-8")
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            from ..errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"Metadata key {k!r} is not valid utf8. Consider base64 encode for generic "
+                "binary metadata.") from None
+        out[key] = value
     return out
 
 

@@ -267,7 +267,10 @@ def _read_arrow(data, path, physical_rows: int | None = None) -> np.ndarray:
     check_ipc_file_sizes(data, MAX_DELETED_ROWS if physical_rows is None else physical_rows,
                          4, path)
     try:
-        reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(data)))
+        # single-threaded: a one-batch file gains nothing from Arrow's pool, and waking the
+        # pool costs milliseconds per file when other threads are busy (compaction reads 1000s)
+        reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(data)),
+                                  options=pa.ipc.IpcReadOptions(use_threads=False))
         if reader.num_record_batches != 1:
             raise CorruptFileError(
                 f"deletion file must hold exactly one batch, not {reader.num_record_batches}", path)

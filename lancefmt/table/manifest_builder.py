@@ -93,8 +93,24 @@ def _assign_row_ids(next_row_id: int, frags, version: int) -> int:
             meta = _uniform_versions(n, version)
             if f.WhichOneof("created_at_version_sequence") is None:  # rewritten rows keep theirs
                 f.inline_created_at_versions = meta
+            elif f.WhichOneof("created_at_version_sequence") == "inline_created_at_versions":
+                _pad_versions(f, n, version)  # rewritten rows first, then new ones
             f.inline_last_updated_at_versions = meta
     return next_row_id
+
+
+def _pad_versions(f, n: int, version: int) -> None:
+    """Created-at versions given for the first rows only: the rest are created now."""
+    import numpy as np
+
+    from .rowids import decode_versions, encode_versions
+
+    have = decode_versions(f.inline_created_at_versions)
+    if len(have) > n:
+        raise InvalidArgumentError(f"fragment has {len(have)} created-at versions for {n} rows")
+    if len(have) < n:
+        f.inline_created_at_versions = encode_versions(
+            np.concatenate([have, np.full(n - len(have), version, dtype=np.uint64)]))
 
 
 def _with_new_ids(frags, next_id: int):
@@ -103,6 +119,19 @@ def _with_new_ids(frags, next_id: int):
         pb = _copy_frag(f.pb if hasattr(f, "pb") else f)
         pb.id = next_id
         next_id += 1
+        out.append(pb)
+    return out, next_id
+
+
+def _with_reserved_ids(frags, next_id: int):
+    """Rewrite's rule (Lance's ``fragments_with_ids``): a new fragment keeps a non-zero id (one
+    reserved with ReserveFragments), id 0 gets the next free id."""
+    out = []
+    for f in frags:
+        pb = _copy_frag(f.pb if hasattr(f, "pb") else f)
+        if pb.id == 0:
+            pb.id = next_id
+            next_id += 1
         out.append(pb)
     return out, next_id
 
@@ -257,7 +286,8 @@ def build_manifest(
             indices = [i for i in indices if i.name not in new_names and i.uuid.uuid not in removed_uuids]
             indices += list(op.new_indices)
     elif isinstance(op, Rewrite):
-        final, next_id, next_row_id = _apply_rewrite(old, op, next_id, stable, next_row_id)
+        final, next_id, next_row_id, added = _apply_rewrite(old, op, next_id, stable, next_row_id)
+        indices = _remap_indices_for_rewrite(indices, op, added, stable)
     elif isinstance(op, Merge):
         final = [_copy_frag(f.pb) for f in op.fragments]
         del manifest.fields[:]
@@ -282,7 +312,8 @@ def build_manifest(
         raise UnsupportedFeatureError(f"cannot apply a {op.name} transaction")
 
     if not keep_fragments:
-        final.sort(key=lambda f: f.id)
+        if not isinstance(op, Rewrite):  # a rewrite keeps the rows' order (see _apply_rewrite)
+            final.sort(key=lambda f: f.id)
         for f in final:  # drop data files that only hold tombstoned fields (-2)
             if any(all(fid == -2 for fid in df.fields) for df in f.files):
                 kept = [df for df in f.files if any(fid != -2 for fid in df.fields)]
@@ -368,19 +399,70 @@ def _apply_rewrite(old, op: Rewrite, next_id, stable, next_row_id):
     by_id = {f.id: f for f in old}
     removed = set()
     added = []
+    added_per_group = []
     for g in op.groups:
         for f in g.old_fragments:
             if f.id not in by_id:
                 raise CommitConflictError(f"fragment {f.id} to rewrite no longer exists")
             removed.add(f.id)
-        new, next_id = _with_new_ids(g.new_fragments, next_id)
+        new, next_id = _with_reserved_ids(g.new_fragments, next_id)
         if stable:
             for pb in new:
                 if pb.WhichOneof("row_id_sequence") is None:
                     raise InvalidArgumentError("rewritten fragments must carry their row ids")
         added += new
-    final = [_copy_frag(f) for f in old if f.id not in removed] + added
-    return final, next_id, next_row_id
+        added_per_group.append(new)
+    # new fragments take the place of their group's first old fragment, so scans keep the
+    # rows in the order they had (as Lance's rewrite does)
+    first_of_group = {}
+    position = {f.id: i for i, f in enumerate(old)}
+    for g, new in zip(op.groups, added_per_group):
+        anchor = min((position[f.id] for f in g.old_fragments), default=len(old))
+        first_of_group.setdefault(anchor, []).extend(new)
+    final = []
+    for i, f in enumerate(old):
+        final.extend(first_of_group.pop(i, []))
+        if f.id not in removed:
+            final.append(_copy_frag(f))
+    for rest in first_of_group.values():
+        final.extend(rest)
+    return final, next_id, next_row_id, [[f.id for f in new] for new in added_per_group]
+
+
+def _remap_indices_for_rewrite(indices, op: Rewrite, added: list, stable: bool) -> list:
+    """Index fragment bitmaps after a rewrite lancefmt cannot remap the index files for: the
+    rewritten fragments leave every bitmap (their rows are then scanned, not looked up, and
+    the index's entries for them point at fragments that no longer exist, which Lance's
+    prefilter drops). With stable row ids an index keeps covering a group it fully covered,
+    because its entries (row ids) are still valid in the new fragments."""
+    if not indices or not op.groups:
+        return indices
+    from pyroaring import BitMap
+
+    new_ids = dict(enumerate(added))
+    out = []
+    for idx in indices:
+        if not idx.fragment_bitmap:
+            out.append(idx)
+            continue
+        bm = BitMap.deserialize(idx.fragment_bitmap)
+        changed = False
+        for gi, g in enumerate(op.groups):
+            old_ids = [f.id for f in g.old_fragments]
+            covered = all(i in bm for i in old_ids)
+            if any(i in bm for i in old_ids):
+                bm.difference_update(BitMap(old_ids))
+                changed = True
+            if stable and covered and old_ids:
+                bm.update(new_ids.get(gi, []))
+                changed = True
+        if changed:
+            c = table_pb2.IndexMetadata()
+            c.CopyFrom(idx)
+            c.fragment_bitmap = bm.serialize()
+            idx = c
+        out.append(idx)
+    return out
 
 
 def _apply_data_replacement(old, op: DataReplacement):

@@ -59,7 +59,9 @@ def test_target_base_unknown_is_refused(layout):
 
 def test_add_bases_assigns_max_plus_one_and_records_update_bases(layout):
     ds = make(layout)
-    ds2 = ds.add_bases([BasePath(layout["b4"], name="b4")], transaction_properties={"who": "me"})
+    ds2 = ds.checkout_version(ds.version)
+    assert ds2.add_bases([BasePath(layout["b4"], name="b4")],
+                         transaction_properties={"who": "me"}) is ds2  # moved, as pylance
     assert ds2.version == ds.version + 1
     assert ds2.base_paths[4] == BasePath(layout["b4"], "b4", False, 4)
     txn = read_transaction_of(ds2.manifest_file, ds2.uri, ds2._store)
@@ -87,7 +89,7 @@ def test_update_bases_relocates_without_touching_data(layout, tmp_path):
     before = {f: os.path.getmtime(f) for b in ("b1", "b2", "root") for f in files_under(layout[b])}
     moved = str(tmp_path / "b1-replica")
     shutil.copytree(layout["b1"], moved)
-    ds2 = ds.update_bases({"b1": moved})
+    ds2 = ds.checkout_version(ds.version).update_bases({"b1": moved})
     assert ds2.version == ds.version + 1
     assert ds2.base_paths[1] == BasePath(moved, "b1", False, 1)
     assert ds2.base_paths[2] == ds.base_paths[2]
@@ -141,20 +143,21 @@ def test_data_file_path_escaping_its_base_is_refused(layout):
 
 def test_relocation_conflicts_with_concurrent_writes_into_that_base(layout):
     ds = make(layout)
+    read_version = ds.version
     frags = lancefmt.write_fragments(table(3), ds.uri, target_bases=["b1"])
     ds.update_bases({"b1": layout["b4"]})
     with pytest.raises(lancefmt.CommitConflictError):
-        lancefmt.commit(ds.uri, lancefmt.Operation.Append(frags), ds.version)
+        lancefmt.commit(ds.uri, lancefmt.Operation.Append(frags), read_version)
     # a write into another base is still fine
     frags = lancefmt.write_fragments(table(3), ds.uri, target_bases=["b2"])
-    assert lancefmt.commit(ds.uri, lancefmt.Operation.Append(frags), ds.version).count_rows() == 15
+    assert lancefmt.commit(ds.uri, lancefmt.Operation.Append(frags), read_version).count_rows() == 15
 
 
 def test_metadata_only_commit_keeps_large_fragment_list(layout):
     ds = make(layout)
     for _ in range(3):
         ds = lancefmt.write_dataset(table(3), ds, mode="append")
-    ds2 = ds.update_bases({2: layout["b4"]})
+    ds2 = ds.checkout_version(ds.version).update_bases({2: layout["b4"]})
     assert [f.id for f in ds2.manifest.fragments] == [f.id for f in ds.manifest.fragments]
     assert ds2.manifest.max_fragment_id == ds.manifest.max_fragment_id
     assert ds2.manifest.reader_feature_flags == ds.manifest.reader_feature_flags
@@ -162,7 +165,7 @@ def test_metadata_only_commit_keeps_large_fragment_list(layout):
 
 def test_storage_prefixes(layout):
     ds = make(layout, target_bases=["b1", "b3"])
-    ds = ds.delete("id = 0")
+    ds.delete("id = 0")
     got = {(p.kind, p.base_id): (p.prefix, p.files) for p in ds.storage_prefixes()}
     assert got == {
         ("root", None): (ds.uri, 0),
@@ -197,7 +200,7 @@ def test_per_base_storage_options(s3_uri, tmp_path):
     assert lancefmt.dataset(root, base_store_params={1: s3_server}).count_rows(filter="id > 4") == 4
     # appends through the Dataset reuse its per-base options; deletes write locally
     ds = lancefmt.write_dataset(table(3, 9), ds, mode="append", target_bases=["cold"])
-    ds = ds.delete("id < 2")
+    ds.delete("id < 2")
     assert ds.to_table() == table(10, 2)
     # the bucket's options apply below that base only
     ctx = ds._ctx

@@ -44,7 +44,7 @@ def history(tmp_path):
                            initial_bases=[BasePath(b1, name="b1")])
     ds = lancefmt.write_dataset(table(10, 10), root, mode="append")
     ds.tags.create("keep", 2)
-    ds = ds.delete("id = 1")
+    ds.delete("id = 1")
     br = ds.create_branch("br")
     lancefmt.write_dataset(table(3, 50), br, mode="append")
     ds = lancefmt.write_dataset(table(10, 100), root, mode="overwrite", target_bases=["b1"],
@@ -53,7 +53,7 @@ def history(tmp_path):
     clone = ds.shallow_clone(str(tmp_path / "clone"))
     clone2 = lancefmt.write_dataset(table(2, 300), clone, mode="append").shallow_clone(
         str(tmp_path / "clone2"))
-    ds = ds.delete("id = 205")
+    ds.delete("id = 205")
     ds = lancefmt.write_dataset(table(4, 400), root, mode="overwrite")
     leftover = os.path.join(root, "data", "0" * 24 + "f" * 26 + ".lance")
     with open(leftover, "wb") as f:

@@ -20,7 +20,8 @@ def source(tmp_path):
     lancefmt.write_dataset(table(10), uri)
     ds = lancefmt.write_dataset(table(10, 10), uri, mode="append")
     ds.tags.create("v2", 2)
-    return ds.delete("id = 3")  # version 3
+    ds.delete("id = 3")  # version 3
+    return ds
 
 
 def test_clone_manifest_as_lance_builds_it(source, tmp_path):
@@ -52,7 +53,7 @@ def test_clone_by_tag_and_version(source, tmp_path):
 def test_clone_evolves_independently(source, tmp_path):
     c = source.shallow_clone(str(tmp_path / "clone"))
     c = lancefmt.write_dataset(table(5, 100), c, mode="append")
-    c = c.delete("id < 5")
+    c.delete("id < 5")
     assert c.count_rows() == 19 - 4 + 5  # 0, 1, 2, 4 (3 was already deleted)
     new = [f for f in c.manifest.fragments if not f.files[0].HasField("base_id")]
     assert len(new) == 1 and os.path.exists(os.path.join(c.uri, "data", new[0].files[0].path))

@@ -18,7 +18,7 @@ def test_write_append_delete_on_s3(s3_uri):
     t = pa.table({"a": pa.array(range(100), pa.int64()), "s": [f"v{i}" for i in range(100)]})
     ds = lancefmt.write_dataset(t, uri, max_rows_per_file=40, storage_options=opts)
     ds = lancefmt.write_dataset(t, uri, mode="append", storage_options=opts)
-    ds = ds.delete("a < 10")
+    ds.delete("a < 10")
     assert ds.version == 3 and ds.count_rows() == 180
     ours = lancefmt.dataset(uri, storage_options=opts)
     assert ours.to_table(filter="a >= 95")["a"].to_pylist() == [95, 96, 97, 98, 99] * 2

@@ -135,7 +135,7 @@ def test_multi_region_failover(buckets):
                                 initial_bases=[BasePath(us_east, name="us-east"),
                                                BasePath(eu_west, name="eu-west")],
                                 target_bases=["us-east", "eu-west"])
-    ds = ds.delete("id % 10 = 0")
+    ds.delete("id % 10 = 0")
     backup = buckets("us-west-backup") + "/data"
     shutil.copytree(us_east, backup)            # the replica
     shutil.rmtree(buckets("us-east-bucket"))    # us-east goes down
@@ -175,7 +175,7 @@ def test_pylance_commits_over_a_concurrent_relocation(buckets):
 def test_shallow_clone_lancefmt_to_pylance(buckets):
     src = buckets("production") + "/main-dataset"
     ds = lancefmt.write_dataset(rows(100), src, max_rows_per_file=40)
-    ds = ds.delete("id < 5")
+    ds.delete("id < 5")
     ds.tags.create("v1.0", 2)
     clone = ds.shallow_clone(buckets("experiments") + "/test-variant", "v1.0")
     pl = lance.dataset(clone.uri)
@@ -265,7 +265,7 @@ def test_branches_both_ways(buckets):
 def test_portability_cp_r(buckets):
     src = buckets("here") + "/ds"
     ds = lancefmt.write_dataset(rows(30), src, max_rows_per_file=10)
-    ds = ds.delete("id = 3")
+    ds.delete("id = 3")
     ds.tags.create("t", 1)
     dst = buckets("there") + "/ds"
     before = {os.path.relpath(f, src): open(f, "rb").read() for f in pl_files(src)}

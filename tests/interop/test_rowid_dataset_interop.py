@@ -57,10 +57,10 @@ def test_pylance_reads_our_deletes_and_updates(tmp_path, stable):
         lance.write_dataset(table(18000), uri, max_rows_per_file=6000, data_storage_version="2.0",
                             enable_stable_row_ids=stable)
     ours = lancefmt.dataset(ours_uri)
-    ours = ours.delete("id % 7 = 0")
-    ours = ours.delete("id >= 6000 AND id < 11900")  # dense: a .bin file
-    ours = ours.update({"val": "val * 2", "s": "'updated'"}, where="id % 10 = 1")
-    ours = ours.delete("id >= 12000")               # drops the last fragment
+    ours.delete("id % 7 = 0")
+    ours.delete("id >= 6000 AND id < 11900")  # dense: a .bin file
+    ours.update({"val": "val * 2", "s": "'updated'"}, where="id % 10 = 1")
+    ours.delete("id >= 12000")               # drops the last fragment
     theirs = lance.dataset(theirs_uri)
     theirs.delete("id % 7 = 0")
     theirs.delete("id >= 6000 AND id < 11900")
@@ -83,7 +83,7 @@ def test_pylance_reads_our_deletes_and_updates(tmp_path, stable):
 def test_row_ids_survive_updates_and_next_row_id_advances(tmp_path):
     uri = str(tmp_path / "ds")
     ds = lancefmt.write_dataset(table(10), uri, max_rows_per_file=4, enable_stable_row_ids=True)
-    ds = ds.update({"val": "-1"}, where="id IN (1, 5)")
+    ds.update({"val": "-1"}, where="id IN (1, 5)")
     assert ds.manifest.next_row_id == 10
     ds = lancefmt.write_dataset(table(3, 10), uri, mode="append")
     assert ds.manifest.next_row_id == 13
@@ -99,9 +99,11 @@ def test_row_ids_survive_updates_and_next_row_id_advances(tmp_path):
 
 def test_update_without_match_is_a_no_op_and_bad_columns_fail(tmp_path):
     ds = lancefmt.write_dataset(table(5), str(tmp_path / "ds"))
-    assert ds.update({"val": "0"}, where="id > 100").version == 1
+    assert ds.update({"val": "0"}, where="id > 100") == {"num_rows_updated": 0}
+    assert ds.version == 1
     with pytest.raises(InvalidArgumentError):
         ds.update({"nope": "1"})
     with pytest.raises(InvalidArgumentError):
         ds.update({})
-    assert ds.update({"val": 7}).to_table()["val"].to_pylist() == [7] * 5
+    assert ds.update({"val": 7}) == {"num_rows_updated": 5}
+    assert ds.to_table()["val"].to_pylist() == [7] * 5

@@ -1,0 +1,341 @@
+"""``Dataset.merge_insert(on)``: upserts in one Update transaction (pylance's MergeInsertBuilder).
+
+The plan, as Lance's ``merge_insert`` with ``REWRITE_ROWS``:
+
+1. scan only the key columns of the target (with row addresses, and stable row ids when the
+   dataset has them) and hash-join them with the source's keys (pyarrow);
+2. matched target rows that are updated or deleted, and target rows not matched by the source
+   that ``when_not_matched_by_source_delete`` selects, go into the fragments' deletion vectors;
+3. updated rows (the source's values) are written as new fragments that carry the target rows'
+   stable row ids and created-at versions; inserted rows are written as new fragments of their
+   own and get fresh row ids at commit;
+4. one Update transaction commits it all, so Update's conflict rules apply; a retryable
+   conflict re-plans on the latest version (pylance's ``conflict_retries``).
+
+Conditions are SQL over ``target.<col>`` and ``source.<col>`` (unqualified names are the
+target's), evaluated with :mod:`lancefmt.sql_filter` on a table with ``target`` and ``source``
+struct columns.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InvalidArgumentError, LanceError, RetryableCommitConflictError
+from ..sql_filter import parse_sql_filter
+from ..table.deletion import DeletionVector, write_deletion_file
+from ..table.fragment import FragmentMetadata
+from ..table.rowids import encode_row_ids, encode_versions, load_created_at_versions
+from ..table.transaction import Update
+from .input import to_reader
+from .scan import load_deletions
+
+CONFLICT_RETRIES = 10
+_ADDR, _ROWID, _SRC = "_rowaddr", "_rowid", "__src_index"
+
+
+class MergeInsertError(LanceError, ValueError):
+    """A merge insert that cannot be carried out as asked (e.g. ``when_matched_fail``)."""
+
+
+class MergeInsertBuilder:
+    """Configure with the ``when_*`` methods, then :meth:`execute` (moves the dataset)."""
+
+    def __init__(self, ds, on):
+        if on is None:
+            raise InvalidArgumentError("merge_insert needs the key column(s) 'on'")
+        self._ds = ds
+        self._on = [on] if isinstance(on, str) else list(on)
+        if not self._on:
+            raise InvalidArgumentError("merge_insert needs at least one key column")
+        for k in self._on:
+            if k not in ds.schema.names:
+                raise InvalidArgumentError(f"merge key {k!r} is not a column of the dataset")
+        self._matched = None            # None | "update" | "delete" | "fail"
+        self._matched_condition = None
+        self._insert = False
+        self._by_source_delete = False
+        self._by_source_expr = None
+        self._conflict_retries = CONFLICT_RETRIES
+
+    # -- configuration (each returns the builder, as pylance's) ----------------------------
+    def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
+        self._matched, self._matched_condition = "update", condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        self._matched, self._matched_condition = "delete", None
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        self._matched, self._matched_condition = "fail", None
+        return self
+
+    def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+        self._insert = True
+        return self
+
+    def when_not_matched_by_source_delete(self, expr: str | None = None) -> "MergeInsertBuilder":
+        self._by_source_delete, self._by_source_expr = True, expr
+        return self
+
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
+        self._conflict_retries = int(max_retries)
+        return self
+
+    # -- execution ---------------------------------------------------------------------------
+    def execute(self, data_obj, *, schema: pa.Schema | None = None) -> dict:
+        """Run the merge, move the dataset to the new version and return pylance's stats."""
+        source = _conform_source(to_reader(data_obj, schema).read_all(), self._ds.schema, self._on)
+        new, stats = merge_insert(self._ds._snapshot(), self, source)
+        self._ds._adopt(new)
+        return stats
+
+
+def _conform_source(source: pa.Table, schema: pa.Schema, on) -> pa.Table:
+    missing = [n for n in schema.names if n not in source.column_names]
+    extra = [n for n in source.column_names if n not in schema.names]
+    if missing or extra:
+        raise InvalidArgumentError(f"merge_insert data has columns {source.column_names}, the "
+                                   f"dataset {schema.names} (partial updates are not supported)")
+    try:
+        return source.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
+        raise InvalidArgumentError(f"merge_insert data does not match the dataset schema: {e}") from None
+
+
+def _target_keys(ds, on, stable: bool) -> pa.Table:
+    t = ds.to_table(columns=list(on), with_row_id=stable, with_row_address=True)
+    return t
+
+
+def _condition_mask(ds, source: pa.Table, matched: pa.Table, text: str) -> np.ndarray:
+    """Which matched pairs satisfy ``text`` (over target.* / source.*)."""
+    target_rows = ds.take_addresses(matched.column(_ADDR).to_numpy(), ds.schema.names)
+    source_rows = source.take(matched.column(_SRC))
+    cols = {n: target_rows.column(n) for n in ds.schema.names}
+    cols["target"] = pa.StructArray.from_arrays(
+        [c.combine_chunks() for c in target_rows.columns], names=target_rows.column_names)
+    cols["source"] = pa.StructArray.from_arrays(
+        [c.combine_chunks() for c in source_rows.columns], names=source_rows.column_names)
+    both = pa.table(cols)
+    expr = parse_sql_filter(text, both.schema)
+    import pyarrow.dataset as pads
+
+    mask = pads.dataset(both).to_table(columns={"m": expr}).column("m")
+    return pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+
+
+def _plan(ds, b: MergeInsertBuilder, source: pa.Table):
+    on = b._on
+    stable = ds.has_stable_row_ids
+    target = _target_keys(ds, on, stable)
+    src_keys = source.select(on).append_column(_SRC, pa.array(np.arange(source.num_rows, dtype=np.int64)))
+    src_valid = src_keys
+    for k in on:
+        src_valid = src_valid.filter(pc.is_valid(src_valid.column(k)))
+    matched = _match(target, src_valid, on) if target.num_rows else None
+    if matched is not None and not matched.num_rows:
+        matched = None
+    n_matched = matched.num_rows if matched is not None else 0
+    if b._matched == "fail" and n_matched:
+        raise MergeInsertError(f"merge insert failed: {n_matched} source rows match target rows "
+                               "(when_matched_fail)")
+    # rows of the source that match no target row
+    matched_src = matched.column(_SRC).to_numpy() if matched is not None else np.empty(0, np.int64)
+    insert_rows = None
+    if b._insert:
+        keep = np.ones(source.num_rows, dtype=bool)
+        keep[matched_src] = False
+        insert_rows = source.filter(pa.array(keep)) if not keep.all() else source
+    # matched rows to update / delete
+    update_rows = update_ids = update_addrs = None
+    delete_addrs = []
+    if matched is not None and b._matched in ("update", "delete"):
+        sel = np.ones(n_matched, dtype=bool)
+        if b._matched_condition:
+            sel = _condition_mask(ds, source, matched, b._matched_condition)
+        chosen = matched.filter(pa.array(sel)) if not sel.all() else matched
+        addrs = chosen.column(_ADDR).to_numpy()
+        if b._matched == "update" and chosen.num_rows:
+            update_rows = source.take(chosen.column(_SRC))
+            update_addrs = addrs
+            update_ids = chosen.column(_ROWID).to_numpy() if stable else None
+        delete_addrs.append(addrs)
+    n_by_source = 0
+    if b._by_source_delete:
+        cand = ds.to_table(columns=[], filter=b._by_source_expr, with_row_address=True) \
+            if b._by_source_expr else target.select([_ADDR])
+        addrs = cand.column(_ADDR).to_numpy()
+        if matched is not None:
+            addrs = np.setdiff1d(addrs, matched.column(_ADDR).to_numpy(), assume_unique=True)
+        n_by_source = int(addrs.size)
+        delete_addrs.append(addrs)
+    all_deleted = np.concatenate(delete_addrs) if delete_addrs else np.empty(0, np.uint64)
+    stats = {
+        "num_inserted_rows": insert_rows.num_rows if insert_rows is not None else 0,
+        "num_updated_rows": update_rows.num_rows if update_rows is not None else 0,
+        "num_deleted_rows": int(all_deleted.size) - (update_rows.num_rows if update_rows is not None else 0),
+    }
+    return stats, all_deleted.astype(np.uint64), insert_rows, update_rows, update_ids, update_addrs
+
+
+def _match(target: pa.Table, src: pa.Table, on) -> pa.Table:
+    """Pairs (target row, source row) with equal keys: target's columns plus ``__src_index``.
+
+    A hash join that builds on the source (the small side) and probes with every target key;
+    a target row matched by two source rows is refused (only possible when the source's keys
+    repeat)."""
+    repeat = _keys_repeat(src, on)
+    if len(on) == 1 and not repeat:
+        dense = _match_dense(target, src, on[0])
+        if dense is not None:
+            return dense
+    matched = target.join(src, on, join_type="inner", use_threads=True)
+    if matched.num_rows and repeat:
+        counts = pc.value_counts(matched.column(_ADDR))
+        if pc.max(counts.field("counts")).as_py() > 1:
+            raise MergeInsertError("Ambiguous merge insert: multiple source rows match the same "
+                                   "target row")
+    return matched
+
+
+DENSE_FACTOR = 4
+
+
+def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
+    """Unique integer keys spanning a range not much wider than the data (sequential ids, the
+    common upsert): a direct-address table over the key range replaces hashing, one numpy
+    gather per target key. None when the keys do not qualify."""
+    ktype = src.schema.field(key).type
+    if not src.num_rows or not (pa.types.is_signed_integer(ktype) or ktype in (
+            pa.uint8(), pa.uint16(), pa.uint32())):  # uint64 keys may not fit int64 offsets
+        return None
+    skeys = src.column(key).to_numpy()
+    lo, hi = int(skeys.min()), int(skeys.max())
+    tcol = target.column(key)
+    if tcol.null_count:
+        return None
+    span = hi - lo + 1
+    if span > DENSE_FACTOR * max(target.num_rows, src.num_rows, 1 << 18):
+        return None
+    lut = np.full(span, -1, dtype=np.int32 if src.num_rows < 2 ** 31 else np.int64)
+    lut[(skeys - lo).astype(np.int64)] = src.column(_SRC).to_numpy()
+    rows, hits = [], []
+    start = 0
+    for chunk in tcol.chunks:  # chunk by chunk: cache-sized, no table-sized temporaries
+        off = chunk.to_numpy().astype(np.int64, copy=False) - lo
+        inside = np.flatnonzero(off.view(np.uint64) < np.uint64(span))
+        if inside.size:
+            pos = lut[off[inside]]
+            found = pos >= 0
+            rows.append(inside[found] + start)
+            hits.append(pos[found])
+        start += len(chunk)
+    if not rows:
+        return target.slice(0, 0).append_column(_SRC, pa.array([], pa.int64()))
+    picked = target.take(pa.array(np.concatenate(rows)))
+    return picked.append_column(_SRC, pa.array(np.concatenate(hits).astype(np.int64)))
+
+
+def _keys_repeat(src: pa.Table, on) -> bool:
+    if len(on) == 1:
+        return pc.count_distinct(src.column(on[0])).as_py() != src.num_rows
+    return src.group_by(list(on)).aggregate([]).num_rows != src.num_rows
+
+
+def delete_addresses(ds, addrs: np.ndarray):
+    """(updated FragmentMetadata with new deletion files, removed fragment ids) for deleting the
+    rows at ``addrs``."""
+    updated, removed = [], []
+    if not addrs.size:
+        return updated, removed
+    frag_ids = (addrs >> np.uint64(32)).astype(np.int64)
+    offsets = (addrs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    order = np.argsort(frag_ids, kind="stable")
+    frag_ids, offsets = frag_ids[order], offsets[order]
+    bounds = np.flatnonzero(np.diff(frag_ids)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frag_ids.size]):
+        fid = int(frag_ids[lo])
+        frag = ds.get_fragment(fid)
+        dv = (load_deletions(ds._ctx, frag._pb) or DeletionVector.empty()).extend(offsets[lo:hi])
+        if dv.deletes_all(frag.physical_rows):
+            removed.append(fid)
+            continue
+        deletion = write_deletion_file(ds.uri, fid, ds.version, dv, storage_options=ds.storage_options)
+        meta = FragmentMetadata.from_bytes(frag._pb.SerializeToString())
+        meta.pb.deletion_file.CopyFrom(deletion)
+        updated.append(meta)
+    return updated, removed
+
+
+def _created_at(ds, addrs: np.ndarray) -> np.ndarray:
+    out = np.ones(addrs.size, dtype=np.uint64)
+    frag_ids = (addrs >> np.uint64(32)).astype(np.int64)
+    offsets = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    for fid in np.unique(frag_ids):
+        pb = ds.get_fragment(int(fid))._pb
+        versions = load_created_at_versions(pb, ds.uri, ds.storage_options)
+        if versions is not None:
+            sel = frag_ids == fid
+            out[sel] = versions[offsets[sel]]
+    return out
+
+
+def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray) -> None:
+    """The first ``len(ids)`` rows written (the updated ones) keep their row ids and created-at
+    versions; the commit gives the inserted rows after them new ids."""
+    start = 0
+    for f in frags:
+        if start >= ids.size:
+            break
+        n = min(f.physical_rows, ids.size - start)
+        f.pb.inline_row_ids = encode_row_ids(ids[start:start + n])
+        f.pb.inline_created_at_versions = encode_versions(created[start:start + n])
+        start += n
+
+
+def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
+    """Commit the merge on (a snapshot) ``ds``; returns (committed Dataset, stats)."""
+    from .dataset import Dataset
+    from .update import _cleanup, _data_file_uris
+    from .write import write_fragments
+
+    attempt = 0
+    while True:
+        stats, deleted, insert_rows, update_rows, update_ids, update_addrs = _plan(ds, b, source)
+        if not deleted.size and (insert_rows is None or not insert_rows.num_rows):
+            return ds, stats
+        updated, removed, written = [], [], []
+        try:
+            updated, removed = delete_addresses(ds, deleted)
+            parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
+            new_frags = []
+            if parts:
+                # updated rows first, then inserted ones, in the same fragments (as Lance)
+                frags = write_fragments(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
+                                        ds.uri, storage_options=ds.storage_options,
+                                        base_store_params=ds.base_store_params)
+                written += _data_file_uris(ds, frags)
+                if update_ids is not None and update_ids.size:
+                    _carry_row_ids(frags, update_ids, _created_at(ds, update_addrs))
+                new_frags = frags
+            op = Update(removed_fragment_ids=removed, updated_fragments=updated,
+                        new_fragments=new_frags, fields_modified=[],
+                        fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])
+            return ds._commit(op), stats
+        except RetryableCommitConflictError:
+            _cleanup(ds, updated, written)
+            attempt += 1
+            if attempt > b._conflict_retries:
+                raise
+            time.sleep(min(1.0, 0.01 * 2 ** attempt) * (0.5 + random.random()))
+            ds = Dataset.open(ds.uri, None, storage_options=ds.storage_options,
+                              base_store_params=ds.base_store_params)
+        except BaseException:
+            _cleanup(ds, updated, written)
+            raise
