@@ -81,7 +81,7 @@ def _datasets(tmp: str) -> dict:
     p = os.path.join(tmp, "lancefmt")
     ds = lancefmt.write_dataset(_table(30), p, max_rows_per_file=10)
     ds = lancefmt.write_dataset(_table(10, 50), p, mode="append")
-    ds = ds.delete("id = 4 or id = 55")
+    ds.delete("id = 4 or id = 55")
     ds.update({"s": "'upd'"}, where="id = 7")
     lancefmt.dataset(p).tags.create("seed", 1)
     out["lancefmt"] = p

@@ -172,7 +172,7 @@ def test_three_buckets_with_per_base_options(counting_s3, s3_server, tmp_path):
         initial_bases=[lancefmt.BasePath(b2, name="bucket2"), lancefmt.BasePath(b3, name="bucket3")],
         target_bases=["bucket2", "bucket3"], base_store_params=params, manifest_store=ms)
     ds = lancefmt.write_dataset(t.slice(600), ds, mode="append", target_bases=["bucket3"])
-    ds = ds.delete("id < 10")
+    ds.delete("id < 10")
     assert ds.version == 3 and ds.manifest_store is ms
     assert ms.get_latest_version(ds.uri).version == 3
     ours = lancefmt.dataset(root, storage_options=root_opts, base_store_params=params,

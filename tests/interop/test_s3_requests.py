@@ -88,7 +88,7 @@ def test_open_latest_through_the_external_store_lists_nothing(counting_s3, tmp_p
     ds = lancefmt.write_dataset(pa.table({"a": pa.array(range(10), pa.int64())}), uri,
                                 storage_options=opts, manifest_store=ms)
     for _ in range(3):
-        ds = ds.update_config({"k": str(ds.version)})
+        ds.update_config({"k": str(ds.version)})
     log.reset()
     ds = lancefmt.dataset(uri, storage_options=opts, manifest_store=ms)
     assert ds.version == 4

@@ -62,7 +62,7 @@ def test_disk_full_while_writing_data_is_a_storage_error_and_leaves_nothing(tmp_
 def deleted(tmp_path):
     ds = lancefmt.write_dataset(pa.table({"id": pa.array(range(10), pa.int64())}),
                                 str(tmp_path / "ds"))
-    ds = ds.delete("id = 3")
+    ds.delete("id = 3")
     path = ds.get_fragments()[0].deletion_file()
     os.unlink(path)
     return ds, path

@@ -34,7 +34,8 @@ def test_commits_go_through_the_external_store(tmp_path, ms):
     uri = str(tmp_path / "ds")
     ds = lancefmt.write_dataset(rows(10), uri, manifest_store=ms)
     ds = lancefmt.write_dataset(rows(5, 10), ds, mode="append")   # the Dataset lends its store
-    ds = ds.delete("a < 3").update_config({"k": "v"})
+    ds.delete("a < 3")
+    ds.update_config({"k": "v"})
     assert ds.version == 4 and ds.manifest_store is ms
     latest = ms.get_latest_version(ds.uri)
     assert latest.version == 4 and latest.path.endswith(".manifest")  # finished: final name
@@ -165,5 +166,6 @@ def test_views_pickle_with_their_store(tmp_path, ms):
     assert again.manifest_store.path == ms.path and again.version == 1
     assert again._store.manifest_store is again.manifest_store
     assert open_store(uri).manifest_store is None  # the shared cached store stays unbound
-    assert again.update_config({"x": "1"}).version == 2
+    again.update_config({"x": "1"})
+    assert again.version == 2
     assert ms.get_latest_version(ds.uri).version == 2
