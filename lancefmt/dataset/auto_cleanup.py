@@ -66,7 +66,7 @@ def cleanup_policy(config: dict, version: int):
 def maybe_auto_cleanup(ds):
     """Run the cleanup ``ds``'s config asks for after committing ``ds.version``."""
     try:
-        policy = cleanup_policy(ds.config, ds.version)
+        policy = cleanup_policy(ds.config(), ds.version)
         if policy is None:
             return None
         from .cleanup import cleanup_old_versions

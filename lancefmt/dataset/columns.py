@@ -27,10 +27,10 @@ import pyarrow.dataset as pads
 
 from .._proto import file_pb2, table_pb2
 from ..errors import InvalidArgumentError
-from ..file import LanceFileWriter
+from ..file.writer import LanceFileWriter
 from ..file.schema import fields_from_arrow
 from ..io import open_store
-from ..sql_filter import parse_sql_filter, referenced_columns
+from ..sql import parse_expression, referenced_columns
 from ..table.fragment import FragmentMetadata
 from ..table.naming import data_file_name
 from ..table.transaction import Merge, Project
@@ -185,9 +185,9 @@ def _expression_tables(ds, exprs: dict, batch_size):
     for name, text in exprs.items():
         if not isinstance(text, str):
             raise InvalidArgumentError(f"add_columns expressions must be SQL strings, got {text!r}")
-        parsed[name] = parse_sql_filter(text, ds.schema)
-    needed = sorted({c for e in parsed.values() for c in referenced_columns(e, ds.schema)},
-                    key=ds.schema.names.index)
+        parsed[name] = parse_expression(text, ds.schema)
+    needed = sorted({c for e in parsed.values() for c in referenced_columns(e, ds.schema)
+                     if c in ds.schema.names}, key=ds.schema.names.index)
 
     def compute(table: pa.Table) -> pa.Table:
         if not needed:

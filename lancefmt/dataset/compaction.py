@@ -223,7 +223,7 @@ class DatasetOptimizer:
 
         ds = self._ds
         options = CompactionOptions.resolve(
-            ds.config, target_rows_per_fragment=target_rows_per_fragment,
+            ds.config(), target_rows_per_fragment=target_rows_per_fragment,
             max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
             materialize_deletions=materialize_deletions,
             materialize_deletions_threshold=materialize_deletions_threshold,

@@ -13,7 +13,7 @@ The plan, as Lance's ``merge_insert`` with ``REWRITE_ROWS``:
    conflict re-plans on the latest version (pylance's ``conflict_retries``).
 
 Conditions are SQL over ``target.<col>`` and ``source.<col>`` (unqualified names are the
-target's), evaluated with :mod:`lancefmt.sql_filter` on a table with ``target`` and ``source``
+target's), evaluated with :mod:`lancefmt.sql` on a table with ``target`` and ``source``
 struct columns.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgumentError, LanceError, RetryableCommitConflictError
-from ..sql_filter import parse_sql_filter
+from ..sql import parse_filter
 from ..table.deletion import DeletionVector, write_deletion_file
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import encode_row_ids, encode_versions, load_created_at_versions
@@ -123,7 +123,7 @@ def _condition_mask(ds, source: pa.Table, matched: pa.Table, text: str) -> np.nd
     cols["source"] = pa.StructArray.from_arrays(
         [c.combine_chunks() for c in source_rows.columns], names=source_rows.column_names)
     both = pa.table(cols)
-    expr = parse_sql_filter(text, both.schema)
+    expr = parse_filter(text, both.schema)
     import pyarrow.dataset as pads
 
     mask = pads.dataset(both).to_table(columns={"m": expr}).column("m")

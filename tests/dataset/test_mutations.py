@@ -68,7 +68,7 @@ def test_progress_and_auto_cleanup_config(tmp_path):
                                 auto_cleanup_options={"interval": 2, "older_than_seconds": 3600})
     assert seen == [("begin", 5), ("complete", 5), ("begin", 5), ("complete", 5),
                     ("begin", 2), ("complete", 2)]
-    assert ds.config == {"lance.auto_cleanup.interval": "2", "lance.auto_cleanup.older_than": "3600s"}
+    assert ds.config() == {"lance.auto_cleanup.interval": "2", "lance.auto_cleanup.older_than": "3600s"}
     with pytest.raises(InvalidArgumentError):
         lancefmt.write_dataset(table(), str(tmp_path / "e"), auto_cleanup_options={"interval": 1})
 
@@ -108,7 +108,7 @@ def test_config_and_metadata_updates(tmp_path):
     ds = lancefmt.write_dataset(table(), str(tmp_path / "d"))
     assert ds.update_config({"a": "1", "b": "2"}) == {"a": "1", "b": "2"}
     assert ds.update_config({"c": "3"}, replace=True) == {"c": "3"}
-    assert ds.delete_config_keys(["c", "missing"]) is None and ds.config == {}
+    assert ds.delete_config_keys(["c", "missing"]) is None and ds.config() == {}
     assert ds.update_metadata({"owner": "me"}) == {"owner": "me"}
     assert ds.update_schema_metadata({"k": "v"}) == {"k": "v"}
     assert ds.schema.metadata == {b"k": b"v"}
