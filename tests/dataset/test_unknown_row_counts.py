@@ -42,7 +42,8 @@ def test_zero_physical_rows_reads_the_data_files_count(ds_uri):
 
 
 def test_zero_physical_rows_then_delete_and_append(ds_uri):
-    ds = lancefmt.dataset(ds_uri).delete("id = 4")
+    ds = lancefmt.dataset(ds_uri)
+    ds.delete("id = 4")
     ds = lancefmt.write_dataset(pa.table({"id": pa.array([100], pa.int64()), "s": ["x"]}), ds,
                                 mode="append")
     assert ds.count_rows() == 28
