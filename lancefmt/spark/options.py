@@ -28,7 +28,8 @@ TARGET_BATCH_BYTES = 16 << 20
 DEFAULT_MAX_BATCH_BYTES = 64 << 20
 DEFAULT_ROWS_PER_PARTITION = 1 << 20
 READ_OPTIONS = ("path", "version", "columns", "batch_size", "max_batch_bytes", "with_row_id",
-                "with_row_address", "filter", "rows_per_partition", "storage_options")
+                "with_row_address", "filter", "rows_per_partition", "min_partitions",
+                "storage_options")
 WRITE_OPTIONS = ("path", "max_rows_per_file", "max_row_per_file", "max_bytes_per_file",
                  "target_bases", "initial_bases", "data_storage_version", "enable_stable_row_ids",
                  "commit_message", "max_retries", "storage_options")
@@ -141,6 +142,7 @@ class ReadOptions:
     with_row_address: bool = False
     filter: str | None = None
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
+    min_partitions: int | None = None  # None: the session's default parallelism
     storage_options: dict | None = field(default=None, hash=False)
 
     @classmethod
@@ -158,6 +160,7 @@ class ReadOptions:
             filter=(opts.get("filter") or None),
             rows_per_partition=_positive_int("rows_per_partition", opts.get("rows_per_partition"),
                                              DEFAULT_ROWS_PER_PARTITION),
+            min_partitions=_positive_int("min_partitions", opts.get("min_partitions"), None),
             storage_options=storage_options(options),
         )
 
