@@ -90,3 +90,8 @@ class LanceDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:
         return LanceWriter.plan(WriteOptions.parse(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from .stream_writer import LanceStreamWriter
+
+        return LanceStreamWriter.plan_stream(self.options, schema, overwrite)
