@@ -39,6 +39,8 @@ def local_session(master: str = "local[*]", app_name: str = "lancefmt", conf: di
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
+               # Python workers of a busy machine may take long to start and connect back
+               .config("spark.python.authenticate.socketTimeout", "120s")
                .config("spark.sql.python.filterPushdown.enabled", str(bool(filter_pushdown)).lower()))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

@@ -91,6 +91,11 @@ class LanceDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:
         return LanceWriter.plan(WriteOptions.parse(self.options), schema, overwrite)
 
+    def streamReader(self, schema: StructType):
+        from .stream_reader import stream_reader
+
+        return stream_reader(self, schema)
+
     def streamWriter(self, schema: StructType, overwrite: bool):
         from .stream_writer import LanceStreamWriter
 
