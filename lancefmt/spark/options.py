@@ -20,11 +20,13 @@ from ..io.uri import normalize_uri
 from ..table.base_paths import BasePath
 
 STORAGE_PREFIX = "storage."
-# Arrow batches handed to Spark: every batch costs a round of IPC and JVM bookkeeping, so bigger
-# is faster; without a ``batch_size`` option the reader sizes batches to about
-# TARGET_BATCH_BYTES from the row width (see reader.batch_rows), and max_batch_bytes bounds the
-# memory of wide rows (vectors, blobs) on both sides of the socket whatever batch_size says.
-TARGET_BATCH_BYTES = 16 << 20
+# Arrow batches handed to Spark: the Python worker scans the next batch while the JVM turns the
+# previous one into rows, so batches of a few MiB keep both busy (one huge batch per partition
+# leaves each side waiting for the other); every batch also costs a round of IPC, so not tiny.
+# Without a ``batch_size`` option the reader sizes batches to about TARGET_BATCH_BYTES from the
+# row width (see reader.batch_rows), and max_batch_bytes bounds the memory of wide rows
+# (vectors, blobs) on both sides of the socket whatever batch_size says.
+TARGET_BATCH_BYTES = 4 << 20
 DEFAULT_MAX_BATCH_BYTES = 64 << 20
 DEFAULT_ROWS_PER_PARTITION = 1 << 20
 READ_OPTIONS = ("path", "version", "columns", "batch_size", "max_batch_bytes", "with_row_id",

@@ -39,7 +39,7 @@ from .options import TARGET_BATCH_BYTES, ReadOptions
 from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema
 
 MIN_BATCH_ROWS = 8192
-MAX_BATCH_ROWS = 1 << 20
+MAX_BATCH_ROWS = 1 << 17
 # Width guesses for variable-size values (bytes); only used to size batches.
 _VARIABLE_BYTES = 32
 _LIST_ITEMS = 8
