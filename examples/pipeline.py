@@ -125,6 +125,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     root = os.path.abspath(args.root) if args.root else tempfile.mkdtemp(prefix="lancefmt-pipeline-")
+    print(f"lancefmt {lancefmt.__version__} pipeline: {args.rows:,} events, files under {root}")
     previous = [n for n in OWNED if os.path.exists(os.path.join(root, n))]
     if previous:
         print(f"removing the previous run's {', '.join(previous)} under {root}")
@@ -133,7 +134,6 @@ def main(argv=None):
     buckets = {name: os.path.join(root, name) for name in BUCKETS}
     uri = os.path.join(root, "catalog", "events.lance")
     steps = Steps()
-    print(f"lancefmt {lancefmt.__version__} pipeline: {args.rows:,} events, files under {root}")
 
     spark = steps.run(f"start Spark ({args.master}) and register the lance source",
                       lambda: local_session(args.master, "lancefmt-pipeline", filter_pushdown=True))
