@@ -49,15 +49,20 @@ class _Poller(threading.Thread):
     def finish(self) -> None:
         self.stopped.set()
         self.join(timeout=5)
+        try:
+            self._poll()  # the jobs that ended between two polls count too
+        except Exception:
+            pass
         self.bar.close()
 
 
 @contextlib.contextmanager
 def spark_progress(spark, desc: str = "spark", interval: float = 0.5):
-    """Show a task progress bar while the block runs Spark jobs (on a terminal; tqdm decides)."""
+    """Show a task progress bar while the block runs Spark jobs (on a terminal; tqdm decides).
+    Yields the poller: ``.stages`` maps each stage seen to (tasks done, tasks)."""
     poller = _Poller(spark, desc, interval)
     poller.start()
     try:
-        yield
+        yield poller
     finally:
         poller.finish()
