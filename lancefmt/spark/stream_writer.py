@@ -88,7 +88,13 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
         _check_appendable(arrow_schema(data), ds.schema, options.uri)
         return cls(options, APPEND, ds.schema, list(ds.base_paths.values()), query_id)
 
-    # write() (executors) is LanceWriter.write.
+    # -- executors -------------------------------------------------------------------------
+    def write(self, iterator):
+        """LanceWriter.write; once an earlier micro-batch has created the dataset, a writer
+        planned as "create" appends to it (its schema and base paths)."""
+        if self.mode == CREATE and version_numbers(self.options.uri, self.options.storage_options):
+            self.mode = APPEND
+        return super().write(iterator)
 
     # -- driver, once per micro-batch ----------------------------------------------------------
     def commit(self, messages, batchId):

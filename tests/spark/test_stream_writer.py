@@ -106,3 +106,51 @@ def test_sink_needs_a_checkpoint(spark, tmp_path):
     assert query_identity({"path": "x", "checkpointLocation": str(ckpt)}) == "abc"
     shutil.rmtree(ckpt)
     assert query_identity({"path": "x", "checkpointLocation": str(ckpt)}).startswith("checkpoint-")
+
+
+def _batches(start, n):
+    t = pa.table({"id": pa.array(range(start, start + n), pa.int64()),
+                  "s": pa.array([f"row-{i}" for i in range(start, start + n)])})
+    return t.to_batches(max_chunksize=64)
+
+
+def test_sink_protocol_without_spark(tmp_path):
+    """The driver/executor protocol by hand: creation with initial bases, appends, a replayed
+    batch, an empty batch, an aborted one."""
+    import json
+
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from lancefmt.spark.stream_writer import LanceStreamWriter
+
+    uri = str(tmp_path / "out.lance")
+    bases = json.dumps([{"path": str(tmp_path / "b1"), "name": "b1"}])
+    options = {"path": uri, "query_id": "q-1", "initial_bases": bases, "target_bases": "b1"}
+    schema = StructType([StructField("id", LongType()), StructField("s", StringType())])
+    planned = LanceStreamWriter.plan_stream(options, schema, False)  # pickled to executors once
+
+    def batch(batch_id, start, n):
+        msg = planned.write(iter(_batches(start, n)))
+        LanceStreamWriter.plan_stream(options, schema, False).commit([msg], batch_id)
+        return msg
+
+    batch(0, 0, 100)
+    batch(1, 100, 50)            # the dataset exists now: the "create" writer appends
+    assert version_numbers(uri) == [1, 2]
+    replay = batch(1, 100, 50)  # batch 1 again (a restart): skipped, its files removed
+    assert version_numbers(uri) == [1, 2]
+    assert not any(os.path.exists(u[len("file://"):] if u.startswith("file://") else u)
+                   for u in replay.files)
+    batch(2, 0, 0)               # no rows: no commit
+    assert version_numbers(uri) == [1, 2]
+    msg = planned.write(iter(_batches(150, 10)))
+    LanceStreamWriter.plan_stream(options, schema, False).abort([msg], 3)
+    assert version_numbers(uri) == [1, 2] and msg.files
+    assert len(os.listdir(tmp_path / "b1")) == 2    # the two committed files, nothing else
+    ds = lancefmt.dataset(uri)
+    assert sorted(ds.to_table()["id"].to_pylist()) == list(range(150))
+    assert lance.dataset(uri).count_rows() == 150
+    _, txn = transaction(uri, 2)
+    assert txn.transaction_properties == {QUERY_ID_KEY: "q-1", BATCH_ID_KEY: "1"}
+    with pytest.raises(lancefmt.LanceError, match="append"):
+        LanceStreamWriter.plan_stream(options, schema, True)
