@@ -147,9 +147,15 @@ def test_sink_protocol_without_spark(tmp_path):
     LanceStreamWriter.plan_stream(options, schema, False).abort([msg], 3)
     assert version_numbers(uri) == [1, 2] and msg.files
     assert len(os.listdir(tmp_path / "b1")) == 2    # the two committed files, nothing else
+    killed = planned.write(iter(_batches(150, 10)))  # a task of a run killed mid-batch
+    batch(3, 150, 10)                                  # the restarted run's batch 3
+    assert version_numbers(uri) == [1, 2, 3]
+    assert not any(os.path.exists(u[len("file://"):] if u.startswith("file://") else u)
+                   for u in killed.files)              # the staging records found them
+    assert len(os.listdir(tmp_path / "b1")) == 3
     ds = lancefmt.dataset(uri)
-    assert sorted(ds.to_table()["id"].to_pylist()) == list(range(150))
-    assert lance.dataset(uri).count_rows() == 150
+    assert sorted(ds.to_table()["id"].to_pylist()) == list(range(160))
+    assert lance.dataset(uri).count_rows() == 160
     _, txn = transaction(uri, 2)
     assert txn.transaction_properties == {QUERY_ID_KEY: "q-1", BATCH_ID_KEY: "1"}
     with pytest.raises(lancefmt.LanceError, match="append"):
