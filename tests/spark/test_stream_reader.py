@@ -90,3 +90,50 @@ def test_killed_stream_restarts_without_loss_or_duplicates(spark, tmp_path):
     ids = lance.dataset(out).to_table()["id"].to_pylist()
     assert sorted(ids) == list(range(1750))
     assert len(version_numbers(out)) == 3   # the replayed batch added nothing
+
+
+def _read_all(reader, start, end):
+    import pickle
+
+    out = []
+    for part in reader.partitions({"version": start}, {"version": end}):
+        copy = pickle.loads(pickle.dumps(reader))   # what an executor gets
+        for batch in copy.read(pickle.loads(pickle.dumps(part))):
+            out.extend(batch.column("id").to_pylist())
+    return sorted(out)
+
+
+def test_offsets_and_micro_batches_without_spark(tmp_path):
+    from lancefmt.spark.source import LanceDataSource
+
+    uri = str(tmp_path / "src.lance")
+    lance.write_dataset(rows(0, 100), uri, data_storage_version="2.0")     # v1
+    source = LanceDataSource({"path": uri})
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    assert start == {"version": 0}
+    end = reader.latestOffset(start, None)
+    assert end == {"version": 1} and _read_all(reader, 0, 1) == list(range(100))
+    pylance_append(uri, 100, 30)                                           # v2
+    pylance_append(uri, 130, 20)                                           # v3
+    reader.prepareForTriggerAvailableNow()
+    pylance_append(uri, 150, 5)                                            # v4: after the target
+    assert reader.latestOffset(end, None) == {"version": 3}
+    assert _read_all(reader, 1, 3) == list(range(100, 150))
+    assert reader.partitions({"version": 3}, {"version": 3}) == []
+    ds = lance.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=1_000)              # v5, v6: rows kept
+    compacted = lance.dataset(uri).version                                 # (reserve + rewrite)
+    lance.dataset(uri).delete("id < 3")                                    # rows removed
+    pylance_append(uri, 155, 5)
+    last = lance.dataset(uri).version
+    assert _read_all(reader, 3, compacted) == list(range(150, 155))        # compaction passed over
+    with pytest.raises(lancefmt.LanceError, match=f"version {compacted + 1} .*'delete'"):
+        reader.partitions({"version": compacted}, {"version": last})
+    skipping = LanceDataSource({"path": uri, "skip_change_commits": "true",
+                                "startingVersion": str(compacted + 1)})
+    sreader = skipping.streamReader(skipping.schema())
+    assert sreader.initialOffset() == {"version": compacted}
+    assert _read_all(sreader, compacted, last) == list(range(155, 160))
+    latest = LanceDataSource({"path": uri, "startingVersion": "latest"})
+    assert latest.streamReader(latest.schema()).initialOffset() == {"version": last}
