@@ -28,10 +28,13 @@ class _Poller(threading.Thread):
             if job_id in self.known_jobs:
                 continue
             job = self.tracker.getJobInfo(job_id)
+            finished = job is not None and str(job.status) == "SUCCEEDED"
             for stage_id in (job.stageIds if job else []):
                 stage = self.tracker.getStageInfo(stage_id)
                 if stage is not None:
-                    self.stages[stage_id] = (stage.numCompletedTasks, stage.numTasks)
+                    # a finished job's stages that never ran (skipped, re-planned) add nothing
+                    total = stage.numCompletedTasks if finished else stage.numTasks
+                    self.stages[stage_id] = (stage.numCompletedTasks, total)
         done = sum(d for d, _ in self.stages.values())
         total = sum(t for _, t in self.stages.values())
         if total != self.bar.total:
