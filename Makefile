@@ -3,17 +3,27 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lancefmt-installed
+BASE   := $(VENV)/.lancefmt-base
+SPARK  := $(VENV)/.lancefmt-spark
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup build test demo demo-metadata bench bench-spark fuzz clean
+.PHONY: setup build build-spark test demo demo-metadata bench bench-spark fuzz clean
 
-$(STAMP): pyproject.toml setup.py
+# the venv with the build requirements of pyproject.toml, so builds can recompile in place
+$(BASE): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
-	# the build requirements of pyproject.toml, so `make build` can recompile in place
 	$(PY) -m pip install "setuptools>=77" wheel "Cython>=3.0.10" "numpy>=2.0" "grpcio-tools>=1.85,<2"
+	touch $(BASE)
+
+# what the main job needs: lancefmt and its spark extra (no test or benchmark tools)
+$(SPARK): $(BASE)
+	$(PY) -m pip install -e '.[spark]'
+	touch $(SPARK)
+
+$(STAMP): $(BASE)
 	$(PY) -m pip install -e '.[test,spark,bench]'
-	touch $(STAMP)
+	touch $(SPARK) $(STAMP)
 
 setup: $(STAMP)
 
@@ -21,12 +31,15 @@ setup: $(STAMP)
 build: $(STAMP)
 	$(PY) setup.py -q build_ext --inplace
 
+build-spark: $(SPARK)
+	$(PY) setup.py -q build_ext --inplace
+
 test: build
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
-# The main job: Spark (local[*]) writes, appends, deletes, time-travels and fails over a
+# The main job: Spark (local[*]) writes, appends, deletes, time-travels, fails over and streams a
 # multi-base Lance dataset through lancefmt's data source.  DEMO_ARGS="--rows 500000" for less.
-demo: build
+demo: build-spark
 	$(PY) examples/pipeline.py $(DEMO_ARGS)
 
 # Metadata inspection of a pylance-written multi-base dataset.
@@ -36,13 +49,10 @@ demo-metadata: build
 bench: build
 	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr
 
-# Spark source/sink vs Spark's Parquet reader/writer, every number in one run.
-# Longer seeded fuzzing of real pylance 2.1/2.2 files (the test suite runs a few seconds of it).
-fuzz: build
-	LANCEFMT_FUZZ_SECONDS=$${LANCEFMT_FUZZ_SECONDS:-120} $(PY) -m pytest -p no:xdist -q tests/interop/test_file_fuzz_v21.py
-
+# Spark source/sink vs Spark's Parquet reader/writer, every number in one run, per Lance storage
+# version (BENCH_SPARK_ARGS="--versions 2.0 --repeat 5" to choose).
 bench-spark: build
-	cd asv_bench && ../$(PY) -m benchmarks.spark_source
+	cd asv_bench && ../$(PY) -m benchmarks.spark_source $(BENCH_SPARK_ARGS)
 
 # Fuzz every untrusted-input entry point SECONDS seconds each (atheris), one after the other at
 # low priority; findings land in fuzz/findings/ (keep minimized ones in fuzz/regressions/).
@@ -53,6 +63,8 @@ fuzz: build
 	for t in $(FUZZ_TARGETS); do \
 		nice -n 19 $(PY) -m fuzz.run $$t fuzz/corpus -max_total_time=$(SECONDS) -print_final_stats=1 || exit 1; \
 	done
+	# seeded byte flips and truncations of real pylance 2.1/2.2 files (a few seconds in `make test`)
+	LANCEFMT_FUZZ_SECONDS=$(SECONDS) nice -n 19 $(PY) -m pytest -p no:xdist -q tests/interop/test_file_fuzz_v21.py
 
 clean:
 	rm -rf build dist *.egg-info lancefmt/_proto/*_pb2.py

@@ -11,7 +11,15 @@ Steps (each printed with its timing):
 4. delete the refunds with lancefmt (deletion files, no data rewritten) and tag the version before;
 5. read the old version back through Spark, by number and by tag (time travel);
 6. fail the ``us-east`` bucket over to a replica (copy its files, repoint the base, take the
-   original offline) and read everything again.
+   original offline) and read everything again;
+7. stream: a Structured Streaming query follows the dataset (offsets are versions) and writes
+   the refunds of every newly appended version into ``catalog/refunds.lance``, one commit per
+   micro-batch; two appends arrive while it runs, then a rerun over the same checkpoint finds
+   nothing new and commits nothing.
+
+Long Spark steps show a task progress bar on a terminal. ``--root DIR`` keeps the files in DIR
+(``--keep`` too); running again with the same ``--root`` starts over (it removes what the last
+run made there: ``catalog/``, the buckets, the replica and the checkpoint -- nothing else).
 
 Run: ``python examples/pipeline.py [--rows N] [--root DIR] [--keep]``.
 """
@@ -31,8 +39,11 @@ if ROOT not in sys.path:
 
 import lancefmt  # noqa: E402
 from lancefmt.spark import local_session  # noqa: E402
+from lancefmt.spark.progress import spark_progress  # noqa: E402
 
 BUCKETS = ("us-east", "us-west", "eu-central")
+# what a run creates under --root (and a rerun removes first)
+OWNED = ("catalog", "us-east-replica", "us-east.offline", "checkpoints") + BUCKETS
 CATEGORIES = ("book", "music", "game", "toy", "refund")
 
 
@@ -114,10 +125,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     root = os.path.abspath(args.root) if args.root else tempfile.mkdtemp(prefix="lancefmt-pipeline-")
+    print(f"lancefmt {lancefmt.__version__} pipeline: {args.rows:,} events, files under {root}")
+    previous = [n for n in OWNED if os.path.exists(os.path.join(root, n))]
+    if previous:
+        print(f"removing the previous run's {', '.join(previous)} under {root}")
+        for name in previous:
+            shutil.rmtree(os.path.join(root, name))
     buckets = {name: os.path.join(root, name) for name in BUCKETS}
     uri = os.path.join(root, "catalog", "events.lance")
     steps = Steps()
-    print(f"lancefmt {lancefmt.__version__} pipeline: {args.rows:,} events, files under {root}")
 
     spark = steps.run(f"start Spark ({args.master}) and register the lance source",
                       lambda: local_session(args.master, "lancefmt-pipeline", filter_pushdown=True))
@@ -125,9 +141,10 @@ def main(argv=None):
     try:
         def create():
             bases = json.dumps([{"path": path, "name": name} for name, path in buckets.items()])
-            (events(spark, 0, args.rows, parts).write.format("lance").mode("overwrite")
-             .option("initial_bases", bases).option("target_bases", ",".join(BUCKETS))
-             .option("max_rows_per_file", 250_000).save(uri))
+            with spark_progress(spark, "write"):
+                (events(spark, 0, args.rows, parts).write.format("lance").mode("overwrite")
+                 .option("initial_bases", bases).option("target_bases", ",".join(BUCKETS))
+                 .option("max_rows_per_file", 250_000).save(uri))
             ds = lancefmt.dataset(uri)
             show_layout(ds, buckets)
             return ds
@@ -138,8 +155,10 @@ def main(argv=None):
         extra = args.rows // 4
 
         def append():
-            (events(spark, args.rows, extra, parts).write.format("lance").mode("append")
-             .option("target_bases", "us-west,eu-central").option("max_rows_per_file", 250_000).save(uri))
+            with spark_progress(spark, "append"):
+                (events(spark, args.rows, extra, parts).write.format("lance").mode("append")
+                 .option("target_bases", "us-west,eu-central").option("max_rows_per_file", 250_000)
+                 .save(uri))
             ds = lancefmt.dataset(uri)
             show_layout(ds, buckets)
             return ds
@@ -151,7 +170,8 @@ def main(argv=None):
         def query():
             # the columns option: Spark's Python sources cannot prune columns by themselves
             df = spark.read.format("lance").option("columns", "category,amount").load(uri)
-            rows = df.groupBy("category").agg({"amount": "sum", "*": "count"}).orderBy("category").collect()
+            with spark_progress(spark, "query"):
+                rows = df.groupBy("category").agg({"amount": "sum", "*": "count"}).orderBy("category").collect()
             for r in rows:
                 print(f"   {r['category']:<7} {r['count(1)']:>10,} events  {r['sum(amount)']:>16,.2f}")
             # a fresh load per query when filters are pushed (see lancefmt.spark.reader)
@@ -201,6 +221,38 @@ def main(argv=None):
             return moved
 
         steps.run("fail the us-east bucket over to a replica", fail_over)
+
+        def stream():
+            refunds = os.path.join(root, "catalog", "refunds.lance")
+            checkpoint = os.path.join(root, "checkpoints", "refunds")
+
+            def start(trigger):
+                return (spark.readStream.format("lance").option("startingVersion", "latest").load(uri)
+                        .where("category = 'refund'")
+                        .writeStream.format("lance").option("checkpointLocation", checkpoint)
+                        .trigger(**trigger).start(refunds))
+
+            query = start({"processingTime": "1 second"})
+            query.processAllAvailable()          # the offsets now start at the latest version
+            arrivals = (10_000, 5_000)
+            start_id = total
+            for n in arrivals:                  # new events land while the query runs
+                events(spark, start_id, n, parts).write.format("lance").mode("append").save(uri)
+                start_id += n
+                query.processAllAvailable()
+            query.stop()
+            ds = lancefmt.dataset(refunds)
+            expected = sum(1 for i in range(total, start_id) if i % m == r)
+            print(f"   {len(arrivals)} appends to events.lance -> {ds.version} versions of "
+                  f"refunds.lance, {ds.count_rows():,} refund rows (expected {expected:,})")
+            again = start({"availableNow": True})
+            again.awaitTermination()
+            print(f"   rerun over the same checkpoint: still version {lancefmt.dataset(refunds).version} "
+                  f"(nothing new, nothing committed)")
+            assert ds.count_rows() == expected and lancefmt.dataset(refunds).version == ds.version
+            return ds
+
+        steps.run("stream new refunds into another dataset (Structured Streaming, exactly once)", stream)
         steps.summary()
     finally:
         spark.stop()

@@ -1,21 +1,28 @@
-"""Spark through the ``lance`` source and sink vs Spark's native Parquet reader and writer.
+"""Spark through the ``lance`` source and sink vs Spark's native Parquet reader and writer, per
+Lance storage version.
 
-Data: 2M rows (int64 id, float64 x, int32 k, string s). setup_cache writes it once as a Lance
-dataset (lancefmt, 2 fragments of 1M rows) and as Parquet (pyarrow, 1M-row row groups). Each
-benchmark process starts one local SparkSession (``local[2]``; the first query warms the JVM and
-the Python workers outside the timings).
+Data: 2M rows (int64 id, float64 x, int32 k, string s). setup_cache writes it once as Parquet
+(pyarrow, 1M-row row groups) and as a Lance dataset per storage version (2 fragments of 1M rows):
+2.0 by lancefmt, 2.1/2.2 by pylance (lancefmt reads those once its 2.1/2.2 reader exists; until
+then those benchmarks report "not readable" and asv skips them). Every benchmark process starts
+one local SparkSession (``local[2]``; a first query warms the JVM and the Python workers).
 
 Read: ``count(*)`` + ``sum(x)``. Parquet prunes columns on its own; the Python Data Source API
 cannot (no column pruning through Spark 4.3), so ``time_count_sum_lance`` reads every column and
-``time_count_sum_lance_projected`` shows the ``columns`` option. ``track_count_sum_ratio`` is
-Parquet time / lance time, back to back (above 1: lance faster). Target (issue 7): >= 0.5, i.e.
-within 2x of native Parquet.
+``time_count_sum_lance_projected`` shows the ``columns`` option. ``track_*_ratio`` is Parquet
+time / lance time, interleaved (above 1: lance faster). Targets (issue 15): all columns >= 0.67
+(within 1.5x), ``columns=x`` >= 0.8.
 
-Write: the same generated DataFrame (``spark.range`` + expressions, 2 partitions) saved through
-our sink (``mode("overwrite")`` into a fresh path: one Overwrite commit) and with
-``df.write.parquet``. ``track_write_ratio`` is Parquet time / lance time; ``track_write_rows_per_s``
-is our sink's throughput.
+Write: the same generated DataFrame (``spark.range`` + expressions, 2 partitions) saved through our
+sink (``mode("overwrite")`` into a fresh path: one Overwrite commit, the storage version as
+``data_storage_version``) and with ``df.write.parquet``. ``track_write_ratio`` is Parquet time /
+lance time (target >= 0.67).
+
+``python -m benchmarks.spark_source [--versions 2.0,2.2] [--repeat N]`` (from asv_bench/, what
+``make bench-spark`` runs) prints every number in one run: per repetition, lance and Parquet run
+back to back; it reports the best-time ratio and the range of the per-repetition ratios.
 """
+import argparse
 import os
 import shutil
 import time
@@ -24,10 +31,12 @@ import uuid
 import numpy as np
 import pyarrow as pa
 
-from .common import best_time, scratch_dir, speedup
+from .common import scratch_dir
 
 ROWS = 2_000_000
 PARTITIONS = 2
+VERSIONS = ("2.0", "2.2")
+TARGETS = {"read": 0.67, "read columns=x": 0.8, "write": 0.67}
 
 
 def _table(rows, seed=0):
@@ -41,20 +50,43 @@ def _table(rows, seed=0):
     })
 
 
-def write_fixtures(root, rows=ROWS):
+def _write_lance(t, uri, version, rows):
+    if version == "2.0":
+        import lancefmt
+
+        lancefmt.write_dataset(t, uri, max_rows_per_file=rows // PARTITIONS)
+    else:
+        import lance
+
+        lance.write_dataset(t, uri, max_rows_per_file=rows // PARTITIONS, data_storage_version=version)
+
+
+def write_fixtures(root, rows=ROWS, versions=VERSIONS):
+    """Parquet + one Lance dataset per storage version under ``root`` (rewritten)."""
     import pyarrow.parquet as pq
 
-    import lancefmt
-
-    lance_uri = os.path.join(root, "data.lance")
-    parquet_path = os.path.join(root, "data.parquet")
-    for path in (lance_uri, parquet_path):
-        shutil.rmtree(path, ignore_errors=True)
     t = _table(rows)
-    lancefmt.write_dataset(t, lance_uri, max_rows_per_file=rows // PARTITIONS)
-    os.makedirs(parquet_path)
-    pq.write_table(t, os.path.join(parquet_path, "part-0.parquet"), row_group_size=rows // PARTITIONS)
-    return {"lance": lance_uri, "parquet": parquet_path}
+    paths = {"parquet": os.path.join(root, "data.parquet")}
+    shutil.rmtree(paths["parquet"], ignore_errors=True)
+    os.makedirs(paths["parquet"])
+    pq.write_table(t, os.path.join(paths["parquet"], "part-0.parquet"), row_group_size=rows // PARTITIONS)
+    for version in versions:
+        uri = os.path.join(root, f"data-{version}.lance")
+        shutil.rmtree(uri, ignore_errors=True)
+        _write_lance(t, uri, version, rows)
+        paths[version] = uri
+    return paths
+
+
+def fixtures(rows=ROWS):
+    root = scratch_dir("spark_source")
+    marker = os.path.join(root, f"ready-{rows}-{'-'.join(VERSIONS)}")
+    if not os.path.exists(marker):
+        write_fixtures(root, rows)
+        open(marker, "w").close()
+    paths = {"parquet": os.path.join(root, "data.parquet")}
+    paths.update({v: os.path.join(root, f"data-{v}.lance") for v in VERSIONS})
+    return paths
 
 
 def _session():
@@ -65,138 +97,180 @@ def _session():
                                "spark.driver.memory": "2g"})
 
 
-class SparkRead:
-    timeout = 1200
-    number = 1
-    repeat = 5
+class Runs:
+    """The timed queries of one SparkSession."""
 
-    def setup_cache(self):
-        root = scratch_dir("spark_source")
-        marker = os.path.join(root, f"ready-{ROWS}")
-        if not os.path.exists(marker):
-            write_fixtures(root)
-            open(marker, "w").close()
-        return {"lance": os.path.join(root, "data.lance"), "parquet": os.path.join(root, "data.parquet")}
+    def __init__(self, spark, paths):
+        self.spark, self.paths = spark, paths
+        self.root = os.path.join(scratch_dir("spark_sink"), uuid.uuid4().hex)
+        os.makedirs(self.root)
+        self.df = spark.range(0, ROWS, numPartitions=PARTITIONS).selectExpr(
+            "id", "rand(7) AS x", "CAST(id % 1000 AS INT) AS k",
+            "concat('name-', CAST(id % 5000 AS STRING)) AS s")
 
-    def setup(self, paths):
-        self.spark = _session()
-        self.lance_uri, self.parquet_path = paths["lance"], paths["parquet"]
-        assert self._lance()() == self._parquet()()  # warm-up, and the same answer
+    def close(self):
+        shutil.rmtree(self.root, ignore_errors=True)
 
-    def teardown(self, paths):
-        self.spark.stop()
-
-    def _lance(self, columns=None):
+    def read_lance(self, version, columns=None):
         def run():
             reader = self.spark.read.format("lance")
             if columns:
                 reader = reader.option("columns", columns)
-            row = reader.load(self.lance_uri).selectExpr("count(*) AS n", "sum(x) AS sx").collect()[0]
+            row = reader.load(self.paths[version]).selectExpr("count(*) AS n", "sum(x) AS sx").collect()[0]
             return row.n, round(row.sx, 6)
         return run
 
-    def _parquet(self):
+    def read_parquet(self):
         def run():
-            row = self.spark.read.parquet(self.parquet_path).selectExpr(
+            row = self.spark.read.parquet(self.paths["parquet"]).selectExpr(
                 "count(*) AS n", "sum(x) AS sx").collect()[0]
             return row.n, round(row.sx, 6)
         return run
 
-    def time_count_sum_lance(self, paths):
-        self._lance()()
-
-    def time_count_sum_lance_projected(self, paths):
-        self._lance("x")()
-
-    def time_count_sum_parquet(self, paths):
-        self._parquet()()
-
-    def track_count_sum_ratio(self, paths):
-        return speedup(self._lance(), self._parquet(), repeat=5)
-
-    track_count_sum_ratio.unit = "parquet time / lance time"
-
-    def track_count_sum_projected_ratio(self, paths):
-        return speedup(self._lance("x"), self._parquet(), repeat=5)
-
-    track_count_sum_projected_ratio.unit = "parquet time / lance time"
-
-
-class SparkWrite:
-    timeout = 1200
-    number = 1
-    repeat = 3
-
-    def setup(self):
-        self.spark = _session()
-        self.root = os.path.join(scratch_dir("spark_sink"), uuid.uuid4().hex)
-        os.makedirs(self.root)
-        self.df = self.spark.range(0, ROWS, numPartitions=PARTITIONS).selectExpr(
-            "id", "rand(7) AS x", "CAST(id % 1000 AS INT) AS k",
-            "concat('name-', CAST(id % 5000 AS STRING)) AS s")
-        self._lance()()  # warm-up
-        self._parquet()()
-
-    def teardown(self):
-        self.spark.stop()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def _fresh(self, suffix):
-        return os.path.join(self.root, f"{uuid.uuid4().hex}.{suffix}")
-
-    def _lance(self):
+    def write_lance(self, version):
         def run():
-            path = self._fresh("lance")
-            self.df.write.format("lance").mode("overwrite").save(path)
+            path = os.path.join(self.root, f"{uuid.uuid4().hex}.lance")
+            (self.df.write.format("lance").mode("overwrite")
+             .option("data_storage_version", version).save(path))
             shutil.rmtree(path)
         return run
 
-    def _parquet(self):
+    def write_parquet(self):
         def run():
-            path = self._fresh("parquet")
+            path = os.path.join(self.root, f"{uuid.uuid4().hex}.parquet")
             self.df.write.mode("overwrite").parquet(path)
             shutil.rmtree(path)
         return run
 
-    def time_write_lance(self):
-        self._lance()()
+    def supported(self, version, what):
+        """None, or why this storage version cannot be benchmarked (yet): lancefmt itself is
+        asked first (a clear message, no failed Spark job), then one Spark run checks answers."""
+        import lancefmt
 
-    def time_write_parquet(self):
-        self._parquet()()
+        try:
+            if what == "read":
+                next(iter(lancefmt.dataset(self.paths[version]).to_batches(columns=["x"])))
+            else:
+                probe = os.path.join(self.root, f"probe-{uuid.uuid4().hex}.lance")
+                lancefmt.write_dataset(_table(10), probe, data_storage_version=version)
+                shutil.rmtree(probe)
+        except lancefmt.LanceError as e:
+            return f"{type(e).__name__}: {str(e).splitlines()[0][-160:]}"
+        if what == "read" and self.read_lance(version)() != self.read_parquet()():
+            return "lance and parquet give different answers"
+        return None
 
-    def track_write_ratio(self):
-        return speedup(self._lance(), self._parquet(), repeat=3)
+
+def paired(ours, peer, repeat):
+    """Interleaved runs: (best ours, best peer, [peer/ours per repetition])."""
+    ours(), peer()  # warm-up
+    mine, theirs = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        ours()
+        mine.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        peer()
+        theirs.append(time.perf_counter() - t0)
+    return min(mine), min(theirs), [p / o for o, p in zip(mine, theirs)]
+
+
+class _SparkBench:
+    timeout = 1800
+    number = 1
+    repeat = 3
+    params = list(VERSIONS)
+    param_names = ["storage_version"]
+
+    def setup_cache(self):
+        return fixtures()
+
+    def setup(self, paths, version):
+        self.spark = _session()
+        self.runs = Runs(self.spark, paths)
+        why = self.runs.supported(version, self.kind)
+        if why:
+            self.teardown(paths, version)
+            raise NotImplementedError(f"Lance {version} through Spark: {why}")
+
+    def teardown(self, paths, version):
+        self.runs.close()
+        self.spark.stop()
+
+
+class SparkRead(_SparkBench):
+    kind = "read"
+
+    def time_count_sum_lance(self, paths, version):
+        self.runs.read_lance(version)()
+
+    def time_count_sum_lance_projected(self, paths, version):
+        self.runs.read_lance(version, "x")()
+
+    def time_count_sum_parquet(self, paths, version):
+        self.runs.read_parquet()()
+
+    def track_count_sum_ratio(self, paths, version):
+        ours, peer, _ = paired(self.runs.read_lance(version), self.runs.read_parquet(), 3)
+        return peer / ours
+
+    track_count_sum_ratio.unit = "parquet time / lance time"
+
+    def track_count_sum_projected_ratio(self, paths, version):
+        ours, peer, _ = paired(self.runs.read_lance(version, "x"), self.runs.read_parquet(), 3)
+        return peer / ours
+
+    track_count_sum_projected_ratio.unit = "parquet time / lance time"
+
+
+class SparkWrite(_SparkBench):
+    kind = "write"
+
+    def time_write_lance(self, paths, version):
+        self.runs.write_lance(version)()
+
+    def time_write_parquet(self, paths, version):
+        self.runs.write_parquet()()
+
+    def track_write_ratio(self, paths, version):
+        ours, peer, _ = paired(self.runs.write_lance(version), self.runs.write_parquet(), 3)
+        return peer / ours
 
     track_write_ratio.unit = "parquet time / lance time"
 
-    def track_write_rows_per_s(self):
-        return ROWS / best_time(self._lance(), repeat=3, warmup=0)
 
-    track_write_rows_per_s.unit = "rows/s"
-
-
-def main():
-    """``python -m benchmarks.spark_source`` (from asv_bench/): every number in one run."""
-    read = SparkRead()
-    paths = read.setup_cache()
-    read.setup(paths)
+def main(argv=None):
+    """Every number in one run (one SparkSession), per storage version."""
+    parser = argparse.ArgumentParser(description="lance source/sink vs Spark Parquet")
+    parser.add_argument("--versions", default=",".join(VERSIONS))
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    paths = fixtures()
+    spark = _session()
+    runs = Runs(spark, paths)
+    print(f"{ROWS:,} rows (int64, float64, int32, string), local[{PARTITIONS}], "
+          f"{args.repeat} interleaved repetitions; ratio = parquet time / lance time")
     try:
-        for name, fn in (("lance (all columns)", read._lance()), ("lance (columns=x)", read._lance("x")),
-                         ("parquet", read._parquet())):
-            print(f"count+sum  {name:22s} {best_time(fn, repeat=5):.3f} s")
-        print(f"count+sum  ratio parquet/lance       {read.track_count_sum_ratio(paths):.2f}")
-        print(f"count+sum  ratio parquet/lance (x)   {read.track_count_sum_projected_ratio(paths):.2f}")
+        for version in args.versions.split(","):
+            cases = (("read", "read", lambda v=version: (runs.read_lance(v), runs.read_parquet())),
+                     ("read columns=x", "read",
+                      lambda v=version: (runs.read_lance(v, "x"), runs.read_parquet())),
+                     ("write", "write", lambda v=version: (runs.write_lance(v), runs.write_parquet())))
+            checked = {}
+            for name, kind, make in cases:
+                if kind not in checked:
+                    checked[kind] = runs.supported(version, kind)
+                if checked[kind]:
+                    print(f"{version}  {name:15s} not measured: {checked[kind]}")
+                    continue
+                ours, peer, ratios = paired(*make(), args.repeat)
+                verdict = "ok" if peer / ours >= TARGETS[name] else f"below {TARGETS[name]}"
+                print(f"{version}  {name:15s} lance {ours:6.3f} s  parquet {peer:6.3f} s  "
+                      f"ratio {peer / ours:4.2f} (per repetition {min(ratios):.2f}-{max(ratios):.2f}; "
+                      f"target {TARGETS[name]}: {verdict})", flush=True)
     finally:
-        read.teardown(paths)
-    write = SparkWrite()
-    write.setup()
-    try:
-        t_lance, t_parquet = best_time(write._lance(), repeat=3), best_time(write._parquet(), repeat=3)
-        print(f"write      lance {t_lance:.3f} s ({ROWS / t_lance / 1e6:.2f} M rows/s), "
-              f"parquet {t_parquet:.3f} s ({ROWS / t_parquet / 1e6:.2f} M rows/s)")
-        print(f"write      ratio parquet/lance       {write.track_write_ratio():.2f}")
-    finally:
-        write.teardown()
+        runs.close()
+        spark.stop()
 
 
 if __name__ == "__main__":

@@ -12,10 +12,21 @@ SHORT_NAME = "lance"
 
 
 def register(spark) -> None:
-    """Register the ``lance`` data source with ``spark`` (a SparkSession)."""
+    """Register the ``lance`` data source with ``spark`` (a SparkSession).
+
+    Registers a subclass carrying the session's ``defaultParallelism``: Spark plans reads in
+    Python processes without a SparkContext, and reads plan at least that many partitions.
+    """
     from .source import LanceDataSource
 
-    spark.dataSource.register(LanceDataSource)
+    try:
+        cores = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect sessions have no SparkContext
+        cores = None
+    # A class that is not importable by name is pickled by value, its attribute included.
+    registered = type("LanceDataSource", (LanceDataSource,),
+                      {"default_parallelism": cores, "__module__": __name__ + "._registered"})
+    spark.dataSource.register(registered)
 
 
 def local_session(*args, **kwargs):

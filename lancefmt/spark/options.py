@@ -20,16 +20,18 @@ from ..io.uri import normalize_uri
 from ..table.base_paths import BasePath
 
 STORAGE_PREFIX = "storage."
-# Arrow batches handed to Spark: every batch costs a round of IPC and JVM bookkeeping, so bigger
-# is faster; without a ``batch_size`` option the reader sizes batches to about
-# TARGET_BATCH_BYTES from the row width (see reader.batch_rows), and max_batch_bytes bounds the
-# memory of wide rows (vectors, blobs) on both sides of the socket whatever batch_size says.
-TARGET_BATCH_BYTES = 16 << 20
+# Arrow batches handed to Spark: the Python worker scans the next batch while the JVM turns the
+# previous one into rows, so batches of a few MiB keep both busy (one huge batch per partition
+# leaves each side waiting for the other); every batch also costs a round of IPC, so not tiny.
+# Without a ``batch_size`` option the reader sizes batches to about TARGET_BATCH_BYTES from the
+# row width (see reader.batch_rows), and max_batch_bytes bounds the memory of wide rows
+# (vectors, blobs) on both sides of the socket whatever batch_size says.
+TARGET_BATCH_BYTES = 4 << 20
 DEFAULT_MAX_BATCH_BYTES = 64 << 20
 DEFAULT_ROWS_PER_PARTITION = 1 << 20
 READ_OPTIONS = ("path", "version", "columns", "batch_size", "max_batch_bytes", "with_row_id",
-                "with_row_address", "filter", "rows_per_partition", "storage_options",
-                "manifest_store")
+                "with_row_address", "filter", "rows_per_partition", "min_partitions",
+                "storage_options", "manifest_store")
 WRITE_OPTIONS = ("path", "max_rows_per_file", "max_row_per_file", "max_bytes_per_file",
                  "target_bases", "initial_bases", "data_storage_version", "enable_stable_row_ids",
                  "commit_message", "max_retries", "storage_options", "manifest_store")
@@ -161,6 +163,7 @@ class ReadOptions:
     with_row_address: bool = False
     filter: str | None = None
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
+    min_partitions: int | None = None  # None: the session's default parallelism
     storage_options: dict | None = field(default=None, hash=False)
     manifest_store: str | None = None  # external manifest store URI (sqlite:///path)
 
@@ -179,6 +182,7 @@ class ReadOptions:
             filter=(opts.get("filter") or None),
             rows_per_partition=_positive_int("rows_per_partition", opts.get("rows_per_partition"),
                                              DEFAULT_ROWS_PER_PARTITION),
+            min_partitions=_positive_int("min_partitions", opts.get("min_partitions"), None),
             storage_options=storage_options(options),
             manifest_store=manifest_store_uri(opts.get("manifest_store")),
         )

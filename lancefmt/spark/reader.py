@@ -39,7 +39,7 @@ from .options import TARGET_BATCH_BYTES, ReadOptions
 from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema
 
 MIN_BATCH_ROWS = 8192
-MAX_BATCH_ROWS = 1 << 20
+MAX_BATCH_ROWS = 1 << 17
 # Width guesses for variable-size values (bytes); only used to size batches.
 _VARIABLE_BYTES = 32
 _LIST_ITEMS = 8
@@ -106,20 +106,37 @@ class LancePartition(InputPartition):
         return f"LancePartition({parts})"
 
 
-def plan_partitions(fragments, rows_per_partition: int) -> list[LancePartition]:
-    """Even partitions of at most ``rows_per_partition`` physical rows (at least one range each)."""
+# Never cut a fragment below this many rows just to keep more cores busy (per-task set-up wins).
+MIN_SPLIT_ROWS = 1 << 16
+
+
+def plan_partitions(fragments, rows_per_partition: int, parallelism: int = 1) -> list[LancePartition]:
+    """Partitions of at most ``rows_per_partition`` physical rows, at least
+    ``min(pieces, parallelism)`` of them (so every core gets work), in fragment order.
+
+    A fragment is cut into equal row ranges when it exceeds ``rows_per_partition``, or when the
+    dataset has fewer fragments than cores (not below :data:`MIN_SPLIT_ROWS` rows a range);
+    consecutive small pieces are packed together up to an even share of the rows.
+    """
+    fragments = [f for f in fragments if f.physical_rows > 0]
+    total = sum(f.physical_rows for f in fragments)
+    parallelism = max(1, int(parallelism))
+    split = rows_per_partition
+    if len(fragments) < parallelism:
+        split = min(split, max(MIN_SPLIT_ROWS, -(-total // parallelism)))
     pieces = []
     for frag in fragments:
         n = frag.physical_rows
-        if n <= 0:
-            continue
-        k = -(-n // rows_per_partition)  # ceil
+        k = -(-n // split)  # ceil
         bounds = [n * i // k for i in range(k + 1)]
         pieces.extend((frag, bounds[i], bounds[i + 1]) for i in range(k))
+    want = min(parallelism, len(pieces))
+    cap = min(rows_per_partition, -(-total // want)) if want else rows_per_partition
     partitions, current, rows = [], [], 0
-    for piece in pieces:
+    for index, piece in enumerate(pieces):
         size = piece[2] - piece[1]
-        if current and rows + size > rows_per_partition:
+        remaining = len(pieces) - index  # this piece included
+        if current and (rows + size > cap or remaining < want - len(partitions)):
             partitions.append(LancePartition(current))
             current, rows = [], 0
         current.append(piece)
@@ -133,13 +150,14 @@ class LanceReader(DataSourceReader):
     """Reads one pinned version of a dataset; pickles small (options, version, schemas)."""
 
     def __init__(self, options: ReadOptions, version: int, schema: StructType,
-                 dataset_schema: pa.Schema):
+                 dataset_schema: pa.Schema, parallelism: int = 1):
         self.options = options
         self.version = int(version)
         self.schema = schema                  # what Spark asked for
         self.dataset_schema = dataset_schema  # the pinned version's Arrow schema
         self.target = arrow_schema(schema)
         self.pushed = []  # Spark Filter objects applied in the scan (pushdown reader only)
+        self.parallelism = int(parallelism)  # cores to keep busy (see plan_partitions)
 
     # -- planning (driver) --------------------------------------------------------------------
     def partitions(self):
@@ -147,7 +165,7 @@ class LanceReader(DataSourceReader):
 
         ds = dataset(self.options.uri, self.version, storage_options=self.options.storage_options,
                      manifest_store=self.options.manifest_store)
-        return plan_partitions(ds.get_fragments(), self.options.rows_per_partition)
+        return plan_partitions(ds.get_fragments(), self.options.rows_per_partition, self.parallelism)
 
     # -- executors --------------------------------------------------------------------------
     def _scan_args(self):

@@ -7,6 +7,8 @@ however many commits follow; ``reader()`` and ``writer()`` build the picklable r
 """
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
@@ -49,6 +51,15 @@ def _scan_schema(dataset_schema: pa.Schema, options: ReadOptions) -> StructType:
 class LanceDataSource(DataSource):
     """Lance datasets as a Spark source and sink (Spark 4.x Python Data Source API)."""
 
+    # The session's defaultParallelism, recorded by lancefmt.spark.register() on a subclass that
+    # travels to Spark's planning processes (they have no SparkContext to ask).
+    default_parallelism: int | None = None
+
+    def _parallelism(self, options: ReadOptions) -> int:
+        """Cores a read should keep busy: the ``min_partitions`` option, else the registered
+        session's default parallelism, else this (driver) machine's CPU count."""
+        return options.min_partitions or self.default_parallelism or os.cpu_count() or 1
+
     @classmethod
     def name(cls) -> str:
         return SHORT_NAME
@@ -76,7 +87,17 @@ class LanceDataSource(DataSource):
         if unknown:
             raise InvalidArgumentError(f"no column(s) {unknown} in {options.uri} version {ds.version}")
         cls = LancePushdownReader if pushdown_enabled() else LanceReader
-        return cls(options, ds.version, schema, ds.schema)
+        return cls(options, ds.version, schema, ds.schema, self._parallelism(options))
 
     def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:
         return LanceWriter.plan(WriteOptions.parse(self.options), schema, overwrite)
+
+    def streamReader(self, schema: StructType):
+        from .stream_reader import stream_reader
+
+        return stream_reader(self, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from .stream_writer import LanceStreamWriter
+
+        return LanceStreamWriter.plan_stream(self.options, schema, overwrite)

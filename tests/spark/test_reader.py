@@ -31,6 +31,26 @@ def test_small_fragments_are_packed_and_empty_ones_skipped():
     assert plan_partitions([], 4) == []
 
 
+@pytest.mark.parametrize("cores", [1, 2, 3, 4, 8])
+def test_never_fewer_partitions_than_cores_or_fragments(cores):
+    frags = [FakeFragment(i, 20_000 // 7 + (i < 20_000 % 7)) for i in range(7)]
+    parts = plan_partitions(frags, 1 << 20, cores)
+    assert len(parts) >= min(7, cores)
+    assert [r for p in ranges(parts) for r in p] == [(f.id, 0, f.physical_rows) for f in frags]
+
+
+def test_tiny_fragments_fill_every_core():
+    parts = plan_partitions([FakeFragment(i, 1) for i in range(5)], 1 << 20, 4)
+    assert len(parts) == 4 and sum(p.num_rows for p in parts) == 5
+
+
+def test_few_big_fragments_are_cut_for_the_cores():
+    parts = plan_partitions([FakeFragment(0, 1_000_000)], 1 << 20, 4)
+    assert ranges(parts) == [[(0, i * 250_000, (i + 1) * 250_000)] for i in range(4)]
+    # but never into ranges below MIN_SPLIT_ROWS
+    assert len(plan_partitions([FakeFragment(0, 20_000)], 1 << 20, 4)) == 1
+
+
 @pytest.fixture
 def dataset_uri(tmp_path):
     uri = str(tmp_path / "ds")
@@ -101,5 +121,5 @@ def test_batches_are_sized_by_row_width():
 
     schema = pa.schema([("x", pa.float64()), ("s", pa.string()), ("vec", pa.list_(pa.float32(), 768))])
     assert batch_rows(schema, ["x"]) == MAX_BATCH_ROWS
-    assert 100_000 < batch_rows(schema, ["x", "s"]) < MAX_BATCH_ROWS
+    assert 4 * MIN_BATCH_ROWS < batch_rows(schema, ["x", "s"]) < MAX_BATCH_ROWS
     assert batch_rows(schema, ["x", "vec"]) == MIN_BATCH_ROWS  # 3 KB rows: the floor

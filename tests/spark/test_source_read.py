@@ -129,6 +129,20 @@ def test_small_fragments_are_packed(spark, tmp_path):
     assert df.count() == 1_000
 
 
+def test_every_core_gets_a_partition(spark, tmp_path):
+    """7 small fragments (20,000 rows) on local[2]: at least two partitions, every row once."""
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(20_000), uri, max_rows_per_file=2_858)
+    assert len(lancefmt.dataset(uri).get_fragments()) == 7
+    cores = spark.sparkContext.defaultParallelism
+    df = spark.read.format("lance").load(uri)
+    sizes = df.rdd.glom().map(len).collect()
+    assert len(sizes) >= min(7, cores) and min(sizes) > 0 and sum(sizes) == 20_000
+    assert df.select("id").distinct().count() == 20_000
+    # the min_partitions option asks for more
+    assert spark.read.format("lance").option("min_partitions", 5).load(uri).rdd.getNumPartitions() >= 5
+
+
 def test_version_is_pinned_when_loaded(spark, tmp_path):
     uri = str(tmp_path / "ds")
     lancefmt.write_dataset(table(100), uri)
