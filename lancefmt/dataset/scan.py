@@ -23,12 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidArgumentError
-from ..file.reader import LanceFileReader
 from ..sql import referenced_columns, to_expression
 from ..table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
 from ..table.naming import deletion_file_name
 from ..table.rowids import load_row_ids
 from .context import ScanContext
+from .reader_cache import cached_deletions, open_data_file
 
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
@@ -138,11 +138,16 @@ def load_deletions(ctx: ScanContext, frag) -> DeletionVector | None:
     name = deletion_file_name(frag.id, d.read_version, d.id, deletion_file_kind(d))
     base = d.base_id if d.HasField("base_id") else None
     uri = ctx.resolver.deletion_file_uri(name, base)
-    dv = read_deletion_file(uri, deletion_file_kind(d), physical_rows=frag.physical_rows,
-                            storage_options=ctx.options_for(uri))
-    if d.num_deleted_rows and len(dv) != d.num_deleted_rows:
-        raise CorruptFileError(f"holds {len(dv)} deletions, the manifest says {d.num_deleted_rows}", uri)
-    return dv
+
+    def load():
+        dv = read_deletion_file(uri, deletion_file_kind(d), physical_rows=frag.physical_rows,
+                                storage_options=ctx.options_for(uri))
+        if d.num_deleted_rows and len(dv) != d.num_deleted_rows:
+            raise CorruptFileError(f"holds {len(dv)} deletions, the manifest says {d.num_deleted_rows}", uri)
+        return dv
+
+    # Deletion files are immutable: read once per dataset view.
+    return cached_deletions(ctx, (uri, frag.physical_rows, d.num_deleted_rows), load)
 
 
 class FragmentScan:
@@ -188,8 +193,7 @@ class FragmentScan:
                 continue
             base = df.base_id if df.HasField("base_id") else None
             uri = self.ctx.resolver.data_file_uri(df.path, base)
-            reader = LanceFileReader(uri, store=self.ctx.store_for(uri),
-                                     file_size=df.file_size_bytes or None)
+            reader = open_data_file(self.ctx, uri, df.file_size_bytes)
             if reader.num_rows != self.num_rows:
                 raise CorruptFileError(f"has {reader.num_rows} rows, fragment {self.frag.id} "
                                        f"has {self.num_rows}", uri)
