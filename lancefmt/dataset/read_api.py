@@ -88,6 +88,18 @@ class DatasetReadAPI(pads.Dataset):
             indices.sort()
         return self._take_projected(indices, columns)
 
+    def shuffled_batches(self, batch_size: int = 1024, *, seed=None, columns=None,
+                         with_row_id: bool = False, with_row_address: bool = False,
+                         drop_last: bool = False, readahead: int = 2):
+        """Every live row once, as RecordBatches in a seeded random order (for training
+        loops; an extension: pylance's samplers shuffle row ranges, not rows). Each batch is
+        a ``take`` of its rows; the next ``readahead`` batches are read in the background."""
+        from .shuffle import shuffled_batches
+
+        return shuffled_batches(self, batch_size, seed=seed, columns=columns,
+                                with_row_id=with_row_id, with_row_address=with_row_address,
+                                drop_last=drop_last, readahead=readahead)
+
     def _needs_projection(self, columns) -> bool:
         """True for columns a plain take cannot read (SQL expressions, nested paths)."""
         return isinstance(columns, dict) or (columns is not None and not isinstance(columns, str) and any(
