@@ -1,9 +1,9 @@
-"""Opened data files and deletion vectors, kept per dataset view for repeated reads.
+"""Opened data files, deletion vectors and row-id sequences, kept per dataset view for repeated reads.
 
 Opening a data file reads and parses its tail (footer, column metadata, FileDescriptor): a
 request and a few milliseconds per file. Random access (``take``, ``sample``, shuffled batches)
-touches every fragment on every call, so re-opening dominated small takes. Data files and
-deletion files are immutable once committed (a rewrite gets a new name), so an opened reader
+touches every fragment on every call, so re-opening dominated small takes. Data files,
+deletion files and row-id sequences are immutable once committed (a rewrite gets a new name), so an opened reader
 keyed by the file's URI and size stays valid for as long as anyone holds the dataset view.
 
 The cache hangs off the view's :class:`~.context.ScanContext` (weakly: it dies with the view,
@@ -18,7 +18,7 @@ from collections import OrderedDict
 from ..file.reader import LanceFileReader
 
 MAX_READERS = 256
-MAX_DELETION_VECTORS = 1024
+MAX_SMALL_VALUES = 4096
 
 
 class _LRU:
@@ -49,7 +49,7 @@ class _LRU:
 class _Caches:
     def __init__(self):
         self.readers = _LRU(MAX_READERS)
-        self.deletions = _LRU(MAX_DELETION_VECTORS)
+        self.small = _LRU(MAX_SMALL_VALUES)
 
 
 _BY_CONTEXT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -82,9 +82,10 @@ class _Absent:
 ABSENT = _Absent()
 
 
-def cached_deletions(ctx, key, load):
-    """``load()`` once per ``key`` (a deletion file's identity) per view."""
-    cache = caches_of(ctx).deletions
+def cached_value(ctx, key, load):
+    """``load()`` once per ``key`` per view (deletion vectors, row-id sequences: small, and
+    immutable once committed)."""
+    cache = caches_of(ctx).small
     hit = cache.get(key)
     if hit is None:
         value = load()
