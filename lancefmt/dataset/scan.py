@@ -165,6 +165,32 @@ def row_id_sequence(ctx: ScanContext, frag):
 
 
 _UNSET = object()
+_STEPS = np.arange(0, dtype=np.uint64)
+
+
+def _pool_u64(n: int) -> np.ndarray:
+    """A writable uint64 array in pyarrow's memory pool: the pool recycles its pages, so
+    filling it costs no page faults (a fresh numpy array of a window's ids faulted in every
+    page: most of a ``_rowid`` scan's cost)."""
+    return np.frombuffer(pa.allocate_buffer(n * 8), dtype=np.uint64)
+
+
+def id_run(first: int, n: int) -> np.ndarray:
+    """``first, first + 1, ...`` (``n`` values), in one pass over pool memory."""
+    global _STEPS
+    steps = _STEPS
+    if steps.size < n:
+        steps = _STEPS = np.arange(max(n, WINDOW_ROWS), dtype=np.uint64)
+    out = _pool_u64(n)
+    np.add(steps[:n], np.uint64(first), out=out)
+    return out
+
+
+def shifted(positions: np.ndarray, first: int) -> np.ndarray:
+    """``positions + first`` as uint64, in one pass over pool memory."""
+    out = _pool_u64(positions.size)
+    np.add(positions, np.uint64(first), out=out, casting="unsafe")
+    return out
 
 
 class FragmentScan:
@@ -208,8 +234,8 @@ class FragmentScan:
         first = self._first_row_id()
         if first is not None:
             if positions is None:
-                return np.arange(first + start, first + end, dtype=np.uint64)
-            return np.asarray(positions).astype(np.uint64) + np.uint64(first)
+                return id_run(first + start, end - start)
+            return shifted(np.asarray(positions), first)
         ids = self.row_ids()
         return ids[start:end] if positions is None else ids[positions]
 
@@ -294,9 +320,8 @@ class FragmentScan:
         if spec.need_row_address:
             names.append(ROW_ADDRESS)
             base = int(self.frag.id) << 32
-            arrays.append(pa.array(np.arange(base + start, base + end, dtype=np.uint64)
-                                   if positions is None else
-                                   positions.astype(np.uint64) | np.uint64(base)))
+            arrays.append(pa.array(id_run(base + start, end - start) if positions is None
+                                   else shifted(positions, base)))
         length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
         table = pa.Table.from_arrays(arrays, schema=self._window_schema(names, arrays)) if arrays \
             else pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
