@@ -106,6 +106,21 @@ class DatasetReadAPI(pads.Dataset):
             isinstance(c, str) and self.schema.get_field_index(c) < 0 and c not in ("_rowid", "_rowaddr")
             for c in columns))
 
+    def _take_rows(self, row_ids, columns=None, *, ignore_deletions: bool = False, **kwargs) -> pa.Table:
+        """pylance's (unstable) rows by row id, in the order given (``take_row_ids``);
+        ``columns`` as in ``take``. Deleted or unknown ids are an error here."""
+        if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
+            row_ids = row_ids.to_numpy(zero_copy_only=False)
+        if self._needs_projection(columns):
+            from .projection import build_projection
+
+            proj = build_projection(self.schema, columns)
+            base = self.take_row_ids(row_ids, columns=[c for c in proj.read_columns
+                                                       if self.schema.get_field_index(c) >= 0])
+            return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()] or [],
+                                         schema=proj.schema)
+        return self.take_row_ids(row_ids, columns=columns)
+
     def _take_projected(self, indices, columns):
         if self._needs_projection(columns):
             from .projection import build_projection
