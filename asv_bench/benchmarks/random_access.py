@@ -15,11 +15,18 @@ Run directly for a one-shot table: ``python -m benchmarks.random_access`` from `
 """
 import os
 import shutil
+import sys
 
 import numpy as np
 import pyarrow as pa
 
 from .common import best_time, scratch_dir, speedup
+
+# asv (``--python=same``) drops PYTHONPATH, so the shared venv's editable install would be
+# measured instead of this checkout: put the checkout holding these benchmarks first.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if os.path.isdir(os.path.join(_CHECKOUT, "lancefmt")) and sys.path[:1] != [_CHECKOUT]:
+    sys.path.insert(0, _CHECKOUT)
 
 ROWS = 2_000_000
 FRAGMENTS = 10
@@ -105,6 +112,7 @@ class Take:
 
         import lancefmt
 
+        assert lancefmt.__file__.startswith(_CHECKOUT), lancefmt.__file__
         self.ours = lancefmt.dataset(paths[version])
         self.peer = lance.dataset(paths[version])
         self.parquet = ParquetTaker(paths["parquet"])
