@@ -88,11 +88,38 @@ class DatasetReadAPI(pads.Dataset):
             indices.sort()
         return self._take_projected(indices, columns)
 
+    def shuffled_batches(self, batch_size: int = 1024, *, seed=None, columns=None,
+                         with_row_id: bool = False, with_row_address: bool = False,
+                         drop_last: bool = False, readahead: int = 2):
+        """Every live row once, as RecordBatches in a seeded random order (for training
+        loops; an extension: pylance's samplers shuffle row ranges, not rows). Each batch is
+        a ``take`` of its rows; the next ``readahead`` batches are read in the background."""
+        from .shuffle import shuffled_batches
+
+        return shuffled_batches(self, batch_size, seed=seed, columns=columns,
+                                with_row_id=with_row_id, with_row_address=with_row_address,
+                                drop_last=drop_last, readahead=readahead)
+
     def _needs_projection(self, columns) -> bool:
         """True for columns a plain take cannot read (SQL expressions, nested paths)."""
         return isinstance(columns, dict) or (columns is not None and not isinstance(columns, str) and any(
             isinstance(c, str) and self.schema.get_field_index(c) < 0 and c not in ("_rowid", "_rowaddr")
             for c in columns))
+
+    def _take_rows(self, row_ids, columns=None, *, ignore_deletions: bool = False, **kwargs) -> pa.Table:
+        """pylance's (unstable) rows by row id, in the order given (``take_row_ids``);
+        ``columns`` as in ``take``. Deleted or unknown ids are an error here."""
+        if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
+            row_ids = row_ids.to_numpy(zero_copy_only=False)
+        if self._needs_projection(columns):
+            from .projection import build_projection
+
+            proj = build_projection(self.schema, columns)
+            base = self.take_row_ids(row_ids, columns=[c for c in proj.read_columns
+                                                       if self.schema.get_field_index(c) >= 0])
+            return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()] or [],
+                                         schema=proj.schema)
+        return self.take_row_ids(row_ids, columns=columns)
 
     def _take_projected(self, indices, columns):
         if self._needs_projection(columns):

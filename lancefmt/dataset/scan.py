@@ -23,12 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidArgumentError
-from ..file.reader import LanceFileReader
 from ..sql import referenced_columns, to_expression
 from ..table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
 from ..table.naming import deletion_file_name
-from ..table.rowids import load_row_ids
+from ..table.rowids.meta import load_row_id_sequence
+from ..table.rowids.segment import SegmentKind
 from .context import ScanContext
+from .reader_cache import cached_value, open_data_file
 
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
@@ -138,11 +139,58 @@ def load_deletions(ctx: ScanContext, frag) -> DeletionVector | None:
     name = deletion_file_name(frag.id, d.read_version, d.id, deletion_file_kind(d))
     base = d.base_id if d.HasField("base_id") else None
     uri = ctx.resolver.deletion_file_uri(name, base)
-    dv = read_deletion_file(uri, deletion_file_kind(d), physical_rows=frag.physical_rows,
-                            storage_options=ctx.options_for(uri))
-    if d.num_deleted_rows and len(dv) != d.num_deleted_rows:
-        raise CorruptFileError(f"holds {len(dv)} deletions, the manifest says {d.num_deleted_rows}", uri)
-    return dv
+
+    def load():
+        dv = read_deletion_file(uri, deletion_file_kind(d), physical_rows=frag.physical_rows,
+                                storage_options=ctx.options_for(uri))
+        if d.num_deleted_rows and len(dv) != d.num_deleted_rows:
+            raise CorruptFileError(f"holds {len(dv)} deletions, the manifest says {d.num_deleted_rows}", uri)
+        return dv
+
+    # Deletion files are immutable: read once per dataset view.
+    return cached_value(ctx, ("deletions", uri, frag.physical_rows, d.num_deleted_rows), load)
+
+
+def row_id_sequence(ctx: ScanContext, frag):
+    """A fragment's RowIdSequence (parsed once per dataset view), None without stable ids."""
+    which = frag.WhichOneof("row_id_sequence")
+    if which is None:
+        return None
+    if which == "inline_row_ids":
+        key = ("row ids", frag.id, frag.physical_rows, frag.inline_row_ids)
+    else:
+        e = frag.external_row_ids
+        key = ("row ids", frag.id, frag.physical_rows, e.path, e.offset, e.size)
+    return cached_value(ctx, key, lambda: load_row_id_sequence(frag, ctx.uri, ctx.storage_options))
+
+
+_UNSET = object()
+_STEPS = np.arange(0, dtype=np.uint64)
+
+
+def _pool_u64(n: int) -> np.ndarray:
+    """A writable uint64 array in pyarrow's memory pool: the pool recycles its pages, so
+    filling it costs no page faults (a fresh numpy array of a window's ids faulted in every
+    page: most of a ``_rowid`` scan's cost)."""
+    return np.frombuffer(pa.allocate_buffer(n * 8), dtype=np.uint64)
+
+
+def id_run(first: int, n: int) -> np.ndarray:
+    """``first, first + 1, ...`` (``n`` values), in one pass over pool memory."""
+    global _STEPS
+    steps = _STEPS
+    if steps.size < n:
+        steps = _STEPS = np.arange(max(n, WINDOW_ROWS), dtype=np.uint64)
+    out = _pool_u64(n)
+    np.add(steps[:n], np.uint64(first), out=out)
+    return out
+
+
+def shifted(positions: np.ndarray, first: int) -> np.ndarray:
+    """``positions + first`` as uint64, in one pass over pool memory."""
+    out = _pool_u64(positions.size)
+    np.add(positions, np.uint64(first), out=out, casting="unsafe")
+    return out
 
 
 class FragmentScan:
@@ -156,6 +204,7 @@ class FragmentScan:
         self._deletions = None
         self._deletions_loaded = False
         self._row_ids = None
+        self._range_start = _UNSET
 
     # -- pieces ---------------------------------------------------------------------------
     @property
@@ -165,11 +214,37 @@ class FragmentScan:
             self._deletions_loaded = True
         return self._deletions
 
+    def _first_row_id(self):
+        """The first row id when the fragment's ids are one contiguous range (the common case:
+        a window's ids are then computed, never decoded), else None."""
+        if self._range_start is _UNSET:
+            self._range_start = None
+            if self.ctx.stable_row_ids:
+                seq = row_id_sequence(self.ctx, self.frag)
+                if seq is not None and len(seq.segments) == 1 and \
+                        seq.segments[0].kind == SegmentKind.RANGE and len(seq) == self.num_rows:
+                    self._range_start = int(seq.segments[0].start)
+            else:
+                self._range_start = int(self.frag.id) << 32  # row ids are row addresses
+        return self._range_start
+
+    def row_ids_at(self, start: int, end: int, positions=None) -> np.ndarray:
+        """Row ids of physical rows ``positions`` (or of ``[start, end)`` when None): one
+        arange for a range sequence, else one gather from the ids decoded (in Cython) once."""
+        first = self._first_row_id()
+        if first is not None:
+            if positions is None:
+                return id_run(first + start, end - start)
+            return shifted(np.asarray(positions), first)
+        ids = self.row_ids()
+        return ids[start:end] if positions is None else ids[positions]
+
     def row_ids(self) -> np.ndarray:
         """Row ids of all physical rows (stable ids, or row addresses without them)."""
         if self._row_ids is None:
             if self.ctx.stable_row_ids:
-                self._row_ids = load_row_ids(self.frag, self.ctx.uri, self.ctx.storage_options)
+                seq = row_id_sequence(self.ctx, self.frag)
+                self._row_ids = None if seq is None else seq.to_numpy()
             else:
                 self._row_ids = (np.uint64(self.frag.id) << np.uint64(32)) | \
                     np.arange(self.num_rows, dtype=np.uint64)
@@ -188,8 +263,7 @@ class FragmentScan:
                 continue
             base = df.base_id if df.HasField("base_id") else None
             uri = self.ctx.resolver.data_file_uri(df.path, base)
-            reader = LanceFileReader(uri, store=self.ctx.store_for(uri),
-                                     file_size=df.file_size_bytes or None)
+            reader = open_data_file(self.ctx, uri, df.file_size_bytes)
             if reader.num_rows != self.num_rows:
                 raise CorruptFileError(f"has {reader.num_rows} rows, fragment {self.frag.id} "
                                        f"has {self.num_rows}", uri)
@@ -240,16 +314,14 @@ class FragmentScan:
             columns = {k: v.take(take) for k, v in columns.items()}
         names = [c for c in spec.read_columns]
         arrays = [columns[c] for c in names]
-        if spec.need_row_id or spec.need_row_address:
-            pos = positions.astype(np.uint64) if positions is not None else \
-                np.arange(start, end, dtype=np.uint64)
-            if spec.need_row_id:
-                names.append(ROW_ID)
-                ids = self.row_ids()
-                arrays.append(pa.array(ids[positions] if positions is not None else ids[start:end]))
-            if spec.need_row_address:
-                names.append(ROW_ADDRESS)
-                arrays.append(pa.array((np.uint64(self.frag.id) << np.uint64(32)) | pos))
+        if spec.need_row_id:
+            names.append(ROW_ID)
+            arrays.append(pa.array(self.row_ids_at(start, end, positions)))
+        if spec.need_row_address:
+            names.append(ROW_ADDRESS)
+            base = int(self.frag.id) << 32
+            arrays.append(pa.array(id_run(base + start, end - start) if positions is None
+                                   else shifted(positions, base)))
         length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
         table = pa.Table.from_arrays(arrays, schema=self._window_schema(names, arrays)) if arrays \
             else pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])

@@ -201,7 +201,8 @@ class LanceFileReader:
         if idx.size == 0:
             return self._read_with(readers, proj, self._page_source(), 0, 0)
         uniq, inverse = np.unique(idx, return_inverse=True)
-        source = self._page_source()
+        source = PageSource(self._meta.columns, self._source.fetch_scattered, self.path,
+                            self._meta.data_end)
         arrays = []
         in_order = uniq.size == idx.size and bool(np.all(idx[1:] > idx[:-1]))  # sorted, unique
         for r, f in zip(readers, proj.storage_schema):

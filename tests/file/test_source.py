@@ -30,8 +30,9 @@ def test_fetch_returns_exact_ranges(data_file, kind, memory_uri):
     else:
         src = ByteSource(path)
     ranges = [(1000, 10), (0, 0), (64, 128), (900_000, 50_000), (70, 5), (1_048_000, 576)]
-    out = src.fetch(ranges)
-    assert [b.to_pybytes() for b in out] == [data[o:o + n] for o, n in ranges]
+    for fetch in (src.fetch, src.fetch_scattered):
+        out = fetch(ranges)
+        assert [b.to_pybytes() for b in out] == [data[o:o + n] for o, n in ranges]
     assert src.size == len(data)
     tail, size = ByteSource(path).read_tail(100)
     assert tail == data[-100:] and size == len(data)
@@ -63,6 +64,8 @@ def test_truncated_file_is_a_short_read(data_file):
         src.fetch([(0, 5000)])
     with pytest.raises(CorruptFileError, match="short read"):
         ByteSource(io.BytesIO(data[:1000])).fetch([(0, 5000)])
+    with pytest.raises(CorruptFileError, match="short read"):  # the memory-mapped path
+        ByteSource(path).fetch_scattered([(10, 5), (900, 200)])
 
 
 def test_bad_argument():

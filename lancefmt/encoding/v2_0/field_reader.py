@@ -32,10 +32,6 @@ from ..take import span_positions, spans, take_chunks
 from . import page_slicer
 from .page_decoder import PageDecoder, is_binary_like, is_large_binary_like
 
-# take() reads just the rows' bytes of a plain fixed-width page when they are less than this
-# fraction of the page.
-PARTIAL_PAGE_FRACTION = 0.25
-
 ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
 _INT32_MAX = 2**31 - 1
 
@@ -133,7 +129,8 @@ class PrimitiveFieldReader(FieldReader):
             plan = self._partial_plan(source, page, local)
             if plan is not None:
                 plan["first"] = len(ranges)
-                ranges.extend(r for _, _, rs, _ in plan["buffers"] for r in rs)
+                for gather in plan["buffers"]:
+                    ranges.extend(gather.ranges)
             else:
                 full.append(page)
             plans.append((page, local, plan))
@@ -150,17 +147,17 @@ class PrimitiveFieldReader(FieldReader):
                 continue
             buffers = [None] * len(page.buffer_offsets)
             pos = plan["first"]
-            for index, bits, rs, shifts in plan["buffers"]:
-                pieces = fetched[pos:pos + len(rs)]
-                pos += len(rs)
-                buffers[index] = page_slicer.assemble(pieces, bits, plan["starts"],
-                                                      plan["stops"], shifts)
+            for gather in plan["buffers"]:
+                n = len(gather.ranges)
+                buffers[gather.index] = gather.finish(fetched[pos:pos + n])
+                pos += n
             decoder = PageDecoder(buffers, self.path, page.describe())
             out.append(decoder.decode(plan["encoding"], local.size, self.dtype))
         return out
 
     def _partial_plan(self, source, page: PageInfo, local: np.ndarray):
-        """How to read just ``local`` rows of ``page``, or None to decode the whole page."""
+        """How to read just ``local`` (sorted, distinct) rows of a plain fixed-width ``page``
+        (only the bytes of those rows), or None to decode the whole page."""
         if source.is_decoded(page) or local.size == page.num_rows:
             return None
         enc = parse_page_encoding(page, self.path)
@@ -172,14 +169,9 @@ class PrimitiveFieldReader(FieldReader):
             page.row_layout = layout
         if layout is False:
             return None
-        starts, stops = page_slicer.runs(local)
-        row_bits = sum(bits for _, bits in layout)
-        need = local.size * row_bits / 8 + 16 * len(layout) * starts.size
-        if need > PARTIAL_PAGE_FRACTION * sum(int(s) for s in page.buffer_sizes):
-            return None
-        return {"encoding": enc, "starts": starts, "stops": stops,
-                "buffers": page_slicer.byte_ranges(page.buffer_offsets, page.buffer_sizes,
-                                                   layout, starts, stops)}
+        return {"encoding": enc,
+                "buffers": page_slicer.gather_plan(page.buffer_offsets, page.buffer_sizes,
+                                                   layout, local, self.path)}
 
 
 class StructFieldReader(FieldReader):

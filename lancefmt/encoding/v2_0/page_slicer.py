@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._proto import encodings_v2_0_pb2 as pb
-from .._validity import copy_bitmap
+from ...errors import CorruptFileError
 
 
 def row_layout(enc: pb.ArrayEncoding, per_row: int = 1):
@@ -44,36 +44,73 @@ def row_layout(enc: pb.ArrayEncoding, per_row: int = 1):
     return None
 
 
-def runs(rows: np.ndarray):
-    """Sorted unique ``rows`` as ``(starts, stops)`` of consecutive runs."""
-    breaks = np.nonzero(np.diff(rows) != 1)[0] + 1
-    starts = rows[np.concatenate([[0], breaks])]
-    stops = rows[np.concatenate([breaks - 1, [rows.size - 1]])] + 1
-    return starts, stops
+# Wanted rows whose bytes are closer than this are read as one span (the gap is read and
+# dropped; under an OS page, so at most one extra page-cache page). The byte source then
+# coalesces spans further for remote stores.
+SPAN_GAP = 1024
 
 
-def byte_ranges(offsets, sizes, layout, starts, stops):
-    """The ``(offset, size)`` ranges each buffer of ``layout`` needs for the row runs, and
-    where each run's bits begin inside its first byte; ranges are clipped to the buffers."""
-    out = []
-    for index, bits in layout:
-        base, size = int(offsets[index]), int(sizes[index])
-        first_bit = starts * bits
-        last_bit = stops * bits
-        lo = first_bit // 8
-        hi = np.minimum((last_bit + 7) // 8, size)
-        lo = np.minimum(lo, hi)
-        out.append((index, bits, [(base + int(a), int(b - a)) for a, b in zip(lo, hi)],
-                    first_bit % 8))
-    return out
+class BufferGather:
+    """How to read the wanted rows of one fixed-width page buffer: the byte ``ranges`` to
+    fetch, and :meth:`finish` to pack the fetched pieces into a buffer of just those rows.
+
+    Everything is vectorised over the rows (numpy): no Python work per row.
+    """
+
+    def __init__(self, index: int, bits: int, base: int, size: int, rows: np.ndarray, path=None):
+        self.index = index
+        self.bits = bits
+        self.rows = rows
+        if rows.size == 0:
+            self.ranges = []
+            return
+        end_bit = (int(rows[-1]) + 1) * bits
+        if (end_bit + 7) // 8 > size:
+            raise CorruptFileError(f"page buffer {index} holds {size} bytes, row {int(rows[-1])} "
+                                   f"needs {(end_bit + 7) // 8}", path)
+        if bits % 8 == 0:
+            w = bits // 8
+            breaks = np.flatnonzero((np.diff(rows) - 1) * w > SPAN_GAP) + 1
+            first = rows[np.concatenate(([0], breaks))]
+            last = rows[np.concatenate((breaks - 1, [rows.size - 1]))] + 1
+            span_rows = last - first
+            counts = np.diff(np.concatenate(([0], breaks, [rows.size])))
+            before = np.cumsum(span_rows) - span_rows
+            self.positions = rows + np.repeat(before - first, counts)
+            self.ranges = list(zip((base + first * w).tolist(), (span_rows * w).tolist()))
+        else:  # bit-packed (validity bitmaps, booleans): spans of whole bytes
+            lo = rows * bits // 8
+            hi = ((rows + 1) * bits + 7) // 8
+            breaks = np.flatnonzero(lo[1:] - hi[:-1] > SPAN_GAP) + 1
+            first = lo[np.concatenate(([0], breaks))]
+            last = hi[np.concatenate((breaks - 1, [rows.size - 1]))]
+            span_bytes = last - first
+            counts = np.diff(np.concatenate(([0], breaks, [rows.size])))
+            before = np.cumsum(span_bytes) - span_bytes
+            self.bit_starts = rows * bits + np.repeat((before - first) * 8, counts)
+            self.ranges = list(zip((base + first).tolist(), span_bytes.tolist()))
+
+    def finish(self, pieces) -> pa.Buffer:
+        if not self.ranges:
+            return pa.py_buffer(b"")
+        bits = self.bits
+        if bits % 8 == 0:
+            w = bits // 8
+            data = pieces[0] if len(pieces) == 1 else pa.py_buffer(
+                np.concatenate([np.frombuffer(p, dtype=np.uint8) for p in pieces]))
+            if w in (1, 2, 4, 8):
+                values = np.frombuffer(data, dtype=f"<u{w}")
+            else:
+                values = np.frombuffer(data, dtype=np.uint8).reshape(-1, w)
+            return pa.py_buffer(np.ascontiguousarray(values[self.positions]))
+        data = np.concatenate([np.frombuffer(p, dtype=np.uint8) for p in pieces])
+        unpacked = np.unpackbits(data, bitorder="little")
+        idx = self.bit_starts if bits == 1 else \
+            (self.bit_starts[:, None] + np.arange(bits)).reshape(-1)
+        return pa.py_buffer(np.packbits(unpacked[idx], bitorder="little"))
 
 
-def assemble(pieces, bits: int, starts, stops, shifts) -> pa.Buffer:
-    """Pack the fetched pieces of one buffer into the buffer of a page holding only the runs."""
-    lengths = (stops - starts) * bits
-    if bits % 8 == 0:
-        parts = [np.frombuffer(p, dtype=np.uint8, count=int(n) // 8) for p, n in zip(pieces, lengths)]
-        return pa.py_buffer(np.concatenate(parts) if len(parts) > 1 else parts[0].copy())
-    masks = [np.unpackbits(copy_bitmap(p, int(s), int(n)), count=int(n), bitorder="little")
-             for p, s, n in zip(pieces, shifts, lengths)]
-    return pa.py_buffer(np.packbits(np.concatenate(masks), bitorder="little"))
+def gather_plan(offsets, sizes, layout, rows: np.ndarray, path=None) -> list[BufferGather]:
+    """One :class:`BufferGather` per buffer of ``layout`` for sorted, distinct ``rows``."""
+    return [BufferGather(index, bits, int(offsets[index]), int(sizes[index]), rows, path)
+            for index, bits in layout]

@@ -57,6 +57,9 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
         local = rows[g] - page.row_start
         plans.append([page, local, _plan_kind(leaf, source, page, local)])
     _load_meta(leaf, source, [p for p in plans if p[2] in ("mini", "zipidx")])
+    for plan in plans:
+        if plan[2] == "mini" and _touches_most_chunks(plan[0].v21_meta.row_ends, plan[1]):
+            plan[2] = "whole"  # every chunk is decoded anyway: the page decoder is faster
     ranges, pending = [], []
     for plan in plans:
         page, local, kind = plan
@@ -89,6 +92,14 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
         pieces = fetched[first:first + len(need["ranges"])]
         out.extend(_decode_rows(leaf, page, local, kind, need, pieces))
     return out
+
+
+def _touches_most_chunks(row_ends: np.ndarray, local: np.ndarray) -> bool:
+    """True when the rows fall in more than WHOLE_PAGE_FRACTION of the page's chunks."""
+    if row_ends.size == 0 or local.size <= WHOLE_PAGE_FRACTION * row_ends.size:
+        return False
+    chunk = np.searchsorted(row_ends, local, side="right")
+    return np.count_nonzero(np.diff(chunk)) + 1 > WHOLE_PAGE_FRACTION * row_ends.size
 
 
 def _plan_kind(leaf, source, page, local) -> str:

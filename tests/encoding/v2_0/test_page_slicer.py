@@ -20,21 +20,21 @@ ARRAYS = [
 
 @pytest.mark.parametrize("k", range(len(ARRAYS)))
 @pytest.mark.parametrize("rows", [[0], [1, 2, 3], [7, 50, 51, 99], list(range(0, 100, 9))])
-def test_sliced_page_equals_take(k, rows):
+@pytest.mark.parametrize("gap", [0, 1024])
+def test_sliced_page_equals_take(k, rows, gap, monkeypatch):
+    monkeypatch.setattr(page_slicer, "SPAN_GAP", gap)  # one span per run, or all rows in one
     arr = ARRAYS[k]
     page = encode_page(arr)
     layout = page_slicer.row_layout(page.encoding)
     assert layout is not None
     rows = np.array(rows)
-    starts, stops = page_slicer.runs(rows)
     bufs = [b if isinstance(b, pa.Buffer) else pa.py_buffer(b) for b in page.buffers]
     offsets = np.cumsum([0] + [b.size for b in bufs])[:-1]
     file = pa.py_buffer(b"".join(b.to_pybytes() for b in bufs))
     new = [None] * len(bufs)
-    for index, bits, ranges, shifts in page_slicer.byte_ranges(
-            offsets, [b.size for b in bufs], layout, starts, stops):
-        pieces = [file.slice(o, s) for o, s in ranges]
-        new[index] = page_slicer.assemble(pieces, bits, starts, stops, shifts)
+    for gather in page_slicer.gather_plan(offsets, [b.size for b in bufs], layout, rows):
+        pieces = [file.slice(o, s) for o, s in gather.ranges]
+        new[gather.index] = gather.finish(pieces)
     got = PageDecoder(new, None, "p").decode(page.encoding, rows.size, arr.type)
     assert got.equals(arr.take(pa.array(rows)))
 
@@ -46,3 +46,10 @@ def test_layouts():
         scheme="zstd")))
     assert page_slicer.row_layout(compressed) is None
     assert page_slicer.row_layout(encode_page(pa.nulls(3, pa.int8())).encoding) == []
+
+
+def test_buffer_shorter_than_rows_is_corrupt():
+    from lancefmt.errors import CorruptFileError
+
+    with pytest.raises(CorruptFileError):
+        page_slicer.BufferGather(0, 64, 0, 80, np.array([3, 10]), "f.lance")

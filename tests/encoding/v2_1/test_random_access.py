@@ -34,15 +34,17 @@ def big_file(request, tmp_path_factory):
 
 
 def _counting(reader):
-    """Wrap the reader's byte source to count the bytes fetched."""
+    """Wrap the reader's byte source to count the bytes fetched (take reads through
+    ``fetch_scattered``: zero-copy slices of the mapped file, counted as read)."""
     seen = {"bytes": 0}
-    fetch = reader._source.fetch
+    for name in ("fetch", "fetch_scattered"):
+        fetch = getattr(reader._source, name)
 
-    def counted(ranges):
-        seen["bytes"] += sum(int(s) for _, s in ranges)
-        return fetch(ranges)
+        def counted(ranges, fetch=fetch):
+            seen["bytes"] += sum(int(s) for _, s in ranges)
+            return fetch(ranges)
 
-    reader._source.fetch = counted
+        setattr(reader._source, name, counted)
     return seen
 
 

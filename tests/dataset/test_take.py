@@ -1,0 +1,60 @@
+"""The take path's pieces: deletion mapping (against a plain numpy twin), the per-view cache of
+opened data files, and argument checks."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancefmt
+from lancefmt.dataset import reader_cache, scan
+from lancefmt.dataset.take import live_to_physical
+from lancefmt.table.deletion import DeletionVector
+
+
+class _Scan:
+    def __init__(self, n, deleted):
+        self.num_rows = n
+        self.deletions = DeletionVector.from_offsets(deleted) if deleted is not None else None
+
+
+@pytest.mark.parametrize("deleted", [None, [], [0], [5, 6, 7], [0, 1, 2, 99], list(range(0, 100, 3))])
+def test_live_to_physical_matches_kept_indices(deleted):
+    s = _Scan(100, deleted)
+    kept = np.setdiff1d(np.arange(100), deleted or [])
+    live = np.random.default_rng(1).integers(0, kept.size, 500)
+    assert np.array_equal(live_to_physical(s, live), kept[live])
+
+
+def test_take_opens_each_data_file_once_per_view(tmp_path, monkeypatch):
+    uri = str(tmp_path / "ds")
+    t = pa.table({"a": np.arange(1000), "b": np.arange(1000) * 2.0})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=250)
+    ds = lancefmt.dataset(uri)
+    opened = []
+    real = reader_cache.LanceFileReader
+    monkeypatch.setattr(reader_cache, "LanceFileReader",
+                        lambda *a, **k: opened.append(a[0]) or real(*a, **k))
+    for _ in range(3):
+        assert ds.take([999, 3, 500]).column("a").to_pylist() == [999, 3, 500]
+    assert sorted(opened) == sorted(set(opened)) and len(opened) == 3  # 3 fragments touched
+    assert ds.to_table().equals(t)
+    assert len(opened) == 4  # the scan reused them, and opened the 4th once
+    other = lancefmt.dataset(uri)  # another view has its own cache
+    other.take([0])
+    assert len(opened) == 5
+
+
+def test_range_row_ids_are_computed_not_decoded():
+    ids = scan.id_run(10, 5)
+    assert ids.dtype == np.uint64 and ids.tolist() == [10, 11, 12, 13, 14]
+    assert scan.shifted(np.array([3, 1], np.uint32), 1 << 40).tolist() == [(1 << 40) + 3, (1 << 40) + 1]
+    assert scan.id_run(0, scan.WINDOW_ROWS + 3)[-1] == scan.WINDOW_ROWS + 2
+
+
+def test_shuffled_batches_arguments(tmp_path):
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(pa.table({"a": np.arange(10)}), uri)
+    ds = lancefmt.dataset(uri)
+    with pytest.raises(lancefmt.LanceError):
+        next(ds.shuffled_batches(0))
+    assert sorted(pa.Table.from_batches(ds.shuffled_batches(4, seed=1)).column("a").to_pylist()) \
+        == list(range(10))
