@@ -131,3 +131,9 @@ def storage_error(exc: BaseException, operation: str, path: str | None) -> Stora
 class RowOutOfRangeError(InvalidArgumentError, OSError):
     """A row offset/address past the rows there are. pylance raises OSError here and
     ValueError for other bad arguments; this is both, so either handler catches it."""
+
+
+class InvalidInputError(InvalidArgumentError, OSError):
+    """Bad caller input where pylance raises ``OSError`` rather than ``ValueError`` (a delete
+    predicate that does not parse or names no column; an append whose schema differs). Both
+    builtins catch it, so code written for either library keeps working."""

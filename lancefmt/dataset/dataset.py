@@ -371,9 +371,15 @@ class Dataset(DatasetReadAPI):
     # -- mutations living in their own modules -----------------------------------------------
     def delete(self, predicate, *, conflict_retries: int = 10, retry_timeout=None) -> dict:
         """Delete the rows matching ``predicate``; ``{"num_deleted_rows": n}`` as pylance."""
+        from ..errors import InvalidInputError
         from .delete import delete_rows
 
-        new, n = delete_rows(self._snapshot(), predicate, conflict_retries=conflict_retries)
+        try:
+            new, n = delete_rows(self._snapshot(), predicate, conflict_retries=conflict_retries)
+        except InvalidArgumentError as e:  # pylance raises OSError for a bad delete predicate
+            if isinstance(e, OSError):
+                raise
+            raise InvalidInputError(str(e)) from e
         self._adopt(new)
         return {"num_deleted_rows": n}
 

@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from ..errors import (
     CommitConflictError,
-    DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError,
+    DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, InvalidInputError,
+    UnsupportedFeatureError,
 )
 from ..file.writer import LanceFileWriter
 from ..file.schema import arrow_from_fields, fields_from_arrow, storage_schema
@@ -297,14 +298,14 @@ def _conform(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchR
     """Check appended data against the dataset schema and reorder/cast it to that schema."""
     have = reader.schema
     if set(have.names) != set(schema.names) or len(have.names) != len(schema.names):
-        raise InvalidArgumentError(
+        raise InvalidInputError(
             f"appended data has columns {have.names}, the dataset has {schema.names}")
     mismatched = [n for n in schema.names
                   if not storage_schema(pa.schema([have.field(n)])).field(0).type.equals(
                       storage_schema(pa.schema([schema.field(n)])).field(0).type)]
     if mismatched:
         detail = ", ".join(f"{n}: {have.field(n).type} vs {schema.field(n).type}" for n in mismatched)
-        raise InvalidArgumentError(f"appended data does not match the dataset schema ({detail})")
+        raise InvalidInputError(f"appended data does not match the dataset schema ({detail})")
     required = [n for n in schema.names if not schema.field(n).nullable]
 
     def batches():

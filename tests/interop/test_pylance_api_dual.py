@@ -183,7 +183,9 @@ def _corrupt_first(pattern):
 @pytest.mark.parametrize("case,builtin", [
     ("exists", OSError), ("bad_mode", ValueError), ("bad_version", OSError), ("bad_tag", OSError),
     ("bad_column", ValueError), ("truncated_data", ValueError), ("corrupt_manifest", ValueError),
-    ("take_out_of_range", OSError),
+    ("take_out_of_range", OSError), ("delete_bad_predicate", OSError),
+    ("delete_unknown_column", OSError), ("append_other_schema", OSError),
+    ("scan_bad_filter", ValueError), ("missing_dataset", ValueError),
 ])
 def test_error_builtins_match_pylance(tmp_path, case, builtin):
     """Where pylance 14 raises a builtin, lancefmt's LanceError subclass derives from it too."""
@@ -199,6 +201,11 @@ def test_error_builtins_match_pylance(tmp_path, case, builtin):
             "bad_tag": lambda: ds.checkout_version("nope"),
             "bad_column": lambda: ds.to_table(columns=["zz"]),
             "take_out_of_range": lambda: ds.take([100]),
+            "delete_bad_predicate": lambda: ds.delete("a > "),
+            "delete_unknown_column": lambda: ds.delete("zz > 1"),
+            "append_other_schema": lambda: lib.write_dataset(pa.table({"b": ["x"]}), uri, mode="append"),
+            "scan_bad_filter": lambda: ds.to_table(filter="a >"),
+            "missing_dataset": lambda: lib.dataset(uri + "/nope"),
             "truncated_data": lambda: (_corrupt_first(uri + "/data/*.lance"), lib.dataset(uri).to_table()),
             "corrupt_manifest": lambda: (_corrupt_first(uri + "/_versions/*.manifest"), lib.dataset(uri)),
         }[case]
