@@ -57,7 +57,7 @@ class LanceFileWriter:
     passes a pre-assigned Lance Field list (the dataset's field ids), which then ends up in the
     FileDescriptor and in :attr:`field_ids`. ``max_page_bytes`` caps pages (32 MiB, Lance's 2.0
     default); ``page_buffer_bytes`` is how much a column buffers before it writes (8 MiB).
-    ``version`` "2.0" is supported; "2.1" / "2.2" raise UnsupportedFeatureError for now.
+    ``version`` is "2.0", "2.1" or "2.2" (also "stable" = 2.2; "legacy" is refused).
     """
 
     def __init__(self, uri, schema: pa.Schema | None = None, version="2.0",
@@ -221,7 +221,7 @@ class LanceFileWriter:
                 p.buffer_sizes.extend(sizes)
                 p.length = num_rows
                 p.encoding.direct.encoding = any_pb2.Any(
-                    type_url=ARRAY_ENCODING_URL, value=encoding.SerializeToString()
+                    type_url=self._scheme.page_encoding_url, value=encoding.SerializeToString()
                 ).SerializeToString()
             b = cm.SerializeToString()
             cmo.append((pos, len(b)))

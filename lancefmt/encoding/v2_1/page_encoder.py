@@ -1,0 +1,74 @@
+"""Encode one page of a 2.1 / 2.2 leaf column: levels + visible values -> ``PageLayout``.
+
+Layout choice, in the spirit of Lance's default strategy: pages without a single valid value
+are ConstantLayout all-null pages; values of 256 bytes or more (long strings, wide vectors)
+go full-zip; everything else is mini-block, with chunks of a power-of-two count of values and
+about 4 KiB of data (:mod:`.miniblock_encoder`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..._proto import encodings_v2_1_pb2 as pb
+from .value_block import FixedBlock, VariableBlock
+
+FULL_ZIP_MIN_VALUE_BYTES = 256
+
+
+@dataclass
+class EncodedPage:
+    encoding: pb.PageLayout
+    buffers: list = field(default_factory=list)
+    num_rows: int = 0
+
+
+@dataclass
+class PageInput:
+    layers: list              # RepDefLayer innermost first
+    rep: np.ndarray | None    # uint16 per entry
+    defs: np.ndarray | None   # uint16 per entry
+    block: object             # FixedBlock | VariableBlock of the visible items
+    visible: np.ndarray | None  # bool per entry (None: every entry is visible)
+    num_rows: int
+    max_rep: int
+    max_visible_def: int
+
+
+def encode_page(inp: PageInput, version, options) -> EncodedPage:
+    from . import fullzip_encoder, miniblock_encoder
+
+    if _all_null(inp):
+        return constant_all_null(inp)
+    if _value_bytes_max(inp.block) >= FULL_ZIP_MIN_VALUE_BYTES:
+        return fullzip_encoder.encode(inp, version, options)
+    page = miniblock_encoder.encode(inp, version, options)
+    if page is None:  # levels too dense for mini-block chunks
+        return fullzip_encoder.encode(inp, version, options)
+    return page
+
+
+def _all_null(inp: PageInput) -> bool:
+    if inp.defs is None:
+        return inp.block.n == 0
+    return not np.any(inp.defs == 0)
+
+
+def _value_bytes_max(block) -> int:
+    if isinstance(block, VariableBlock):
+        return block.max_len
+    if block.bits == 1 and not block.fsl_dims:
+        return 0
+    return block.value_bytes
+
+
+def constant_all_null(inp: PageInput) -> EncodedPage:
+    """All-null page: no buffers without lists or nested nullability, else raw u16 levels."""
+    c = pb.ConstantLayout()
+    c.layers.extend(inp.layers)
+    buffers = []
+    if inp.rep is not None or len(inp.layers) > 1:
+        rep = inp.rep if inp.rep is not None else np.zeros(0, np.uint16)
+        buffers = [rep.astype("<u2").tobytes(), inp.defs.astype("<u2").tobytes()]
+    return EncodedPage(pb.PageLayout(constant_layout=c), buffers, inp.num_rows)
