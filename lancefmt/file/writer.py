@@ -60,7 +60,7 @@ class LanceFileWriter:
     ``version`` is "2.0", "2.1" or "2.2" (also "stable" = 2.2; "legacy" is refused).
     """
 
-    def __init__(self, uri, schema: pa.Schema | None = None, version="2.0",
+    def __init__(self, uri, schema: pa.Schema | None = None, version="2.2",
                  storage_options: dict | None = None, *, store=None, fields=None,
                  max_page_bytes: int | None = None, page_buffer_bytes: int | None = None,
                  schema_metadata: dict | None = None):
