@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
-from .value_block import FixedBlock, VariableBlock
+from .value_block import DictBlock, FixedBlock, VariableBlock
 
 FULL_ZIP_MIN_VALUE_BYTES = 256
 
@@ -56,6 +56,8 @@ def _all_null(inp: PageInput) -> bool:
 
 
 def _value_bytes_max(block) -> int:
+    if isinstance(block, DictBlock):
+        return 0
     if isinstance(block, VariableBlock):
         return block.max_len
     if block.bits == 1 and not block.fsl_dims:

@@ -41,6 +41,19 @@ class VariableBlock:
         return int(np.max(np.diff(self.offsets))) if self.n else 0
 
 
+@dataclass
+class DictBlock:
+    """Dictionary page values: u32 ``indices`` (a FixedBlock) into ``items`` (a block)."""
+
+    indices: FixedBlock
+    items: object
+    n: int
+
+    @property
+    def max_len(self) -> int:
+        return 4
+
+
 def is_variable(t) -> bool:
     return (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
             or pa.types.is_large_binary(t) or pa.types.is_string_view(t)
@@ -68,6 +81,16 @@ def value_block(a: pa.Array):
     n = len(a)
     if isinstance(t, pa.BaseExtensionType):
         return value_block(a.storage)
+    if pa.types.is_dictionary(t):
+        idx = a.indices.fill_null(0).cast(pa.uint32())
+        items = a.dictionary
+        if len(items) == 0:
+            items = pa.array([""] if is_variable(items.type) else [0], items.type)
+        if items.null_count:
+            items = items.fill_null("" if is_variable(items.type) else 0)
+        return DictBlock(value_block(idx), value_block(items), n)
+    if pa.types.is_null(t):
+        return FixedBlock(8, np.zeros(n, np.uint8), n)
     if is_variable(t):
         if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
             a = a.cast(pa.large_binary())

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
 from ...errors import UnsupportedFeatureError
-from .value_block import FixedBlock, VariableBlock
+from .value_block import DictBlock, FixedBlock, VariableBlock
 
 TARGET = 4096
 MAX_VALUES = 4096
@@ -102,8 +102,44 @@ class VariableEncoder:
             offsets=pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=8 * self.width))))
 
 
+class DictionaryEncoder:
+    """u32 indices (encoded like any integers) plus the items as one block-encoded buffer."""
+
+    def __init__(self, block: DictBlock, version, options):
+        self.inner = choose(block.indices, version, options)
+        self.num_buffers = self.inner.num_buffers
+        items = block.items
+        if isinstance(items, VariableBlock):
+            w = 8 if items.large else 4
+            n = items.n
+            head = np.array([8 * w, 2 * w + w * (n + 1)], dtype=f"<u{w}")
+            buf = head.tobytes() + items.offsets.astype(f"<u{w}").tobytes() + items.data.tobytes()
+            enc = pb.CompressiveEncoding(variable=pb.Variable(
+                offsets=pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=8 * w))))
+        else:
+            if items.bits % 8 or items.fsl_dims:
+                raise UnsupportedFeatureError("dictionary of non-byte-aligned values")
+            buf = items.data.tobytes()
+            enc = pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=items.bits))
+        self.dictionary = (enc, buf, items.n)
+
+    def chunk_count(self, s):
+        return self.inner.chunk_count(s)
+
+    def chunk_value_bytes(self, s, e):
+        return self.inner.chunk_value_bytes(s, e)
+
+    def chunk_buffers(self, s, e):
+        return self.inner.chunk_buffers(s, e)
+
+    def description(self):
+        return self.inner.description()
+
+
 def choose(block, version, options):
     """The value encoder of a mini-block page."""
+    if isinstance(block, DictBlock):
+        return DictionaryEncoder(block, version, options)
     if isinstance(block, VariableBlock):
         return VariableEncoder(block)
     return FlatEncoder(block)
