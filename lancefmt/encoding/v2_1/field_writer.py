@@ -9,12 +9,37 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import UnsupportedFeatureError
 from .field_reader import assign_columns, storage_type
 from .page_encoder import PageInput, encode_page
 from .shred import LIST, layer_codes, leaf_paths_of, shred
-from .value_block import value_block
+from .value_block import is_variable, value_block
+
+DICT_SAMPLE = 4096
+DICT_MIN_VALUES = 100
+
+
+def maybe_dictionary(values: pa.Array, options) -> pa.Array:
+    """Low-cardinality strings / binary as a structural dictionary (items once, u32 indices
+    that bit-pack), when that is at most half the plain size. A sample decides cheaply
+    whether the full hash pass is worth doing."""
+    t = values.type
+    n = len(values)
+    if not is_variable(t) or n < DICT_MIN_VALUES or options.compression == "none" or \
+            options.compression == "fsst":
+        return values
+    sample = values.slice(0, DICT_SAMPLE) if n > DICT_SAMPLE else values
+    if len(pc.unique(sample)) > len(sample) // 8:
+        return values
+    enc = values.dictionary_encode()
+    items = enc.dictionary
+    bits = max(1, int(len(items)).bit_length())
+    plain = values.nbytes
+    if items.nbytes + n * bits / 8 > plain / 2:
+        return values
+    return enc
 
 DEFAULT_PAGE_BUFFER_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
@@ -60,6 +85,7 @@ class LeafColumnWriter:
             layer_of = (kill.astype(np.int32) - 1) // 2
             visible = (kill == 0) | (layer_of > inner)
         max_rep = len(list_layers)
+        values = maybe_dictionary(values, self.options)
         inp = PageInput(layers, rep, defs, value_block(values), visible, num_rows, max_rep, 0)
         self.sink.emit(self.column, encode_page(inp, self.version, self.options))
         self.wrote_any = True

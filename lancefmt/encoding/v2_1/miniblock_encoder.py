@@ -60,7 +60,7 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
             total = 16 + 4 * len(vbytes) + sum(v + 8 for v in vbytes) + (nlev * level_bytes + 16)
             if nlev <= 32767 and total <= max_chunk_total and max(vbytes, default=0) <= max_value_buf:
                 break
-            if c == 1:
+            if c == 1 or getattr(enc, "fixed_count", None):
                 return None
             c = _pow2_floor(c - 1)  # a smaller power of two, never the last chunk
         chunks.append((s, s + c, ls, le))

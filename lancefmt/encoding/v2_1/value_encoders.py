@@ -136,10 +136,131 @@ class DictionaryEncoder:
         return self.inner.description()
 
 
+class BitpackEncoder:
+    """FastLanes inline bit-packing: chunks of exactly 1024 values (the last zero-padded),
+    each ``[T-bit width word][128 * W bytes]`` with W the bit length of the chunk's maximum
+    (raw unsigned bit patterns, as Lance). Packing runs in the Cython kernel, one call per
+    distinct width."""
+
+    dictionary = None
+    num_buffers = 1
+    fixed_count = 1024
+
+    def __init__(self, block: FixedBlock, widths: np.ndarray, words: np.ndarray):
+        from ._fastlanes import pack
+
+        t = block.bits
+        self.t = t
+        self.n = block.n
+        nblocks = len(widths)
+        head = t // 8
+        sizes = head + 128 * widths.astype(np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(sizes)])
+        out = np.empty(int(self.starts[-1]), dtype=np.uint8)
+        blocks = words.reshape(nblocks, 1024)
+        wdt = np.dtype(f"<u{head}")
+        for w in np.unique(widths):
+            sel = np.flatnonzero(widths == w)
+            w = int(w)
+            packed = pack(blocks[sel].ravel(), t, w).reshape(len(sel), 128 * w)
+            rows = np.empty((len(sel), head + 128 * w), dtype=np.uint8)
+            rows[:, :head] = np.full(len(sel), w, dtype=wdt).view(np.uint8).reshape(-1, head)
+            rows[:, head:] = packed
+            out[self.starts[sel][:, None] + np.arange(head + 128 * w)] = rows
+        self.data = out
+
+    @classmethod
+    def maybe(cls, block: FixedBlock):
+        """A bit-packing encoder if it makes the values at least 10% smaller, else None."""
+        t = block.bits
+        if t not in (8, 16, 32, 64) or block.fsl_dims or block.n == 0:
+            return None
+        n = block.n
+        nblocks = -(-n // 1024)
+        words = np.zeros(nblocks * 1024, dtype=np.dtype(f"<u{t // 8}"))
+        words[:n] = block.data.view(words.dtype)[:n]
+        maxes = words.reshape(nblocks, 1024).max(axis=1)
+        widths = np.zeros(nblocks, dtype=np.int64)
+        for b in range(t):
+            widths += (maxes >> np.asarray(b, dtype=maxes.dtype)) != 0
+        size = int(np.sum(t // 8 + 128 * widths))
+        if size > 0.9 * n * (t // 8):
+            return None
+        return cls(block, widths, words)
+
+    def chunk_count(self, s):
+        return 1024
+
+    def chunk_value_bytes(self, s, e):
+        k = s // 1024
+        return [int(self.starts[k + 1] - self.starts[k])]
+
+    def chunk_buffers(self, s, e):
+        k = s // 1024
+        return [self.data[self.starts[k]:self.starts[k + 1]]]
+
+    def description(self):
+        return pb.CompressiveEncoding(inline_bitpacking=pb.InlineBitpacking(
+            uncompressed_bits_per_value=self.t))
+
+
+class GeneralEncoder:
+    """zstd / lz4 over value buffer 0 of every chunk (Lance frames: u64 / u32 length first)."""
+
+    def __init__(self, inner, scheme: str, level):
+        self.inner = inner
+        self.scheme = scheme
+        self.level = level
+        self.num_buffers = inner.num_buffers
+        self.dictionary = inner.dictionary
+        self.fixed_count = getattr(inner, "fixed_count", None)
+        self._cache = {}
+
+    def chunk_count(self, s):
+        return self.inner.chunk_count(s)
+
+    def _buffers(self, s, e):
+        key = (s, e)
+        got = self._cache.get(key)
+        if got is None:
+            from .. import compression
+
+            bufs = list(self.inner.chunk_buffers(s, e))
+            first = bufs[0] if isinstance(bufs[0], bytes) else np.ascontiguousarray(bufs[0])
+            bufs[0] = compression.compress(self.scheme, first, self.level)
+            self._cache = {key: bufs}
+            got = bufs
+        return got
+
+    def chunk_value_bytes(self, s, e):
+        return [len(b) for b in self._buffers(s, e)]
+
+    def chunk_buffers(self, s, e):
+        return self._buffers(s, e)
+
+    def description(self):
+        bc = pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD if self.scheme == "zstd"
+                                  else pb.COMPRESSION_ALGORITHM_LZ4)
+        if self.level is not None:
+            bc.level = int(self.level)
+        return pb.CompressiveEncoding(general=pb.General(compression=bc,
+                                                         values=self.inner.description()))
+
+
 def choose(block, version, options):
-    """The value encoder of a mini-block page."""
+    """The value encoder of a mini-block page: dictionary indices / integers bit-packed when
+    that is smaller, General zstd/lz4 when the field asks (``lance-encoding:compression``)."""
+    scheme = options.compression if options is not None else None
     if isinstance(block, DictBlock):
         return DictionaryEncoder(block, version, options)
     if isinstance(block, VariableBlock):
-        return VariableEncoder(block)
-    return FlatEncoder(block)
+        enc = VariableEncoder(block)
+    else:
+        enc = None
+        if scheme not in ("none", "zstd", "lz4"):
+            enc = BitpackEncoder.maybe(block)
+        if enc is None:
+            enc = FlatEncoder(block)
+    if scheme in ("zstd", "lz4"):
+        enc = GeneralEncoder(enc, scheme, options.compression_level)
+    return enc
