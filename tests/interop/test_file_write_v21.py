@@ -152,3 +152,24 @@ def test_write_fragments_follow_the_version_rules(tmp_path):
     with pytest.raises(lancefmt.UnsupportedFeatureError):
         lancefmt.write_fragments(table, str(tmp_path / "g"), data_storage_version="legacy")
     assert not os.path.exists(tmp_path / "g")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_compressed_pages_read_back(tmp_path, version):
+    """Bit-packed integers, dictionaries, zstd-compressed text, and the compression the
+    field metadata asks for, all read by pylance value by value."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+    from asv_bench.benchmarks.file_write_v21 import size_table
+
+    table = size_table(20_000)
+    n = table.num_rows
+    asked = {f"z_{s}": pa.field(f"z_{s}", pa.float64(),
+                                metadata={"lance-encoding:compression": s})
+             for s in ("zstd", "lz4", "none")}
+    for name, f in asked.items():
+        table = table.append_column(f, pa.array(np.arange(n) % 7 * 1.5))
+    table = table.append_column("neg", pa.array(np.arange(n) - n // 2))
+    table = table.append_column("nullable_small", pa.array(np.arange(n) % 9, mask=np.arange(n) % 5 == 0))
+    path = _write(tmp_path / "c.lance", table, version, chunk=3000)
+    _check_both_readers(path, table)
