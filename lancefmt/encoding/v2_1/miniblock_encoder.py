@@ -38,6 +38,16 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
     max_value_buf = (1 << 32) - 1 if large else 65535
     level_bytes = (2 if inp.rep is not None else 0) + (2 if inp.defs is not None else 0)
 
+    slices = getattr(enc, "page_slices", None)
+    slices = slices() if slices is not None and not has_levels and n else None
+    if slices is not None:
+        from ._chunk_writer import assemble_single_buffer
+
+        data, starts, counts = slices
+        chunk_data, meta = assemble_single_buffer(np.ascontiguousarray(data, dtype=np.uint8),
+                                                  starts, counts, large)
+        return _page(inp, enc, n, large, meta, chunk_data, None, entries)
+
     def level_start(s):
         if s == 0:
             return 0
@@ -94,6 +104,10 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
         meta[k] = ((len(data) // 8 - 1) << 4) | log
         parts.append(data)
 
+    return _page(inp, enc, n, large, meta, b"".join(parts), chunks, entries)
+
+
+def _page(inp, enc, n, large, meta, chunk_data, chunks, entries) -> EncodedPage:
     mb = pb.MiniBlockLayout()
     mb.layers.extend(inp.layers)
     mb.value_compression.CopyFrom(enc.description())
@@ -105,7 +119,7 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
     mb.num_items = n
     if large:
         mb.has_large_chunk = True
-    buffers = [meta.astype("<u4" if large else "<u2").tobytes(), b"".join(parts)]
+    buffers = [meta.astype("<u4" if large else "<u2").tobytes(), chunk_data]
     if enc.dictionary is not None:
         items_enc, items_buf, num_items = enc.dictionary
         mb.dictionary.CopyFrom(items_enc)

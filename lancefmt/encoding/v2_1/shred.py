@@ -144,7 +144,7 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
 def layer_codes(kinds, kill: np.ndarray):
     """(RepDefLayer kinds innermost first, def levels uint16 or None) of a page's entries."""
     present = np.zeros(2 * len(kinds) + 3, dtype=bool)
-    if len(kill):
+    if len(kill) and kill.any():
         present[np.unique(kill)] = True
     lut = np.zeros(len(present), dtype=np.uint16)
     layers = []

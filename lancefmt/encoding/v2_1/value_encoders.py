@@ -42,6 +42,20 @@ class FlatEncoder:
     def chunk_count(self, s):
         return self.count
 
+    def page_slices(self):
+        """(data, chunk starts, counts) when every chunk is one contiguous slice of the page."""
+        if self.num_buffers != 1 or self.cum != 1:
+            return None
+        n, c = self.block.n, self.count
+        counts = np.full(-(-n // c), c, dtype=np.int64)
+        if len(counts):
+            counts[-1] = n - c * (len(counts) - 1)
+        if self.block.bits == 1:
+            ends = (np.cumsum(counts) + 7) // 8
+        else:
+            ends = np.cumsum(counts) * (self.block.bits // 8)
+        return self.block.data, np.concatenate([[0], ends]).astype(np.int64), counts
+
     def _data(self, s, e):
         if self.block.bits == 1:
             return np.packbits(self.bools[s * self.cum:e * self.cum], bitorder="little")
@@ -126,6 +140,10 @@ class DictionaryEncoder:
     def chunk_count(self, s):
         return self.inner.chunk_count(s)
 
+    def page_slices(self):
+        fn = getattr(self.inner, "page_slices", None)
+        return fn() if fn is not None else None
+
     def chunk_value_bytes(self, s, e):
         return self.inner.chunk_value_bytes(s, e)
 
@@ -190,6 +208,11 @@ class BitpackEncoder:
 
     def chunk_count(self, s):
         return 1024
+
+    def page_slices(self):
+        counts = np.full(len(self.starts) - 1, 1024, dtype=np.int64)
+        counts[-1] = self.n - 1024 * (len(counts) - 1)
+        return self.data, self.starts.astype(np.int64), counts
 
     def chunk_value_bytes(self, s, e):
         k = s // 1024
