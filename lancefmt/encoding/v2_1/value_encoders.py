@@ -174,18 +174,19 @@ class BitpackEncoder:
         head = t // 8
         sizes = head + 128 * widths.astype(np.int64)
         self.starts = np.concatenate([[0], np.cumsum(sizes)])
-        out = np.empty(int(self.starts[-1]), dtype=np.uint8)
         blocks = words.reshape(nblocks, 1024)
         wdt = np.dtype(f"<u{head}")
-        for w in np.unique(widths):
-            sel = np.flatnonzero(widths == w)
-            w = int(w)
-            packed = pack(blocks[sel].ravel(), t, w).reshape(len(sel), 128 * w)
-            rows = np.empty((len(sel), head + 128 * w), dtype=np.uint8)
-            rows[:, :head] = np.full(len(sel), w, dtype=wdt).view(np.uint8).reshape(-1, head)
+        # one kernel call per run of blocks with the same width
+        cuts = np.concatenate([[0], np.flatnonzero(np.diff(widths)) + 1, [nblocks]])
+        parts = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            w = int(widths[a])
+            packed = pack(blocks[a:b].ravel(), t, w).reshape(b - a, 128 * w)
+            rows = np.empty((b - a, head + 128 * w), dtype=np.uint8)
+            rows[:, :head] = np.full(b - a, w, dtype=wdt).view(np.uint8).reshape(-1, head)
             rows[:, head:] = packed
-            out[self.starts[sel][:, None] + np.arange(head + 128 * w)] = rows
-        self.data = out
+            parts.append(rows.reshape(-1))
+        self.data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
 
     @classmethod
     def maybe(cls, block: FixedBlock):
