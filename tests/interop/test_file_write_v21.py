@@ -173,3 +173,13 @@ def test_compressed_pages_read_back(tmp_path, version):
     table = table.append_column("nullable_small", pa.array(np.arange(n) % 9, mask=np.arange(n) % 5 == 0))
     path = _write(tmp_path / "c.lance", table, version, chunk=3000)
     _check_both_readers(path, table)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_constant_columns(tmp_path, version):
+    n = 3000
+    table = pa.table({"i": pa.array([7] * n, pa.int64()), "f": pa.array([1.5] * n),
+                      "b": pa.array([True] * n), "z": pa.array([0] * n, pa.int32()),
+                      "s": pa.array(["same"] * n), "d": pa.array([3] * n, pa.decimal128(5, 0))})
+    path = _write(tmp_path / "k.lance", table, version, chunk=1000)
+    _check_both_readers(path, table)

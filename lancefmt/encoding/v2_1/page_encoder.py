@@ -41,6 +41,10 @@ def encode_page(inp: PageInput, version, options) -> EncodedPage:
 
     if _all_null(inp):
         return constant_all_null(inp)
+    if tuple(version) >= (2, 2):
+        page = constant_value(inp)
+        if page is not None:
+            return page
     if _value_bytes_max(inp.block) >= FULL_ZIP_MIN_VALUE_BYTES:
         return fullzip_encoder.encode(inp, version, options)
     page = miniblock_encoder.encode(inp, version, options)
@@ -74,3 +78,28 @@ def constant_all_null(inp: PageInput) -> EncodedPage:
         rep = inp.rep if inp.rep is not None else np.zeros(0, np.uint16)
         buffers = [rep.astype("<u2").tobytes(), inp.defs.astype("<u2").tobytes()]
     return EncodedPage(pb.PageLayout(constant_layout=c), buffers, inp.num_rows)
+
+
+def constant_value(inp: PageInput) -> EncodedPage | None:
+    """2.2: a page without nulls or lists whose values are all equal is a ConstantLayout with
+    the value inline (the single Arrow value buffer of one value, <= 32 bytes; bool 1 byte)."""
+    block = inp.block
+    if inp.rep is not None or inp.defs is not None or not isinstance(block, FixedBlock) or \
+            block.fsl_dims or block.n < 2:
+        return None
+    if block.bits == 1:
+        bits = np.unpackbits(block.data, count=block.n, bitorder="little")
+        if not (bits == bits[0]).all():
+            return None
+        value = bytes([int(bits[0])])
+    else:
+        w = block.bits // 8
+        if w > 32 or block.bits % 8:
+            return None
+        mat = block.data.reshape(block.n, w)
+        if not (mat == mat[0]).all():
+            return None
+        value = mat[0].tobytes()
+    c = pb.ConstantLayout(inline_value=value)
+    c.layers.extend(inp.layers)
+    return EncodedPage(pb.PageLayout(constant_layout=c), [], inp.num_rows)
