@@ -183,3 +183,17 @@ def test_constant_columns(tmp_path, version):
                       "s": pa.array(["same"] * n), "d": pa.array([3] * n, pa.decimal128(5, 0))})
     path = _write(tmp_path / "k.lance", table, version, chunk=1000)
     _check_both_readers(path, table)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_runs(tmp_path, version):
+    n = 20000
+    runs = np.repeat(np.arange(n // 700 + 1) * 1000003, 700)[:n]
+    table = pa.table({"r64": pa.array(runs, pa.int64()),
+                      "r8": pa.array((np.arange(n) // 300 % 3).astype(np.int8)),
+                      "rf": pa.array(np.repeat([1.25, -3.5], n // 2)),
+                      "rn": pa.array(runs.astype(np.int32), mask=np.arange(n) % 1000 == 0)})
+    path = _write(tmp_path / "r.lance", table, version, chunk=6000)
+    _check_both_readers(path, table)
+    meta = str(PyLanceReader(path).metadata())
+    assert "rle" in meta.lower() or "Rle" in meta

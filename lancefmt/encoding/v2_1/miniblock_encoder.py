@@ -81,7 +81,8 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
     meta = np.empty(len(chunks), dtype=np.uint32)
     parts = []
     for k, (s, e, ls, le) in enumerate(chunks):
-        vbufs = enc.chunk_buffers(s, e)
+        vbufs = [b if isinstance(b, bytes) else np.ascontiguousarray(b).view(np.uint8).tobytes()
+                 for b in enc.chunk_buffers(s, e)]
         header = bytearray()
         header += (le - ls if has_levels else 0).to_bytes(2, "little")
         rep_b = inp.rep[ls:le].astype("<u2").tobytes() if inp.rep is not None else None

@@ -228,6 +228,59 @@ class BitpackEncoder:
             uncompressed_bits_per_value=self.t))
 
 
+class RleEncoder:
+    """Runs of equal values: per chunk (up to 4096 values) the run values (flat) and u8 run
+    lengths (runs longer than 255 split), as Lance's mini-block RLE."""
+
+    dictionary = None
+    num_buffers = 2
+
+    def __init__(self, block: FixedBlock, words: np.ndarray):
+        self.t = block.bits
+        self.words = words
+
+    @classmethod
+    def maybe(cls, block: FixedBlock, best_other: int):
+        t = block.bits
+        if t not in (8, 16, 32, 64) or block.fsl_dims or block.n < 2:
+            return None
+        words = block.data.view(np.dtype(f"<u{t // 8}"))[:block.n]
+        runs = int(np.count_nonzero(words[1:] != words[:-1])) + 1
+        estimate = (runs + block.n // 255) * (t // 8 + 1) + 16 * (block.n // 4096 + 1)
+        if estimate > 0.5 * best_other:
+            return None
+        return cls(block, words)
+
+    def chunk_count(self, s):
+        return MAX_VALUES
+
+    def _runs(self, s, e):
+        seg = self.words[s:e]
+        bounds = np.concatenate([[0], np.flatnonzero(seg[1:] != seg[:-1]) + 1, [len(seg)]])
+        lens = np.diff(bounds)
+        vals = seg[bounds[:-1]]
+        reps = (lens + 254) // 255
+        vals = np.repeat(vals, reps)
+        first = np.cumsum(reps) - reps
+        pos = np.arange(int(reps.sum())) - np.repeat(first, reps)
+        lengths = np.where(pos < np.repeat(reps, reps) - 1, 255,
+                           np.repeat(lens - 255 * (reps - 1), reps)).astype(np.uint8)
+        return vals, lengths
+
+    def chunk_value_bytes(self, s, e):
+        vals, lengths = self._runs(s, e)
+        return [vals.nbytes, lengths.nbytes]
+
+    def chunk_buffers(self, s, e):
+        vals, lengths = self._runs(s, e)
+        return [vals, lengths]
+
+    def description(self):
+        return pb.CompressiveEncoding(rle=pb.Rle(
+            values=pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=self.t)),
+            run_lengths=pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=8))))
+
+
 class GeneralEncoder:
     """zstd / lz4 over value buffer 0 of every chunk (Lance frames: u64 / u32 length first)."""
 
@@ -304,6 +357,8 @@ def choose(block, version, options):
         enc = None
         if scheme not in ("none", "zstd", "lz4"):
             enc = BitpackEncoder.maybe(block)
+            best = len(enc.data) if enc is not None else len(block.data)
+            enc = RleEncoder.maybe(block, best) or enc
         if enc is None:
             enc = FlatEncoder(block)
     if scheme in ("zstd", "lz4"):
