@@ -1,6 +1,8 @@
-"""LanceFileWriter: write a Lance v2 data file (file version 2.0) that pylance reads.
+"""LanceFileWriter: write a Lance v2 data file (file version 2.0, 2.1 or 2.2 -- the default, as
+pylance 14's "stable") that pylance reads.
 
-Batches stream through per-field writers (:mod:`lancefmt.encoding`) that buffer about 8 MiB
+Batches stream through per-field writers (:mod:`lancefmt.encoding`: ``v2_0`` or the structural
+``v2_1`` scheme, chosen by version) that buffer about 8 MiB
 per column and emit pages as they fill; each page buffer is written at once, 64-byte aligned
 and padded with 0x48 like Lance does. ``close`` appends the FileDescriptor (global buffer 0),
 the column metadata, the offset tables and the footer. The output goes through

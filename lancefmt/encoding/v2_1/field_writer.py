@@ -133,8 +133,13 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
     dtype = arrow_field.type
     if isinstance(dtype, pa.BaseExtensionType):
         dtype = dtype.storage_type
-    paths = leaf_paths_of(dtype)
     nodes = _leaf_nodes(node)
+    for leaf in nodes:
+        if leaf.is_packed_struct():
+            raise UnsupportedFeatureError(
+                f"field {leaf.name!r}: packed structs (lance-encoding:packed) in Lance 2.1/2.2 "
+                f"files are not written yet; use version 2.0")
+    paths = leaf_paths_of(dtype)
     if len(paths) != len(nodes):
         raise UnsupportedFeatureError(
             f"field {node.name!r}: {len(nodes)} leaf fields but {len(paths)} leaves in {dtype}")

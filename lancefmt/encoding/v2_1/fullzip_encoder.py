@@ -43,7 +43,8 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
         if block.bits % 8:
             raise UnsupportedFeatureError(f"full-zip of {block.bits}-bit values")
         cum = int(np.prod(block.fsl_dims or (1,)))
-        vbytes = [(cum + 7) // 8 for v in block.fsl_validity if v is not None]
+        cums = [int(c) for c in np.cumprod(block.fsl_dims)]
+        vbytes = [(c + 7) // 8 for v, c in zip(block.fsl_validity, cums) if v is not None]
         row = sum(vbytes) + block.bits * cum // 8
         payload_len = np.where(visible, row, 0).astype(np.int64)
         fz.bits_per_value = row * 8
@@ -79,11 +80,12 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
         p = pos[vis_idx]
         off = 0
         cum = int(np.prod(block.fsl_dims or (1,)))
-        for v in block.fsl_validity:
+        for v, c in zip(block.fsl_validity, np.cumprod(block.fsl_dims)):
             if v is None:
                 continue
-            nb = (cum + 7) // 8
-            bits = np.packbits(v.reshape(-1, cum), axis=1, bitorder="little")
+            c = int(c)
+            nb = (c + 7) // 8
+            bits = np.packbits(v.reshape(-1, c), axis=1, bitorder="little")
             out[(p + off)[:, None] + np.arange(nb)] = bits
             off += nb
         w = block.bits * cum // 8

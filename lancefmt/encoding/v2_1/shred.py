@@ -107,6 +107,10 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
         offsets = a.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
         valid = _validity(a)
         alive = (kill == 0) & (idx >= 0)
+        if len(a) == 0:
+            alive[:] = False
+            offsets = np.zeros(2, dtype=np.int64)
+            valid = None
         safe = np.where(alive, idx, 0)
         lens = np.where(alive, offsets[safe + 1] - offsets[safe], 0) if len(idx) else \
             np.zeros(0, np.int64)

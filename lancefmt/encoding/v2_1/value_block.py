@@ -120,14 +120,13 @@ def value_block(a: pa.Array):
             d = cur.type.list_size
             dims.append(d)
             cur = _fsl_items(cur)
-            validity.append(None)
+            # bitmap of this layer's items (rows x cumulative dim), outer layer first
+            validity.append(cur.is_valid().to_numpy(zero_copy_only=False)
+                            if cur.null_count else None)
         inner = value_block(cur)
         if not isinstance(inner, FixedBlock) or inner.fsl_dims:
             raise UnsupportedFeatureError(f"fixed-size list of {cur.type} (2.1 writer stores "
                                           f"fixed-size lists of fixed-width values)")
-        if _inner_fsl_nulls(a):
-            raise UnsupportedFeatureError("nulls inside nested fixed-size lists")
-        validity[-1] = cur.is_valid().to_numpy(zero_copy_only=False) if cur.null_count else None
         return FixedBlock(inner.bits, inner.data, n, tuple(dims), validity)
     bits = fixed_bits(t)
     if bits is None:

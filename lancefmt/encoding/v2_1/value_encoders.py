@@ -32,6 +32,8 @@ class FlatEncoder:
         self.cum = cum
         self.row_bits = block.bits * cum
         self.validity = [v for v in block.fsl_validity]
+        cums = np.cumprod(block.fsl_dims or (1,))
+        self.layer_cum = [int(c) for c in cums]
         if block.bits == 1:
             self.bools = np.unpackbits(block.data, count=block.n * cum, bitorder="little")
         elif block.bits % 8:
@@ -63,13 +65,14 @@ class FlatEncoder:
         return self.block.data[s * w:e * w]
 
     def chunk_value_bytes(self, s, e):
-        sizes = [((e - s) * self.cum + 7) // 8 for v in self.validity if v is not None]
+        sizes = [((e - s) * c + 7) // 8 for v, c in zip(self.validity, self.layer_cum)
+                 if v is not None]
         bits = (e - s) * self.row_bits
         return sizes + [(bits + 7) // 8]
 
     def chunk_buffers(self, s, e):
-        out = [np.packbits(v[s * self.cum:e * self.cum], bitorder="little")
-               for v in self.validity if v is not None]
+        out = [np.packbits(v[s * c:e * c], bitorder="little")
+               for v, c in zip(self.validity, self.layer_cum) if v is not None]
         return out + [self._data(s, e)]
 
     def description(self) -> pb.CompressiveEncoding:
