@@ -179,4 +179,4 @@ class FieldWriters:
 
     def build(self, root, arrow_field, column_of, sink, page_buffer_bytes, max_page_bytes):
         return build_field_writer(root, arrow_field, column_of, sink, self.version,
-                                  page_buffer_bytes)
+                                  min(page_buffer_bytes, max_page_bytes))
