@@ -22,7 +22,7 @@ class FileWrite:
 
         def ours():
             path = os.path.join(self.dir, "ours.lance")
-            with LanceFileWriter(path, self.table.schema) as w:
+            with LanceFileWriter(path, self.table.schema, version="2.0") as w:
                 for b in batches:
                     w.write_batch(b)
             os.remove(path)

@@ -30,11 +30,12 @@ from ..table.manifest_builder import BuildOptions
 from ..table.naming import data_file_name
 from ..table.transaction import Append, Overwrite, Restore, Transaction
 from ..table.versions import latest_manifest, load_manifest
+from ..file.format import storage_version_name
 from .input import to_reader
 
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024 ** 3
-WRITABLE_STORAGE_VERSIONS = ("2.0",)
+WRITABLE_STORAGE_VERSIONS = ("2.0", "2.1", "2.2")
 COMMIT_MESSAGE_KEY = "__lance_commit_message"
 
 
@@ -47,8 +48,9 @@ def _existing(uri: str, store):
     return load_manifest(uri, loc.version, store=store)
 
 
-def _check_storage_version(version: str) -> str:
-    version = {"stable": "2.0", "0.3": "2.0"}.get(version, version)
+def _check_storage_version(version: str | None) -> str:
+    """pylance's names (None / "stable" -> 2.2, "legacy" refused) -> the version written."""
+    version = storage_version_name(version)
     if version not in WRITABLE_STORAGE_VERSIONS:
         raise UnsupportedFeatureError(
             f"lancefmt writes data storage version(s) {', '.join(WRITABLE_STORAGE_VERSIONS)}, "
@@ -361,7 +363,7 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
             raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
         bases = [BasePath.from_pb(b) for b in existing.header.base_paths]
     else:
-        version = _check_storage_version(data_storage_version or "2.0")
+        version = _check_storage_version(data_storage_version)
         bases = assign_base_ids([], _bases_of(initial_bases))
     return _Plan(uri, existing, new_schema, fields, version, bases, reader)
 
@@ -448,7 +450,8 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
     options = CommitOptions(
         max_retries=max_retries, manifest_scheme="v2" if enable_v2_manifest_paths else "v1",
         must_create=must_create,
-        build=BuildOptions(data_storage_version=data_storage_version,
+        build=BuildOptions(data_storage_version=(storage_version_name(data_storage_version)
+                                                 if data_storage_version else None),
                            enable_stable_row_ids=enable_stable_row_ids))
     mf = commit_transaction(uri, txn, store=store, options=options, restore_source=restore_source)
     ds = Dataset(uri, mf, storage_options, base_store_params=base_store_params,

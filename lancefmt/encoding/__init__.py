@@ -4,7 +4,7 @@
   (Any type URL ``/lance.encodings.ArrayEncoding``).
 * ``v2_1``: file versions 2.1 and 2.2 -- structural: rep/def levels per leaf column,
   ``/lance.encodings21.PageLayout`` pages with mini-block / full-zip / constant / blob layouts
-  (read only). Both plug in through :func:`field_readers_for` / :func:`field_writers_for`.
+  (read and written). Both plug in through :func:`field_readers_for` / :func:`field_writers_for`.
 
 Shared pieces: :mod:`.column` (pages, columns, the page source), :mod:`.compression`
 (zstd/lz4 as Lance frames them) and the Cython kernels ``_offsets``, ``_validity``,
@@ -36,6 +36,10 @@ def field_writers_for(version: tuple[int, int]):
         from .v2_0 import FieldWriters
 
         return FieldWriters
+    if tuple(version) in ((2, 1), (2, 2)):
+        from .v2_1.field_writer import FieldWriters as Structural
+
+        return Structural(version)
     raise UnsupportedFeatureError(
-        f"writing Lance file version {version[0]}.{version[1]} is not implemented yet "
-        f"(lancefmt writes 2.0)")
+        f"writing Lance file version {version[0]}.{version[1]} is not supported "
+        f"(lancefmt writes 2.0, 2.1 and 2.2)")

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
+from .format import storage_version_name
 from .reader import LanceFileReader as _Reader
 from .writer import LanceFileWriter as _Writer
 
@@ -143,7 +144,7 @@ class LanceFileReader:
 
 class LanceFileWriter(_Writer):
     """pylance's ``lance.file.LanceFileWriter``: ``write_batch``, ``add_schema_metadata``,
-    ``close()``, context manager. Writes file version 2.0."""
+    ``close()``, context manager. ``version``: "2.0", "2.1", "2.2" (None / "stable": 2.2)."""
 
     def __init__(self, path, schema: pa.Schema | None = None, *, version: str | None = None,
                  storage_options: dict | None = None, max_page_bytes: int | None = None,
@@ -152,7 +153,7 @@ class LanceFileWriter(_Writer):
             kwargs.pop(k, None)
         if kwargs:
             raise InvalidArgumentError(f"unexpected arguments {sorted(kwargs)}")
-        v = "2.0" if version in (None, "stable", "2") else version
+        v = storage_version_name(version)
         super().__init__(os.fspath(path), schema, v, storage_options, max_page_bytes=max_page_bytes,
                          page_buffer_bytes=data_cache_bytes)
 

@@ -40,14 +40,45 @@ _FOOTER_VERSION = {V2_0: (0, 3), V2_1: (2, 1), V2_2: (2, 2)}
 _VERSION_NAMES = {"2.0": V2_0, "0.3": V2_0, "2.1": V2_1, "2.2": V2_2}
 
 
+DEFAULT_WRITE_VERSION = "2.2"   # pylance 14's "stable"
+_LEGACY_NAMES = ("legacy", "0.1", "0.2")
+_UNWRITABLE_NAMES = ("next", "2.3")
+
+
+def storage_version_name(version) -> str:
+    """pylance 14's data storage version names -> the written version ("2.0" / "2.1" / "2.2"):
+    None and "stable" are 2.2, "0.3" is 2.0; "legacy" (the v1 format), "next" / "2.3" and
+    unknown names raise UnsupportedFeatureError before anything is written."""
+    if version is None:
+        return DEFAULT_WRITE_VERSION
+    if isinstance(version, tuple):
+        version = ".".join(str(int(x)) for x in version)
+    name = str(version).strip().lower()
+    if name == "stable":
+        return DEFAULT_WRITE_VERSION
+    if name in _LEGACY_NAMES:
+        raise UnsupportedFeatureError(
+            f"data storage version {version!r}: the legacy (v1) Lance file format is not "
+            f"written by lancefmt; use 2.0, 2.1 or 2.2 (the default, 'stable')")
+    if name in _UNWRITABLE_NAMES:
+        raise UnsupportedFeatureError(
+            f"data storage version {version!r} (Lance file format 2.3) is not written by "
+            f"lancefmt; use 2.0, 2.1 or 2.2 (the default, 'stable')")
+    if name not in _VERSION_NAMES:
+        raise UnsupportedFeatureError(
+            f"unknown data storage version {version!r} (known: 2.0, 2.1, 2.2, 'stable')")
+    v = _VERSION_NAMES[name]
+    return f"{v[0]}.{v[1]}"
+
+
 def parse_version(version) -> tuple[int, int]:
-    """``"2.0"`` / ``(2, 0)`` -> ``(2, 0)``; unknown spellings raise UnsupportedFeatureError."""
+    """``"2.2"`` / ``(2, 2)`` / ``"stable"`` -> ``(2, 2)``; unknown spellings raise
+    UnsupportedFeatureError."""
     if isinstance(version, tuple):
         if version in _FOOTER_VERSION:
             return version
-    elif str(version) in _VERSION_NAMES:
-        return _VERSION_NAMES[str(version)]
-    raise UnsupportedFeatureError(f"Lance file version {version!r} (known: 2.0, 2.1, 2.2)")
+        raise UnsupportedFeatureError(f"Lance file version {version!r} (known: 2.0, 2.1, 2.2)")
+    return _VERSION_NAMES[storage_version_name(version)]
 
 
 def footer_version(version: tuple[int, int]) -> tuple[int, int]:

@@ -1,6 +1,8 @@
-"""LanceFileWriter: write a Lance v2 data file (file version 2.0) that pylance reads.
+"""LanceFileWriter: write a Lance v2 data file (file version 2.0, 2.1 or 2.2 -- the default, as
+pylance 14's "stable") that pylance reads.
 
-Batches stream through per-field writers (:mod:`lancefmt.encoding`) that buffer about 8 MiB
+Batches stream through per-field writers (:mod:`lancefmt.encoding`: ``v2_0`` or the structural
+``v2_1`` scheme, chosen by version) that buffer about 8 MiB
 per column and emit pages as they fill; each page buffer is written at once, 64-byte aligned
 and padded with 0x48 like Lance does. ``close`` appends the FileDescriptor (global buffer 0),
 the column metadata, the offset tables and the footer. The output goes through
@@ -57,10 +59,10 @@ class LanceFileWriter:
     passes a pre-assigned Lance Field list (the dataset's field ids), which then ends up in the
     FileDescriptor and in :attr:`field_ids`. ``max_page_bytes`` caps pages (32 MiB, Lance's 2.0
     default); ``page_buffer_bytes`` is how much a column buffers before it writes (8 MiB).
-    ``version`` "2.0" is supported; "2.1" / "2.2" raise UnsupportedFeatureError for now.
+    ``version`` is "2.0", "2.1" or "2.2" (also "stable" = 2.2; "legacy" is refused).
     """
 
-    def __init__(self, uri, schema: pa.Schema | None = None, version="2.0",
+    def __init__(self, uri, schema: pa.Schema | None = None, version="2.2",
                  storage_options: dict | None = None, *, store=None, fields=None,
                  max_page_bytes: int | None = None, page_buffer_bytes: int | None = None,
                  schema_metadata: dict | None = None):
@@ -221,7 +223,7 @@ class LanceFileWriter:
                 p.buffer_sizes.extend(sizes)
                 p.length = num_rows
                 p.encoding.direct.encoding = any_pb2.Any(
-                    type_url=ARRAY_ENCODING_URL, value=encoding.SerializeToString()
+                    type_url=self._scheme.page_encoding_url, value=encoding.SerializeToString()
                 ).SerializeToString()
             b = cm.SerializeToString()
             cmo.append((pos, len(b)))

@@ -245,7 +245,7 @@ class WriteOptions:
             max_bytes_per_file=_positive_int("max_bytes_per_file", opts.get("max_bytes_per_file"), None),
             target_bases=_targets(opts.get("target_bases")),
             initial_bases=_bases(opts.get("initial_bases")),
-            data_storage_version=(opts.get("data_storage_version") or None),
+            data_storage_version=_storage_version(opts.get("data_storage_version")),
             enable_stable_row_ids=_bool("enable_stable_row_ids", opts.get("enable_stable_row_ids")),
             commit_message=(opts.get("commit_message") or None),
             max_retries=_positive_int("max_retries", opts.get("max_retries"), 20, minimum=0),
@@ -265,3 +265,12 @@ class WriteOptions:
         if self.data_storage_version:
             kw["data_storage_version"] = self.data_storage_version
         return kw
+
+
+def _storage_version(value):
+    """Checked when the options are parsed (on the driver), not when tasks write files."""
+    if not value:
+        return None
+    from ..file.format import storage_version_name
+
+    return storage_version_name(value)

@@ -147,7 +147,7 @@ def _data_format_of(frags, requested: str | None) -> str:
             raise InvalidArgumentError(
                 f"requested data storage version {requested} but the data files are {found}")
         return found
-    return requested or "2.0"
+    return requested or "2.2"  # pylance 14's default ("stable")
 
 
 def _check_file_versions(frags, data_format: str) -> None:

@@ -33,7 +33,7 @@ def _pylance_appender(uri, worker, n, barrier):
 
     barrier.wait()
     for i in range(n):
-        pl.write_dataset(rows(worker, i), uri, mode="append", data_storage_version="2.0")
+        pl.write_dataset(rows(worker, i), uri, mode="append")
 
 
 def _run(targets, uri):
@@ -114,7 +114,7 @@ def _files(uri):
 def test_append_after_concurrent_overwrite_conflicts_and_leaves_nothing(tmp_path):
     uri = str(tmp_path / "ds")
     ds = lancefmt.write_dataset(rows(0, 0), uri)
-    lance.write_dataset(rows(1, 0), uri, mode="overwrite", data_storage_version="2.0")
+    lance.write_dataset(rows(1, 0), uri, mode="overwrite")
     frags = lancefmt.write_fragments(rows(2, 0), uri)
     before = _files(uri)
     with pytest.raises(CommitConflictError):

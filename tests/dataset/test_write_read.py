@@ -80,7 +80,7 @@ def test_field_ids_are_depth_first(tmp_path):
     m = ds.manifest
     assert m.max_fragment_id == 0
     assert m.writer_version.library == "lancefmt"
-    assert m.data_format.file_format == "lance" and m.data_format.version == "2.0"
+    assert m.data_format.file_format == "lance" and m.data_format.version == "2.2"
     assert m.timestamp.seconds > 0
     assert m.transaction_file.endswith(".txn")
 
@@ -99,8 +99,8 @@ def test_append_schema_checks(tmp_path):
     # a nullable column may be missing (as pylance allows): it reads as nulls
     ds = lancefmt.write_dataset(pa.table({"a": [4]}), uri, mode="append")
     assert ds.to_table().to_pydict() == {"a": [1, 2, 3, 4], "b": ["x", "y", "z", None]}
-    with pytest.raises(UnsupportedFeatureError):
-        lancefmt.write_dataset(pa.table({"a": [1]}), str(tmp_path / "x"), data_storage_version="2.2")
+    with pytest.raises(UnsupportedFeatureError, match="legacy"):
+        lancefmt.write_dataset(pa.table({"a": [1]}), str(tmp_path / "x"), data_storage_version="legacy")
 
 
 def test_reads(uri):

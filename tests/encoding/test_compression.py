@@ -64,7 +64,7 @@ from lancefmt.errors import CorruptFileError
 path = {str(tmp_path / "z.lance")!r}
 field = pa.field("x", pa.string(), metadata={{"lance-encoding:compression": "zstd"}})
 t = pa.table({{"x": pa.array([str(i) for i in range(100)])}}, schema=pa.schema([field]))
-with LanceFileWriter(path, t.schema) as w:
+with LanceFileWriter(path, t.schema, version="2.0") as w:
     w.write_batch(t)
 data = bytearray(open(path, "rb").read())
 at = data.find(b"\\x28\\xb5\\x2f\\xfd")

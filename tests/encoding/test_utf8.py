@@ -43,7 +43,12 @@ def test_row_split_inside_a_character_is_bad():
 def test_string_page_with_invalid_utf8_is_corrupt(tmp_path, compression):
     from lancefmt.errors import CorruptFileError
     from lancefmt.file.reader import LanceFileReader
-    from lancefmt.file.writer import LanceFileWriter
+    from lancefmt.file.writer import LanceFileWriter as _Writer
+
+
+def LanceFileWriter(*args, version="2.0", **kwargs):
+    """These tests are about the 2.0 layout (the writer's default is 2.2)."""
+    return _Writer(*args, version=version, **kwargs)
 
     meta = {"lance-encoding:compression": compression} if compression else None
     field = pa.field("s", pa.string(), metadata=meta)

@@ -11,7 +11,8 @@ from lancefmt.file import LanceFileReader, LanceFileWriter, ReaderResults
 
 def test_write_then_read(tmp_path):
     path = tmp_path / "f.lance"
-    with LanceFileWriter(path, pa.schema([("a", pa.int64()), ("b", pa.string())])) as w:
+    with LanceFileWriter(path, pa.schema([("a", pa.int64()), ("b", pa.string())]),
+                         version="2.0") as w:
         w.write_batch(pa.record_batch({"a": [1, 2, 3], "b": ["x", "y", "z"]}))
         w.add_schema_metadata("owner", "me")
     r = LanceFileReader(pathlib.Path(path), columns=["b"])

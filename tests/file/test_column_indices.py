@@ -18,7 +18,7 @@ TABLE = pa.table({"i": pa.array(range(10), pa.int64()), "s": [str(i) for i in ra
 @pytest.mark.parametrize("op", ["to_table", "take"])
 def test_one_column_for_two_fields_is_corrupt(tmp_path, perm, op):
     uri = str(tmp_path / "ds")
-    lancefmt.write_dataset(TABLE, uri)
+    lancefmt.write_dataset(TABLE, uri, data_storage_version="2.0")  # a column per field
     loc = latest_manifest(uri)
     mf = load_manifest(uri, loc.version)
     pb = mf.manifest

@@ -11,7 +11,8 @@ def file_bytes(tmp_path):
     t = pa.table({"a": pa.array(range(100)), "s": pa.array([str(i) for i in range(100)]),
                   "l": pa.array([[i] for i in range(100)])})
     path = str(tmp_path / "f.lance")
-    with LanceFileWriter(path, t.schema, max_page_bytes=256, page_buffer_bytes=512) as w:
+    with LanceFileWriter(path, t.schema, version="2.0", max_page_bytes=256,
+                         page_buffer_bytes=512) as w:
         w.write_batch(t)
     return open(path, "rb").read()
 

@@ -9,7 +9,12 @@ import pytest
 from lancefmt.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lancefmt.file import Projection
 from lancefmt.file.reader import LanceFileReader
-from lancefmt.file.writer import LanceFileWriter
+from lancefmt.file.writer import LanceFileWriter as _Writer
+
+
+def LanceFileWriter(*args, version="2.0", **kwargs):
+    """These tests are about the 2.0 layout (the writer's default is 2.2)."""
+    return _Writer(*args, version=version, **kwargs)
 from lancefmt.file.schema import fields_from_arrow, project_fields
 from lancefmt.io import open_store
 

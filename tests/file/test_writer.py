@@ -7,7 +7,12 @@ import pytest
 
 from lancefmt.errors import InvalidArgumentError, UnsupportedFeatureError
 from lancefmt.file.reader import LanceFileReader
-from lancefmt.file.writer import LanceFileWriter
+from lancefmt.file.writer import LanceFileWriter as _Writer
+
+
+def LanceFileWriter(*args, version="2.0", **kwargs):
+    """These tests are about the 2.0 layout (the writer's default is 2.2)."""
+    return _Writer(*args, version=version, **kwargs)
 from lancefmt.file.format import ALIGNMENT, Footer
 from lancefmt.file.schema import fields_from_arrow
 from lancefmt.io import open_store
@@ -89,9 +94,12 @@ def test_memory_is_bounded_by_page_buffer(tmp_path, monkeypatch):
 
 
 def test_version_argument(tmp_path):
-    for v in ("2.1", "2.2"):
-        with pytest.raises(UnsupportedFeatureError, match="not implemented"):
-            LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]), version=v)
+    for v, expected in (("2.0", (2, 0)), ("2.1", (2, 1)), ("2.2", (2, 2)), ("stable", (2, 2))):
+        assert LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]),
+                               version=v).version == expected
+    assert _Writer(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())])).version == (2, 2)
+    with pytest.raises(UnsupportedFeatureError, match="legacy"):
+        LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]), version="legacy")
     with pytest.raises(UnsupportedFeatureError):
         LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]), version="9.9")
 

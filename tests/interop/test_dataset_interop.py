@@ -42,7 +42,7 @@ def test_pylance_reads_what_we_write(tmp_path):
     lancefmt.write_dataset(t3, uri, mode="overwrite")
     ds = lance.dataset(uri)
     ds.validate()
-    assert ds.version == 3 and ds.data_storage_version == "2.0"
+    assert ds.version == 3 and ds.data_storage_version == "2.2"
     same(ds.to_table(), t3)
     # pylance keeps writing on top of ours
     ds = lance.write_dataset(table(5, 50_000), uri, mode="append")
@@ -111,7 +111,7 @@ def test_distributed_write_fragments_and_commit(tmp_path):
     ours_json = [lance.fragment.FragmentMetadata.from_json(__import__("json").dumps(f.to_json()))
                  for f in lancefmt.write_fragments(table(5, 700), uri)]
     lance.LanceDataset.commit(uri, lance.LanceOperation.Append(ours_json), read_version=2)
-    pl = lance.fragment.LanceFragment.create(uri, table(5, 800), data_storage_version="2.0")
+    pl = lance.fragment.LanceFragment.create(uri, table(5, 800), data_storage_version="2.2")
     lancefmt.commit(uri, lancefmt.Operation.Append([lancefmt.FragmentMetadata.from_json(pl.to_json())]),
                     read_version=3)
     same(lancefmt.dataset(uri).to_table(), lance.dataset(uri).to_table())

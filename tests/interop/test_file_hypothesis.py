@@ -97,12 +97,12 @@ def gen(dtype, n, rng, p):
                                                                     HealthCheck.too_slow])
 @given(schema=schemas, n=st.integers(0, 300), seed=st.integers(0, 2**32 - 1),
        p=st.sampled_from([0.0, 0.3, 1.0]), page=st.sampled_from([None, 128, 1000]),
-       chunk=st.integers(1, 300))
-def test_round_trip_through_both_readers(tmp_path, schema, n, seed, p, page, chunk):
+       chunk=st.integers(1, 300), version=st.sampled_from(["2.0", "2.1", "2.2"]))
+def test_round_trip_through_both_readers(tmp_path, schema, n, seed, p, page, chunk, version):
     rng = np.random.default_rng(seed)
     table = pa.table([gen(f.type, n, rng, p) for f in schema], schema=schema)
     path = str(tmp_path / f"h{seed}.lance")
-    with LanceFileWriter(path, schema, max_page_bytes=page,
+    with LanceFileWriter(path, schema, version=version, max_page_bytes=page,
                          page_buffer_bytes=(page or 0) * 4 or None) as w:
         for batch in table.to_batches(max_chunksize=chunk):
             w.write_batch(batch)

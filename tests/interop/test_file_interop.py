@@ -10,7 +10,12 @@ from lance.file import LanceFileReader as PyLanceReader
 from lance.file import LanceFileWriter as PyLanceWriter
 
 from lancefmt.file.reader import LanceFileReader
-from lancefmt.file.writer import LanceFileWriter
+from lancefmt.file.writer import LanceFileWriter as _Writer
+
+
+def LanceFileWriter(*args, version="2.0", **kwargs):
+    """This module is about 2.0 files (the writer's default is 2.2; see test_file_write_v21)."""
+    return _Writer(*args, version=version, **kwargs)
 
 from file_tables import diff, equal_ignoring_dictionaries, wide_table
 

@@ -12,7 +12,7 @@ from lance import DatasetBasePath
 import lancefmt
 from lancefmt import BasePath
 
-V = "2.0"  # the file format lancefmt writes; pylance is asked for the same when it writes
+V = "2.2"  # the file format lancefmt writes by default; pylance is asked for the same when it writes
 
 
 def rows(n, start=0):

@@ -1,0 +1,115 @@
+"""Full-zip pages (values of 256 bytes and more): per level entry a control word
+``(rep << bits_def) | def`` of 0/1/2/4 bytes, then -- for visible entries -- the fixed value
+(FSL: item-validity bytes first) or, for valid variable values, a u32 length and the bytes.
+Buffer 1 is the repetition index: the byte offset of every row start plus the end, byte-packed
+to the smallest of 1/2/4/8 bytes (present for variable values or with lists)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._proto import encodings_v2_1_pb2 as pb
+from ...errors import UnsupportedFeatureError
+from .page_encoder import EncodedPage, PageInput
+from .value_block import VariableBlock
+
+
+def _ctrl_bytes(bits: int) -> int:
+    return 0 if bits == 0 else 1 if bits <= 8 else 2 if bits <= 16 else 4
+
+
+def encode(inp: PageInput, version, options) -> EncodedPage:
+    block = inp.block
+    n_entries = len(inp.rep) if inp.rep is not None else (
+        len(inp.defs) if inp.defs is not None else block.n)
+    rep = inp.rep if inp.rep is not None else np.zeros(n_entries, np.uint16)
+    defs = inp.defs if inp.defs is not None else np.zeros(n_entries, np.uint16)
+    bits_rep = int(rep.max()).bit_length() if n_entries else 0
+    bits_def = int(defs.max()).bit_length() if n_entries else 0
+    cw = _ctrl_bytes(bits_rep + bits_def)
+    visible = inp.visible if inp.visible is not None else np.ones(n_entries, dtype=bool)
+    vis_idx = np.flatnonzero(visible)
+    fz = pb.FullZipLayout(bits_rep=bits_rep, bits_def=bits_def, num_items=n_entries,
+                          num_visible_items=len(vis_idx))
+    fz.layers.extend(inp.layers)
+    if isinstance(block, VariableBlock):
+        lens = np.diff(block.offsets)
+        payload_len = np.zeros(n_entries, dtype=np.int64)
+        valid_vis = defs[vis_idx] == 0
+        lw = 8 if block.large else 4
+        payload_len[vis_idx[valid_vis]] = lw + lens[valid_vis]
+        fz.bits_per_offset = 8 * lw
+        fz.value_compression.variable.offsets.flat.bits_per_value = 8 * lw
+    else:
+        if block.bits % 8:
+            raise UnsupportedFeatureError(f"full-zip of {block.bits}-bit values")
+        cum = int(np.prod(block.fsl_dims or (1,)))
+        cums = [int(c) for c in np.cumprod(block.fsl_dims)]
+        vbytes = [(c + 7) // 8 for v, c in zip(block.fsl_validity, cums) if v is not None]
+        row = sum(vbytes) + block.bits * cum // 8
+        payload_len = np.where(visible, row, 0).astype(np.int64)
+        fz.bits_per_value = row * 8
+        enc = pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=block.bits))
+        for d, v in zip(reversed(block.fsl_dims), reversed(block.fsl_validity)):
+            enc = pb.CompressiveEncoding(fixed_size_list=pb.FixedSizeList(
+                items_per_value=d, values=enc, has_validity=v is not None))
+        fz.value_compression.CopyFrom(enc)
+    sizes = payload_len + cw
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    total = int(ends[-1]) if n_entries else 0
+    out = np.zeros(total, dtype=np.uint8)
+    if cw:
+        word = (rep.astype(np.uint32) << bits_def) | defs.astype(np.uint32)
+        for k in range(cw):
+            out[starts + k] = (word >> (8 * k)) & 0xFF
+    pos = starts + cw
+    if isinstance(block, VariableBlock):
+        sel = vis_idx[valid_vis]
+        vl = lens[valid_vis].astype(f"<u{lw}")
+        lb = vl.view(np.uint8).reshape(-1, lw)
+        out[pos[sel][:, None] + np.arange(lw)] = lb
+        src_starts = block.offsets[:-1][valid_vis]
+        dst_starts = pos[sel] + lw
+        ln = lens[valid_vis]
+        if ln.sum():
+            rel = np.repeat(dst_starts - src_starts, ln)
+            src = np.concatenate([np.arange(a, a + b) for a, b in zip(src_starts, ln)]) \
+                if len(ln) < 64 else _ranges(src_starts, ln)
+            out[src + rel] = block.data[src]
+    else:
+        p = pos[vis_idx]
+        off = 0
+        cum = int(np.prod(block.fsl_dims or (1,)))
+        for v, c in zip(block.fsl_validity, np.cumprod(block.fsl_dims)):
+            if v is None:
+                continue
+            c = int(c)
+            nb = (c + 7) // 8
+            bits = np.packbits(v.reshape(-1, c), axis=1, bitorder="little")
+            out[(p + off)[:, None] + np.arange(nb)] = bits
+            off += nb
+        w = block.bits * cum // 8
+        out[(p + off)[:, None] + np.arange(w)] = block.data.reshape(-1, w)
+    buffers = [out]
+    has_rep_index = isinstance(block, VariableBlock) or inp.rep is not None
+    if has_rep_index:
+        if inp.rep is not None:
+            row_starts = starts[rep == inp.max_rep]
+        else:
+            row_starts = starts
+        idx = np.concatenate([row_starts, [total]]).astype(np.uint64)
+        width = 1 if total < 256 else 2 if total < 65536 else 4 if total < 1 << 32 else 8
+        buffers.append(idx.astype(f"<u{width}").tobytes())
+    return EncodedPage(pb.PageLayout(full_zip_layout=fz), buffers, inp.num_rows)
+
+
+def _ranges(starts, lens) -> np.ndarray:
+    """Concatenated ``arange(s, s + l)`` for every (s, l)."""
+    total = int(lens.sum())
+    out = np.ones(total, dtype=np.int64)
+    ends = np.cumsum(lens)
+    first = ends - lens
+    nz = lens > 0
+    out[first[nz]] = starts[nz]
+    out[first[nz][1:]] -= (starts[nz][:-1] + lens[nz][:-1] - 1)
+    return np.cumsum(out)
