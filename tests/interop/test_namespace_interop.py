@@ -28,23 +28,9 @@ def ipc(table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _reads_2_2(tmp) -> bool:
-    path = os.path.join(tmp, "probe22")
-    lance.write_dataset(TABLE, path, data_storage_version="2.2")
-    try:
-        return lancefmt.dataset(path).to_table().equals(TABLE)
-    except lancefmt.UnsupportedFeatureError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def reads_2_2(tmp_path_factory):
-    return _reads_2_2(str(tmp_path_factory.mktemp("probe")))
-
-
 @pytest.fixture
 def shared_root(tmp_path):
-    """A root whose __manifest lancefmt created (format 2.0), then used by both sides."""
+    """A root whose __manifest lancefmt created, then used by both sides."""
     root = str(tmp_path / "lake")
     ours = DirectoryNamespace(root=root)
     ours.create_namespace(["ours"], properties={"by": "lancefmt"})
@@ -155,10 +141,8 @@ def test_migration_seen_by_pylance_without_dir_listing(tmp_path):
     assert theirs.list_tables(ln.ListTablesRequest(id=[])).tables == ["old"]
 
 
-def test_pylance_made_root_is_read(tmp_path, reads_2_2):
-    if not reads_2_2:
-        pytest.skip("needs the Lance 2.1/2.2 file reader (branch reader21): pylance 14 writes "
-                    "__manifest as 2.2 and its DirectoryNamespace has no option for 2.0")
+def test_pylance_made_root_is_read_and_written(tmp_path):
+    """pylance 14 writes its __manifest in file format 2.2: lancefmt reads it and adds to it."""
     root = str(tmp_path / "pyroot")
     theirs = pyns.DirectoryNamespace(root=root)
     theirs.create_namespace(ln.CreateNamespaceRequest(id=["n"], properties={"k": "v"}))
@@ -172,6 +156,10 @@ def test_pylance_made_root_is_read(tmp_path, reads_2_2):
     assert ours.count_table_rows(ln.CountTableRowsRequest(id=["n", "t"])).count == 3
     ours.drop_table(ln.DropTableRequest(id=["n", "t"]))      # a delete: no new data files
     assert theirs.list_tables(ln.ListTablesRequest(id=["n"])).tables == []
+    ours.create_table(["n", "u"], TABLE)                     # a row appended to their 2.2 manifest
+    assert theirs.list_tables(ln.ListTablesRequest(id=["n"])).tables == ["u"]
+    assert lance.dataset(theirs.describe_table(
+        ln.DescribeTableRequest(id=["n", "u"])).location).to_table().equals(TABLE)
 
 
 @pytest.fixture
@@ -184,7 +172,7 @@ def our_server(tmp_path):
 @pytest.fixture
 def their_server(tmp_path):
     root = str(tmp_path / "rest-theirs")
-    DirectoryNamespace(root=root).create_namespace(["seed"])   # a 2.0 __manifest (see top)
+    DirectoryNamespace(root=root).create_namespace(["seed"])   # a __manifest lancefmt made
     with pyns.RestAdapter("dir", {"root": root}, host="127.0.0.1", port=0) as adapter:
         yield adapter
 
@@ -221,7 +209,7 @@ def test_pylance_client_talks_to_our_adapter(our_server):
     assert seen["props"] == {"k": "v"} and seen["after"] == []
 
 
-def test_our_client_talks_to_pylance_adapter(their_server, reads_2_2):
+def test_our_client_talks_to_pylance_adapter(their_server):
     client = RestNamespace(uri=f"http://127.0.0.1:{their_server.port}")
     assert isinstance(client, ln.LanceNamespace)
     seen = _exercise(client, ipc(TABLE))
