@@ -137,3 +137,9 @@ class InvalidInputError(InvalidArgumentError, OSError):
     """Bad caller input where pylance raises ``OSError`` rather than ``ValueError`` (a delete
     predicate that does not parse or names no column; an append whose schema differs). Both
     builtins catch it, so code written for either library keeps working."""
+
+
+class NotSupportedError(LanceError, NotImplementedError):
+    """An operation a Lance dataset does not offer (``pyarrow.dataset.Dataset`` methods with no
+    Lance meaning, such as partitioning or joins). pylance raises ``NotImplementedError`` for
+    these, so this derives from it too."""

@@ -15,7 +15,7 @@ import random
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, NotSupportedError
 
 
 _POSITIONAL = ("nearest", "batch_size", "batch_size_bytes", "batch_readahead", "fragment_readahead",
@@ -216,29 +216,29 @@ class DatasetReadAPI(pads.Dataset):
     # -- pyarrow.dataset.Dataset methods with no Lance meaning ----------------------------------
     @property
     def partition_expression(self):
-        raise NotImplementedError("partitioning is not yet supported")
+        raise NotSupportedError("Lance datasets are not partitioned (no partition expression)")
 
     def replace_schema(self, schema):
-        raise NotImplementedError("not changing schemas yet")
+        raise NotSupportedError("replace_schema: evolve the schema with alter_columns/add_columns")
 
     def join(self, *args, **kwargs):
-        raise NotImplementedError("Versioning not yet supported in Rust")
+        raise NotSupportedError("join: read both sides with to_table() and join the tables")
 
     def join_asof(self, *args, **kwargs):
-        raise NotImplementedError("join_asof is not supported on Lance datasets")
+        raise NotSupportedError("join_asof: read both sides with to_table() and join the tables")
 
     def sort_by(self, sorting, **kwargs):
         keys = [(sorting, "ascending")] if isinstance(sorting, str) else sorting
         return self.to_table().sort_by(keys, **kwargs)
 
     def filter(self, expression):
-        raise NotImplementedError("use scanner(filter=...) or to_table(filter=...)")
+        raise NotSupportedError("filter: use scanner(filter=...) or to_table(filter=...)")
 
     def _get_fragments(self, *args, **kwargs):
-        raise NotImplementedError("use get_fragments()")
+        raise NotSupportedError("_get_fragments: use get_fragments()")
 
     def _scanner_options(self, *args, **kwargs):
-        raise NotImplementedError
+        raise NotSupportedError("pyarrow scanner options: use scanner(...)")
 
     def _scan_options(self, *args, **kwargs):
-        raise NotImplementedError
+        raise NotSupportedError("pyarrow scan options: use scanner(...)")

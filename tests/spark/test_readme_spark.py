@@ -13,4 +13,7 @@ BLOCKS = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), flag
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_spark_block_runs(spark, index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    exec(compile(BLOCKS[index], f"README.md spark block {index}", "exec"), {"__name__": "__readme__"})
+    assert "assert " in BLOCKS[index], "every README Spark block checks what it shows"
+    namespace = {"__name__": "__readme__"}
+    exec(compile(BLOCKS[index], f"README.md spark block {index}", "exec"), namespace)
+    assert "spark" in namespace  # the block ran to its end on a session it made or reused
