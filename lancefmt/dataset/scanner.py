@@ -13,7 +13,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, NotSupportedError
 from .projection import Projection, build_projection
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, scan_batches
 
@@ -154,11 +154,11 @@ class LanceScanner(pads.Scanner):
     # pyarrow's Scanner constructors build Arrow C++ scanners, not Lance ones
     @staticmethod
     def from_dataset(*args, **kwargs):
-        raise NotImplementedError("use Dataset.scanner()")
+        raise NotSupportedError("LanceScanner.from_dataset: use Dataset.scanner()")
 
     @staticmethod
     def from_fragment(*args, **kwargs):
-        raise NotImplementedError("use Fragment.scanner()")
+        raise NotSupportedError("LanceScanner.from_fragment: use Fragment.scanner()")
 
     @staticmethod
     def from_batches(*args, **kwargs):

@@ -25,7 +25,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, NotSupportedError
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class ExternalManifestStore(abc.ABC):
 
     def delete(self, base_uri: str) -> None:
         """Forget every entry of ``base_uri`` (after the dataset is deleted). Optional."""
-        raise NotImplementedError(f"{type(self).__name__} cannot delete entries")
+        raise NotSupportedError(f"{type(self).__name__} cannot delete entries")
 
 
 _SCHEMA = """
