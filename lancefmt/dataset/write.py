@@ -7,8 +7,10 @@ buffers, whatever the input size. New data files go round-robin across the targe
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -216,10 +218,12 @@ def stage_file(staging: str, uri: str, storage_options=None) -> None:
 
 
 def abort_staged_job(staging: str, storage_options=None, *, settle: float = 0.5,
-                     timeout: float = 30.0) -> list[str]:
-    """Abort a distributed write: stop its tasks from creating more files, then delete every
-    staged file until no new ones appear for ``settle`` seconds (tasks still running when the
-    job failed finish the file in hand, notice the abort and remove their own files)."""
+                     timeout: float = 60.0) -> list[str]:
+    """Abort a distributed write: stop its tasks from creating more files, wait for the tasks
+    still running (each holds a liveness record while it writes, see :func:`staged_task`) to
+    stop, and delete every staged file, until no task is live and nothing new appeared for
+    ``settle`` seconds. A task that never clears its record (its process was killed) is waited
+    for at most ``timeout`` seconds; it cannot write any more."""
     import time
 
     store = open_store(staging, storage_options)
@@ -228,22 +232,47 @@ def abort_staged_job(staging: str, storage_options=None, *, settle: float = 0.5,
     deadline = time.monotonic() + timeout
     quiet_since = None
     while time.monotonic() < deadline:
+        live = any(i.name.endswith(LIVE_SUFFIX) for i in store.list(staging) if not i.is_dir)
         files = [u for u in staged_files(staging, storage_options) if u not in removed]
-        markers = [i for i in store.list(staging) if i.name.endswith(".pending")]
         if files:
             delete_files(files, storage_options)
             removed += files
-        for m in markers:
-            store.delete(m.uri)
-        if files or markers:
+        if files or live:
             quiet_since = None
         elif quiet_since is None:
             quiet_since = time.monotonic()
         elif time.monotonic() - quiet_since >= settle:
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
+    # a file staged while its task was live may have been created after its first deletion
+    delete_files(removed, storage_options)
     clear_staging(staging, storage_options)
     return removed
+
+
+LIVE_SUFFIX = ".live"
+
+
+@contextlib.contextmanager
+def staged_task(staging: str | None, storage_options=None):
+    """Mark one task of a staged job as live while it writes. The record goes up *before* the
+    abort marker is checked, so an abort either sees the task (and waits for it) or the task
+    sees the abort (and stops before creating anything)."""
+    if staging is None:
+        yield
+        return
+    store = open_store(staging, storage_options)
+    record = child(staging, uuid.uuid4().hex + LIVE_SUFFIX)
+    store.put(record, b"")
+    try:
+        if store.exists(child(staging, ABORTED_MARKER)):
+            raise CommitConflictError(f"the write job staged at {staging} was aborted")
+        yield
+    finally:
+        try:
+            store.delete(record)
+        except OSError:
+            pass
 
 
 def staged_files(staging: str, storage_options=None) -> list[str]:
@@ -409,8 +438,9 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
         mode = "overwrite"
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options,
                  manifest_store)
-    fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                storage_options, base_store_params, target_offset, staging)
+    with staged_task(staging, storage_options):
+        fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
+                                    storage_options, base_store_params, target_offset, staging)
     return fragments
 
 

@@ -217,3 +217,48 @@ def test_staging_records_let_an_abort_find_every_file(tmp_path):
     with pytest.raises(CommitConflictError):
         lancefmt.write_fragments(table(10), uri, max_rows_per_file=3, staging=staging)
     assert sorted(os.listdir(os.path.join(uri, "data"))) == before
+
+
+def test_abort_waits_for_a_stalled_task(tmp_path):
+    """A task that stalls longer than the abort's settle time between two files still has its
+    files removed: the abort waits while the task's liveness record is up, and the task stops
+    at its next file because the abort marker is still there."""
+    import os
+    import threading
+    import time
+
+    from lancefmt.dataset.write import abort_staged_job, staging_uri
+    from lancefmt.errors import CommitConflictError
+
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(2), uri)
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+    staging = staging_uri(uri, "job-stall")
+    first_file = threading.Event()
+    outcome = []
+
+    def slow_batches():
+        t = table(4)
+        for k in range(4):
+            yield from t.slice(k, 1).to_batches()
+            if k == 1:
+                first_file.set()
+                time.sleep(1.0)        # the stall: far longer than the abort's settle time
+
+    def task():
+        reader = pa.RecordBatchReader.from_batches(table(4).schema, slow_batches())
+        try:
+            lancefmt.write_fragments(reader, uri, max_rows_per_file=1, staging=staging)
+            outcome.append("finished")
+        except CommitConflictError:
+            outcome.append("stopped")
+
+    worker = threading.Thread(target=task)
+    worker.start()
+    assert first_file.wait(10)
+    removed = abort_staged_job(staging, settle=0.1)
+    worker.join(10)
+    assert outcome == ["stopped"]
+    assert len(removed) >= 2
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before
+    assert not os.path.exists(os.path.join(uri, "_lancefmt_staging"))
