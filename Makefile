@@ -57,7 +57,7 @@ bench-spark: build
 # Fuzz every untrusted-input entry point SECONDS seconds each (atheris), one after the other at
 # low priority; findings land in fuzz/findings/ (keep minimized ones in fuzz/regressions/).
 SECONDS ?= 60
-FUZZ_TARGETS ?= manifest transaction deletion_arrow deletion_bin rowids file_v2_0 file_v2_1 refs dataset
+FUZZ_TARGETS ?= manifest transaction deletion_arrow deletion_bin rowids file_v2_0 file_v2_1 refs dataset metadata
 fuzz: build
 	$(PY) -m fuzz.seeds fuzz/corpus
 	for t in $(FUZZ_TARGETS); do \

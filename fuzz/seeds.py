@@ -171,8 +171,26 @@ def make_seeds(out: str) -> None:
         for i, f in enumerate(files):
             _put(out, "dataset", f"file-{i}", bytes([i]) + _read(os.path.join(src, f)))
         _put(out, "transaction", "empty", table_pb2.DataFragment().SerializeToString())
+        _metadata_seeds(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _metadata_seeds(out: str) -> None:
+    """Inputs of the ``metadata`` target: one per kind of edit, and one with several."""
+    from fuzz.targets import edit_record
+
+    records = [edit_record(0, b"owner", b"team-a"),
+               edit_record(1, b"note", "caf\u00e9".encode()),
+               edit_record(2, b"\x01doc", b"a column"),
+               edit_record(3, b"", b""),
+               edit_record(4, b"", b"release-1"),
+               edit_record(5, b"\x00\x00\x00\x01", (1_700_000_000).to_bytes(8, "little")),
+               edit_record(6, b"lance", b"99.0.0"),
+               edit_record(7, b"k", b"v")]
+    for i, r in enumerate(records):
+        _put(out, "metadata", f"lancefmt-edit-{i}", r)
+    _put(out, "metadata", "lancefmt-edits", b"".join(records))
 
 
 if __name__ == "__main__":

@@ -140,6 +140,98 @@ class _DatasetReplacer:
         ds.tags.list()
 
 
+class _MetadataEditor:
+    """The oracle for metadata-only changes: each input edits only metadata of the dataset's
+    newest manifest (config, table and schema metadata, field metadata that does not steer
+    decoding, tag, commit time, writer version); a read that succeeds must then give exactly the
+    original rows. Edits are ``op, len, key, len, value`` records (one byte each for op/len)."""
+
+    def __init__(self, source: str):
+        import lancefmt
+
+        self.root = tempfile.mkdtemp(prefix="lancefmt-fuzz-meta-")
+        self.uri = os.path.join(self.root, "ds")
+        shutil.copytree(source, self.uri)
+        versions = os.path.join(self.uri, "_versions")
+        self.path = os.path.join(versions, min(n for n in os.listdir(versions)
+                                               if n.endswith(".manifest")))  # v2 names: newest first
+        with open(self.path, "rb") as f:
+            self.original = f.read()
+        ds = lancefmt.dataset(self.uri)
+        self.expected = ds.to_table()
+        self.version = ds.version
+
+    def _edited(self, data: bytes) -> bytes:
+        from lancefmt._proto import table_pb2
+        from lancefmt.table.manifest import parse_manifest_file
+
+        mf = parse_manifest_file(self.original, self.path)
+        m = table_pb2.Manifest()
+        m.CopyFrom(mf.manifest)
+        for op, key, value in _edit_records(data):
+            text_key, text = key.decode("utf-8", "replace"), value.decode("utf-8", "replace")
+            if op == 0:
+                m.config[text_key] = text
+            elif op == 1:
+                m.schema_metadata[text_key] = value
+            elif op == 2 and len(m.fields) and not text_key.startswith(("lance", "packed")):
+                m.fields[key[0] % len(m.fields) if key else 0].metadata[text_key] = value
+            elif op == 3:
+                for meta in (m.config, m.schema_metadata, m.table_metadata):
+                    for k in sorted(meta)[:1]:
+                        del meta[k]
+            elif op == 4:
+                m.tag = text
+            elif op == 5:
+                m.timestamp.seconds = int.from_bytes(value[:8].ljust(8, b"\0"), "little", signed=True)
+                m.timestamp.nanos = int.from_bytes(key[:4].ljust(4, b"\0"), "little") % 1_000_000_000
+            elif op == 6:
+                m.writer_version.library, m.writer_version.version = text_key, text
+            else:
+                m.table_metadata[text_key] = text
+        body = m.SerializeToString()
+        start = mf._msg_start - 4  # the manifest's length prefix; the sections before it stay put
+        return self.original[:start] + struct.pack("<I", len(body)) + body + self.original[-16:]
+
+    def __call__(self, data: bytes) -> None:
+        import lancefmt
+
+        with open(self.path, "wb") as f:
+            f.write(self._edited(data))
+        ds = lancefmt.dataset(self.uri)
+        assert ds.version == self.version, f"version {ds.version}, expected {self.version}"
+        got = ds.to_table()
+        assert got.equals(self.expected), "a metadata-only edit changed the rows read"
+        n = self.expected.num_rows
+        assert ds.count_rows() == n
+        if n:
+            # (compared as values: a take may return a smaller dictionary for the same values)
+            assert ds.take([n - 1, 0]).to_pylist() == self.expected.take([n - 1, 0]).to_pylist()
+        ds.versions()
+        ds.schema
+
+
+def _edit_records(data: bytes):
+    """``(op, key, value)`` records from fuzzer bytes (at most 8; a truncated one ends them)."""
+    pos, out = 0, []
+    while pos + 2 <= len(data) and len(out) < 8:
+        op, klen = data[pos] % 8, data[pos + 1]
+        key = data[pos + 2:pos + 2 + klen]
+        pos += 2 + klen
+        if pos >= len(data):
+            break
+        vlen = data[pos]
+        value = data[pos + 1:pos + 1 + vlen]
+        pos += 1 + vlen
+        out.append((op, key, value))
+    return out
+
+
+def edit_record(op: int, key: bytes, value: bytes) -> bytes:
+    """One record of the ``metadata`` target's input (for seeds and tests)."""
+    return bytes([op, len(key)]) + key + bytes([len(value)]) + value
+
+
 TARGETS = {
     "manifest": _manifest,
     "transaction": _transaction,
@@ -150,13 +242,18 @@ TARGETS = {
     "file_v2_1": _data_file,  # the same reader: 2.1/2.2 files go through its 2.1 field readers
     "refs": _refs,
     "dataset": None,          # built from the seeds dir (see make_target)
+    "metadata": None,         # likewise: metadata-only edits of the dataset's newest manifest
 }
 
 
 def make_target(name: str, seeds_dir: str | None = None):
     """The callable for target ``name``: bytes -> None; raises only on a finding."""
-    fn = _DatasetReplacer(os.path.join(seeds_dir, "dataset_source")) if name == "dataset" \
-        else TARGETS[name]
+    if name == "dataset":
+        fn = _DatasetReplacer(os.path.join(seeds_dir, "dataset_source"))
+    elif name == "metadata":
+        fn = _MetadataEditor(os.path.join(seeds_dir, "dataset_source"))
+    else:
+        fn = TARGETS[name]
 
     def guarded(data: bytes) -> None:
         try:

@@ -31,7 +31,7 @@ def test_every_target_has_pylance_and_lancefmt_seeds(seeds):
         assert files, name
         if name not in ("file_v2_1", "dataset"):  # pylance-only writers there
             assert any(f.startswith("lancefmt") for f in files), name
-        if name not in ("deletion_bin",):
+        if name not in ("deletion_bin", "metadata"):  # metadata: edits of pylance's dataset
             assert any(f.startswith(("pylance", "file-")) for f in files), name
 
 
@@ -71,3 +71,18 @@ def _regressions():
 def test_kept_findings_stay_fixed(seeds, name, case):
     with open(os.path.join(REGRESSIONS, name, case), "rb") as fh:
         make_target(name, seeds)(fh.read())
+
+
+def test_metadata_oracle_catches_a_changed_answer(seeds):
+    """The metadata target's equality check is live: against a different expected table, the
+    same metadata-only edit is a finding (an AssertionError, which the runner reports)."""
+    target = make_target("metadata", seeds)
+    from fuzz.targets import _MetadataEditor, edit_record
+
+    editor = next(c.cell_contents for c in target.__closure__
+                  if isinstance(c.cell_contents, _MetadataEditor))
+    record = edit_record(0, b"owner", b"team-a")
+    target(record)
+    editor.expected = editor.expected.slice(1)
+    with pytest.raises(AssertionError):
+        target(record)
