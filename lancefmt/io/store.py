@@ -373,15 +373,24 @@ class LocalStore(ObjectStore):
         return os.path.join(d, f".tmp_{name}_{_uuid.uuid4().hex}")
 
     def put(self, uri, data):
-        path = self._path(uri)
+        self._replace_whole(self._path(uri), data, durable=False)
+
+    def _replace_whole(self, path: str, data, durable: bool) -> None:
+        """Write a temp file beside ``path`` and rename it over ``path``, so readers see the old
+        or the new bytes, never a torn file; ``durable`` also syncs file and directory."""
         tmp = self._tmp_beside(path)
         try:
             with open(tmp, "wb") as f:
                 f.write(data)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
             os.replace(tmp, path)
         except BaseException:
             _unlink_quiet(tmp)
             raise
+        if durable:
+            fsync_dir(os.path.dirname(path))
 
     def put_if_absent(self, uri, data):
         path = self._path(uri)
@@ -408,18 +417,7 @@ class LocalStore(ObjectStore):
             _unlink_quiet(tmp)
 
     def put_durable(self, uri, data):
-        path = self._path(uri)
-        tmp = self._tmp_beside(path)
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            _unlink_quiet(tmp)
-            raise
-        fsync_dir(os.path.dirname(path))
+        self._replace_whole(self._path(uri), data, durable=True)
 
     def delete(self, uri, missing_ok=True):
         try:
