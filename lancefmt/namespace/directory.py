@@ -533,15 +533,21 @@ class DirectoryNamespace(LanceNamespace):
 
     def deregister_table(self, request) -> DeregisterTableResponse:
         """Forget a table without deleting its data."""
-        req, _ = self._plain(request, DeregisterTableRequest)
-        parts = self._check_id(req.id, "table")
-        oid, loc, row = self._find_table(parts)
-        if row is not None:
-            self._manifest.change(lambda snap: self._removal(snap, oid))
+        parts, loc, row = self._forget_table(request, DeregisterTableRequest)
         if len(parts) == 1 and self.dir_listing_enabled and loc == self._v1_location(parts[0]):
             self._store.put(child(self._uri_of(loc), DEREGISTERED_MARKER), b"")
         return DeregisterTableResponse(id=parts, location=self._public_uri(loc),
                                        properties=row.properties if row else None)
+
+    def _forget_table(self, request, request_type):
+        """Find the table a deregister/drop request names and remove its manifest row (if it
+        has one): (id parts, location, the removed row or None)."""
+        req, _ = self._plain(request, request_type)
+        parts = self._check_id(req.id, "table")
+        oid, loc, row = self._find_table(parts)
+        if row is not None:
+            self._manifest.change(lambda snap: self._removal(snap, oid))
+        return parts, loc, row
 
     @staticmethod
     def _removal(snap, oid):
@@ -552,11 +558,7 @@ class DirectoryNamespace(LanceNamespace):
 
     def drop_table(self, request) -> DropTableResponse:
         """Remove the table from the namespace and delete its directory."""
-        req, _ = self._plain(request, DropTableRequest)
-        parts = self._check_id(req.id, "table")
-        oid, loc, row = self._find_table(parts)
-        if row is not None:
-            self._manifest.change(lambda snap: self._removal(snap, oid))
+        parts, loc, row = self._forget_table(request, DropTableRequest)
         self._remove_tree(self._uri_of(loc))
         return DropTableResponse(id=parts, location=self._public_uri(loc),
                                  properties=row.properties if row else None)
