@@ -13,15 +13,9 @@ import lancefmt
 from lancefmt.namespace import DirectoryNamespace
 from lancefmt.namespace import errors as nserr
 from lancefmt.namespace.manifest import SCHEMA
+from namespace_bodies import ipc
 
 TABLE = pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]})
-
-
-def ipc(table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 @pytest.fixture

@@ -9,13 +9,7 @@ import urllib3
 from lancefmt.namespace import DirectoryNamespace, RestAdapter, RestNamespace
 from lancefmt.namespace import errors as nserr
 from lancefmt.namespace.rest_routes import ROUTES
-
-
-def ipc(table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
+from namespace_bodies import ipc
 
 
 @pytest.fixture
