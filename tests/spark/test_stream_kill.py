@@ -23,7 +23,7 @@ from .conftest import _spark_available  # noqa: E402
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stream_kill_child.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FILES, ROWS = 12, 40_000
+FILES, ROWS = 4, 20_000
 
 
 def _start(source, ckpt, uri):
@@ -49,6 +49,7 @@ def test_killed_query_restarts_without_loss_duplicates_or_orphans(tmp_path):
         pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "s": pa.array([f"row-{j}" for j in ids])}),
                        os.path.join(source, f"part-{i:03d}.parquet"))
 
+    t0 = time.monotonic()
     proc = _start(source, ckpt, uri)
     mid_write = False
     try:
@@ -66,6 +67,7 @@ def test_killed_query_restarts_without_loss_duplicates_or_orphans(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
     committed = version_numbers(uri)
+    t1 = time.monotonic()
     assert 1 <= len(committed) < FILES
 
     proc = _start(source, ckpt, uri)                    # a fresh process, the same checkpoint
@@ -85,5 +87,5 @@ def test_killed_query_restarts_without_loss_duplicates_or_orphans(tmp_path):
     referenced = {p.rsplit("/", 1)[-1] for p in mf.fragments.data_file_paths().to_pylist()}
     assert set(os.listdir(os.path.join(uri, "data"))) == referenced  # no orphan data file
     assert not os.path.exists(os.path.join(uri, "_lancefmt_staging"))
-    print(f"killed after {len(committed)} commit(s), {'while' if mid_write else 'not while'} "
+    print(f"first run {t1 - t0:.0f} s, restart {time.monotonic() - t1:.0f} s; killed after {len(committed)} commit(s), {'while' if mid_write else 'not while'} "
           f"a batch was being written")
