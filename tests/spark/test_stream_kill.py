@@ -1,7 +1,10 @@
 """A streaming query really killed (``kill -9`` of its process group: the Python driver, its JVM
 and the Python workers) after at least one micro-batch committed, preferably while a batch is
 being written, then restarted from the same checkpoint in a fresh process: no row lost, none
-duplicated, and no file left that the dataset does not reference."""
+duplicated, and no file left that the dataset does not reference.
+
+Two JVMs start, so this takes ~30-60 s on a quiet 2-core machine (each run is timed in its
+output; ~6 min on a machine loaded 10x over)."""
 import glob
 import os
 import signal
@@ -38,6 +41,8 @@ def _pending(uri):
     return glob.glob(os.path.join(uri, "_lancefmt_staging", "*", "*.pending"))
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_killed_query_restarts_without_loss_duplicates_or_orphans(tmp_path):
     reason = _spark_available()
     if reason:
