@@ -3,8 +3,8 @@ and the Python workers) after at least one micro-batch committed, preferably whi
 being written, then restarted from the same checkpoint in a fresh process: no row lost, none
 duplicated, and no file left that the dataset does not reference.
 
-Two JVMs start, so this takes ~30-60 s on a quiet 2-core machine (each run is timed in its
-output; ~6 min on a machine loaded 10x over)."""
+Two JVMs start one after the other (each run's time is printed); on a 2-core machine loaded
+~10x over (load average 20) it took ~6 minutes, most of it JVM and Python-worker start-up."""
 import glob
 import os
 import signal
