@@ -18,7 +18,7 @@ sink (``mode("overwrite")`` into a fresh path: one Overwrite commit, the storage
 ``data_storage_version``) and with ``df.write.parquet``. ``track_write_ratio`` is Parquet time /
 lance time (target >= 0.67).
 
-``python -m benchmarks.spark_source [--versions 2.0,2.2] [--repeat N]`` (from asv_bench/, what
+``python -m benchmarks.spark_source [--versions 2.0 2.2] [--repeat N]`` (from asv_bench/, what
 ``make bench-spark`` runs) prints every number in one run: per repetition, lance and Parquet run
 back to back; it reports the best-time ratio and the range of the per-repetition ratios.
 """
@@ -242,7 +242,8 @@ class SparkWrite(_SparkBench):
 def main(argv=None):
     """Every number in one run (one SparkSession), per storage version."""
     parser = argparse.ArgumentParser(description="lance source/sink vs Spark Parquet")
-    parser.add_argument("--versions", default=",".join(VERSIONS))
+    parser.add_argument("--versions", nargs="+", default=list(VERSIONS),
+                        help="storage versions, space- or comma-separated (default: 2.0 2.2)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     paths = fixtures()
@@ -251,7 +252,7 @@ def main(argv=None):
     print(f"{ROWS:,} rows (int64, float64, int32, string), local[{PARTITIONS}], "
           f"{args.repeat} interleaved repetitions; ratio = parquet time / lance time")
     try:
-        for version in args.versions.split(","):
+        for version in [v for arg in args.versions for v in arg.split(",") if v]:
             cases = (("read", "read", lambda v=version: (runs.read_lance(v), runs.read_parquet())),
                      ("read columns=x", "read",
                       lambda v=version: (runs.read_lance(v, "x"), runs.read_parquet())),

@@ -10,6 +10,9 @@ lancefmt, given to the JVM at launch), the driver binds to the loopback address 
 warning that the host name resolves to it, and the JVM's start-up notices that need no action
 (incubator modules, the native-Hadoop fallback) are dropped from its stderr; everything else on
 that stream is passed through.
+
+Its executors' Python workers are forked from :mod:`lancefmt.spark.daemon`, which imports
+lancefmt once, so no task pays that import (seconds on a busy machine) itself.
 """
 from __future__ import annotations
 
@@ -88,6 +91,8 @@ def local_session(master: str = "local[*]", app_name: str = "lancefmt", conf: di
         # Python workers of a busy machine may take long to start and connect back
         "spark.python.authenticate.socketTimeout": "120s",
         "spark.sql.python.filterPushdown.enabled": str(bool(filter_pushdown)).lower(),
+        # executor Python workers fork from a daemon that has lancefmt imported already
+        "spark.python.daemon.module": "lancefmt.spark.daemon",
     }
     if quiet:
         if master.startswith("local"):

@@ -14,6 +14,10 @@ query's last committed batch id in the dataset's history and, for a batch at or 
 nothing (it deletes the replay's files). A micro-batch without rows commits nothing. ``abort``
 and a failed commit delete every file of the batch, including those of tasks that died (the
 staging records), so a failed batch leaves no version and no files.
+
+A query killed between a commit and the clean-up of that batch's staging records leaves records
+of files the dataset now references; the replayed batch's commit (or an abort) first drops those
+records (:meth:`LanceStreamWriter._release_committed`), so it never deletes committed data.
 """
 from __future__ import annotations
 
@@ -97,6 +101,22 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
         return super().write(iterator)
 
     # -- driver, once per micro-batch ----------------------------------------------------------
+    def _release_committed(self, staging: str) -> None:
+        """Drop the staging records of data files the latest version references (left by a run
+        killed after its commit, before its clean-up): they are no longer the batch's to delete."""
+        from ..table.versions import load_manifest
+
+        storage = self.options.storage_options
+        store = open_store(staging, storage)
+        records = [i for i in store.list(staging) if not i.is_dir and i.name.endswith(".pending")]
+        if not records or not version_numbers(self.options.uri, storage):
+            return
+        mf = load_manifest(self.options.uri, store=open_store(self.options.uri, storage))
+        referenced = {p.rsplit("/", 1)[-1] for p in mf.fragments.data_file_paths().to_pylist()}
+        for info in records:
+            if info.name.rsplit("/", 1)[-1][:-len(".pending")] in referenced:
+                store.delete(info.uri)
+
     def commit(self, messages, batchId):
         from ..dataset import commit
         from ..dataset.write import clear_staging, delete_files, staged_files
@@ -104,6 +124,7 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
 
         staging = self._staging()
         storage = self.options.storage_options
+        self._release_committed(staging)
         messages = [m for m in messages if isinstance(m, LanceCommitMessage)]
         fragments = [f for m in messages for f in m.fragments]
         committed: set = set()
@@ -132,4 +153,5 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
         clear_staging(staging, storage)
 
     def abort(self, messages, batchId=None):
+        self._release_committed(self._staging())
         super().abort(messages)

@@ -1,5 +1,6 @@
 """The streaming sink on a real local SparkSession: a file source feeding a Lance dataset over one
 checkpoint, restarts, replays of committed batches, and failed micro-batches."""
+import importlib
 import os
 import shutil
 
@@ -160,3 +161,35 @@ def test_sink_protocol_without_spark(tmp_path):
     assert txn.transaction_properties == {QUERY_ID_KEY: "q-1", BATCH_ID_KEY: "1"}
     with pytest.raises(lancefmt.LanceError, match="append"):
         LanceStreamWriter.plan_stream(options, schema, True)
+
+
+def test_replay_after_a_kill_between_commit_and_cleanup_keeps_committed_files(tmp_path, monkeypatch):
+    """A run killed after committing batch 1 but before clearing its staging records: the
+    replayed batch 1 (skipped) and a later abort must not delete the files version 2 references."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    write_module = importlib.import_module("lancefmt.dataset.write")
+    from lancefmt.spark.stream_writer import LanceStreamWriter
+
+    uri = str(tmp_path / "out.lance")
+    options = {"path": uri, "query_id": "q-kill"}
+    schema = StructType([StructField("id", LongType()), StructField("s", StringType())])
+
+    def writer():
+        return LanceStreamWriter.plan_stream(options, schema, False)
+
+    writer().commit([writer().write(iter(_batches(0, 100)))], 0)
+    msg = writer().write(iter(_batches(100, 50)))
+    with monkeypatch.context() as m:
+        m.setattr(write_module, "clear_staging", lambda *a, **k: None)  # the kill
+        writer().commit([msg], 1)
+    assert version_numbers(uri) == [1, 2]
+    replay = writer().write(iter(_batches(100, 50)))
+    writer().commit([replay], 1)                      # skipped: only the replay's files go
+    failed = writer().write(iter(_batches(150, 10)))
+    writer().abort([failed], 2)                       # an aborted batch 2 after it
+    assert version_numbers(uri) == [1, 2]
+    assert all(os.path.exists(u[len("file://"):] if u.startswith("file://") else u) for u in msg.files)
+    assert not any(os.path.exists(u[len("file://"):] if u.startswith("file://") else u)
+                   for u in replay.files + failed.files)
+    assert sorted(lance.dataset(uri).to_table()["id"].to_pylist()) == list(range(150))
