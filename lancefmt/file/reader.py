@@ -203,6 +203,7 @@ class LanceFileReader:
         uniq, inverse = np.unique(idx, return_inverse=True)
         source = PageSource(self._meta.columns, self._source.fetch_scattered, self.path,
                             self._meta.data_end)
+        source.mapped = self._source.mapped()
         arrays = []
         in_order = uniq.size == idx.size and bool(np.all(idx[1:] > idx[:-1]))  # sorted, unique
         for r, f in zip(readers, proj.storage_schema):
