@@ -132,3 +132,48 @@ def test_blob_take_fetches_only_the_wanted_blobs(tmp_path, version):
     assert r.take(rows).column(0).to_pylist() == [vals[i] for i in rows]
     assert seen["bytes"] < 5 * 20_000 + 64 * 1024, seen
     assert r.take(np.array([4, 5])).column(0).to_pylist() == [None, vals[5]]
+
+
+@pytest.mark.parametrize("column", ["id", "f"])
+def test_plain_miniblock_rows_are_read_in_place(big_file, column, monkeypatch):
+    """Rows of plain mini-block pages (bit-packed ints, flat floats) of a mapped file are read
+    one by one where they lie: equal to decoding their chunks (the path for unmapped stores)
+    and to pylance, for rows in one chunk, across chunks and at the page ends."""
+    from lancefmt.encoding.v2_1 import random_access
+
+    calls = []
+    direct = random_access._take_direct
+    monkeypatch.setattr(random_access, "_take_direct",
+                        lambda *a: calls.append(1) or direct(*a))
+    rng = np.random.default_rng(5)
+    rows = np.unique(np.concatenate([[0, 1, 1023, 1024, 1025, 4095, 4096, N - 1],
+                                     rng.choice(N, 300, replace=False)]))
+    mapped = LanceFileReader(big_file).take(rows, [column]).column(0)
+    assert calls
+    unmapped_reader = LanceFileReader(big_file)
+    monkeypatch.setattr(unmapped_reader._source, "mapped", lambda: None)
+    calls.clear()
+    assert mapped.equals(unmapped_reader.take(rows, [column]).column(0))
+    assert not calls
+    expected = lance_file.LanceFileReader(big_file).take_rows(rows.tolist()).to_table()
+    assert mapped.to_pylist() == expected.column(column).to_pylist()
+
+
+def test_in_place_rows_of_a_bad_chunk_are_corrupt():
+    from lancefmt.encoding.v2_1._fastlanes import take_miniblock_rows
+
+    chunk = np.zeros(16, np.uint8)
+    chunk[2:6] = np.frombuffer(np.uint32(8 + 128 * 3).tobytes(), np.uint8)  # values past it
+    one = np.array([0], np.int64)
+    args = (one, np.array([16], np.int64), np.array([0, 1024], np.int64), one, 4, True, 64)
+    with pytest.raises(ValueError, match="run past"):
+        take_miniblock_rows(chunk, *args)
+    with pytest.raises(ValueError, match="outside"):
+        take_miniblock_rows(chunk[:8], *args)
+    chunk[2:6] = np.frombuffer(np.uint32(8).tobytes(), np.uint8)
+    chunk[8] = 65  # a 65-bit width in a 64-bit word
+    with pytest.raises(ValueError, match="exceeds"):
+        take_miniblock_rows(chunk, *args)
+    with pytest.raises(ValueError, match="row outside"):
+        take_miniblock_rows(chunk, one, np.array([16], np.int64), np.array([0, 1024], np.int64),
+                            np.array([1024], np.int64), 4, True, 64)
