@@ -154,7 +154,10 @@ class LanceFileReader:
         return readers
 
     def _page_source(self) -> PageSource:
-        return PageSource(self._meta.columns, self._source.fetch, self.path, self._meta.data_end)
+        # a local file is read through its memory map: pages are zero-copy views of the
+        # OS page cache (no read syscall, no copy); other stores coalesce ranged reads
+        return PageSource(self._meta.columns, self._source.fetch_scattered, self.path,
+                          self._meta.data_end)
 
     # -- reads ----------------------------------------------------------------------------------
     def read_all(self, columns=None) -> pa.Table:

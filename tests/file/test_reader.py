@@ -73,8 +73,8 @@ def test_range_reads_only_overlapping_pages(small_pages, monkeypatch):
     path, t = small_pages
     r = LanceFileReader(path)
     fetched = []
-    orig = r._source.fetch
-    monkeypatch.setattr(r._source, "fetch", lambda ranges: fetched.extend(ranges) or orig(ranges))
+    orig = r._source.fetch_scattered  # reads go through the memory map
+    monkeypatch.setattr(r._source, "fetch_scattered", lambda ranges: fetched.extend(ranges) or orig(ranges))
     r.read_range(10, 20, ["i"])
     col = r.metadata.columns[0]
     pages = [col.pages[i] for i in col.page_range(10, 20)]
@@ -86,8 +86,8 @@ def test_streaming_decodes_each_page_once(small_pages, monkeypatch):
     path, t = small_pages
     r = LanceFileReader(path)
     calls = []
-    orig = r._source.fetch
-    monkeypatch.setattr(r._source, "fetch", lambda ranges: calls.append(len(ranges)) or orig(ranges))
+    orig = r._source.fetch_scattered
+    monkeypatch.setattr(r._source, "fetch_scattered", lambda ranges: calls.append(len(ranges)) or orig(ranges))
     total = sum(b.num_rows for b in r.read_batches(50, ["i"]))
     assert total == len(t)
     assert sum(calls) == sum(len(p.buffer_offsets) for p in r.metadata.columns[0].pages)
