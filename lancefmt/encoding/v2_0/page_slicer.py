@@ -2,10 +2,12 @@
 
 A page made only of ``nullable``, uncompressed ``flat`` and ``fixed_size_list`` nodes (every
 fixed-width column: numbers, temporals, bools, vectors...) stores a fixed number of bits per
-row in each of its buffers. For a handful of rows, the bytes those rows occupy are fetched and
-packed into smaller buffers that form a valid page of just those rows, which the ordinary
-:class:`~.page_decoder.PageDecoder` then decodes. This is what makes ``take`` on a file with
-32 MiB pages read kilobytes instead of pages.
+row in each of its buffers. For a handful of rows, the bytes those rows occupy are packed into
+smaller buffers that form a valid page of just those rows, which the ordinary
+:class:`~.page_decoder.PageDecoder` then decodes. From a memory-mapped local file the rows are
+gathered straight from the map (one vectorised gather per buffer); from other stores the spans
+holding them are fetched first. This is what makes ``take`` on a file with 32 MiB pages read
+kilobytes instead of pages.
 """
 from __future__ import annotations
 

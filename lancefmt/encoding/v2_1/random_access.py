@@ -9,6 +9,10 @@
   bytes, and only those are fetched and walked;
 * constant, blob and pages already decoded in this read are decoded whole.
 
+From a memory-mapped local file nothing is fetched: plain mini-block pages (no levels, one
+bit-packed or flat value buffer) have each row's value read where it lies, by one Cython pass
+(``take_miniblock_rows``); other mini-block pages decode the wanted chunks in place.
+
 All I/O of one take goes out in two coalesced rounds (page metadata, then row bytes).
 """
 from __future__ import annotations
