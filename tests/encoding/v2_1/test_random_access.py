@@ -33,11 +33,11 @@ def big_file(request, tmp_path_factory):
     return path
 
 
-def _counting(reader):
+def _counting(reader, names=("fetch", "fetch_scattered")):
     """Wrap the reader's byte source to count the bytes fetched (take reads through
     ``fetch_scattered``: zero-copy slices of the mapped file, counted as read)."""
     seen = {"bytes": 0}
-    for name in ("fetch", "fetch_scattered"):
+    for name in names:
         fetch = getattr(reader._source, name)
 
         def counted(ranges, fetch=fetch):
@@ -48,13 +48,18 @@ def _counting(reader):
     return seen
 
 
+@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "fetched"])
 @pytest.mark.parametrize("column", ["id", "f", "s", "l", "long", "vec"])
-def test_take_reads_only_the_chunks_or_rows_it_needs(big_file, column):
+def test_take_reads_only_the_chunks_or_rows_it_needs(big_file, column, mapped, monkeypatch):
     r = LanceFileReader(big_file)
+    names = ("fetch", "fetch_scattered")
+    if not mapped:  # as from an object store: the chunks' byte ranges are fetched
+        monkeypatch.setattr(r._source, "mapped", lambda: None)
+        names = ("fetch",)  # where fetch_scattered's reads then land (counted once)
     col = r.metadata.columns[[n.name for n in r.projection().roots].index(column)]
     page_bytes = sum(int(s) for p in col.pages for s in p.buffer_sizes)
     rows = np.sort(np.random.default_rng(9).choice(N, 8, replace=False))
-    seen = _counting(r)
+    seen = _counting(r, names)
     got = r.take(rows, [column]).column(0)
     expected = lance_file.LanceFileReader(big_file).take_rows(rows.tolist()).to_table()
     assert got.to_pylist() == expected.column(column).to_pylist()
