@@ -29,7 +29,7 @@ from ..table.naming import deletion_file_name
 from ..table.rowids.meta import load_row_id_sequence
 from ..table.rowids.segment import SegmentKind
 from .context import ScanContext
-from .reader_cache import cached_value, open_data_file
+from .reader_cache import cached_value, caches_of, open_data_file
 
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
@@ -252,7 +252,19 @@ class FragmentScan:
 
     def _file_plan(self):
         """[(reader, projection, names)] for data files holding wanted columns; and the names
-        stored in no data file (read as nulls)."""
+        stored in no data file (read as nulls). Planned once per fragment and columns for the
+        dataset view (the same projection objects also keep their field readers), so
+        repeated small takes pay no schema work."""
+        key = ("file plan", id(self.frag), tuple(self.spec.read_columns))
+        cache = caches_of(self.ctx).small
+        hit = cache.get(key)
+        if hit is not None and hit[0] is self.frag:
+            return hit[1], hit[2]
+        plan, nulls = self._make_file_plan()
+        cache.put(key, (self.frag, plan, nulls))
+        return plan, nulls
+
+    def _make_file_plan(self):
         wanted = list(self.spec.read_columns)
         plan = []
         placed = set()

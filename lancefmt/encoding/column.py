@@ -85,6 +85,8 @@ class PageSource:
         self.path = path
         self.data_end = data_end  # bytes referenced from page data must lie before this
         self._fetch_ranges = fetch_ranges
+        # the whole file as one memory-mapped buffer when random access may gather from it
+        self.mapped: pa.Buffer | None = None
         self._raw: dict[tuple[int, int], list[pa.Buffer]] = {}
         self._decoded: dict[tuple[int, int], object] = {}
 

@@ -26,6 +26,8 @@ from .schema import field_tree
 from .source import ByteSource
 
 DEFAULT_BATCH_SIZE = 8192
+# Projections whose field readers a reader keeps (the per-projection memo is reset beyond).
+READERS_MEMO = 32
 
 
 class LanceFileReader:
@@ -48,6 +50,7 @@ class LanceFileReader:
             raise CorruptFileError(f"bad schema: {e.reason}", self.path) from None
         self._readers_factory = field_readers_for(self._meta.version, self.path)
         self._file_projection = None
+        self._readers_memo: dict = {}  # id(projection) -> (projection, field readers)
 
     # -- identity ---------------------------------------------------------------------------
     @property
@@ -136,6 +139,18 @@ class LanceFileReader:
         return self.projection(columns)
 
     def _readers(self, proj: Projection):
+        """The field readers of ``proj``, built once per projection object (a dataset's
+        cached read plan reuses its projection, so repeated takes skip this work)."""
+        hit = self._readers_memo.get(id(proj))
+        if hit is not None and hit[0] is proj:
+            return hit[1]
+        readers = self._build_readers(proj)
+        if len(self._readers_memo) >= READERS_MEMO:
+            self._readers_memo.clear()
+        self._readers_memo[id(proj)] = (proj, readers)
+        return readers
+
+    def _build_readers(self, proj: Projection):
         columns = self._meta.columns
         readers = []
         for root, field in zip(proj.roots, proj.storage_schema):
@@ -154,7 +169,10 @@ class LanceFileReader:
         return readers
 
     def _page_source(self) -> PageSource:
-        return PageSource(self._meta.columns, self._source.fetch, self.path, self._meta.data_end)
+        # a local file is read through its memory map: pages are zero-copy views of the
+        # OS page cache (no read syscall, no copy); other stores coalesce ranged reads
+        return PageSource(self._meta.columns, self._source.fetch_scattered, self.path,
+                          self._meta.data_end)
 
     # -- reads ----------------------------------------------------------------------------------
     def read_all(self, columns=None) -> pa.Table:
@@ -200,11 +218,15 @@ class LanceFileReader:
         readers = self._readers(proj)
         if idx.size == 0:
             return self._read_with(readers, proj, self._page_source(), 0, 0)
-        uniq, inverse = np.unique(idx, return_inverse=True)
+        if idx.size == 1 or bool(np.all(idx[1:] > idx[:-1])):  # sorted, unique: as asked
+            uniq, inverse = idx, None
+        else:
+            uniq, inverse = np.unique(idx, return_inverse=True)
         source = PageSource(self._meta.columns, self._source.fetch_scattered, self.path,
                             self._meta.data_end)
+        source.mapped = self._source.mapped()
         arrays = []
-        in_order = uniq.size == idx.size and bool(np.all(idx[1:] > idx[:-1]))  # sorted, unique
+        in_order = inverse is None
         for r, f in zip(readers, proj.storage_schema):
             chunks = self._guard(r.take, source, uniq)
             if in_order:

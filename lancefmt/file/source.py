@@ -160,19 +160,27 @@ class ByteSource:
         finally:
             os.close(fd)
 
-    def fetch_scattered(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
-        """Like :meth:`fetch`, for random access (many small ranges far apart). A local file
-        is memory-mapped once and each range is a zero-copy slice of the map: no syscall and
-        no copy per range, and only the OS pages holding the rows are touched. Other sources
-        coalesce as :meth:`fetch` does."""
+    def mapped(self) -> pa.Buffer | None:
+        """The whole local file memory-mapped (once) as one zero-copy buffer; None for other
+        stores. Random access gathers rows straight from it."""
         if self._local is None:
-            return self.fetch(ranges)
+            return None
         mapped = self._mapped
         if mapped is None:
             try:
                 mapped = self._mapped = pa.memory_map(self._local).read_buffer()
             except OSError as e:
                 raise CorruptFileError(f"cannot map the file ({e})", self.path) from None
+        return mapped
+
+    def fetch_scattered(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
+        """Like :meth:`fetch`, for random access (many small ranges far apart). A local file
+        is memory-mapped once and each range is a zero-copy slice of the map: no syscall and
+        no copy per range, and only the OS pages holding the rows are touched. Other sources
+        coalesce as :meth:`fetch` does."""
+        mapped = self.mapped()
+        if mapped is None:
+            return self.fetch(ranges)
         size = mapped.size
         out = []
         for start, n in ranges:

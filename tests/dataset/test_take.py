@@ -43,6 +43,27 @@ def test_take_opens_each_data_file_once_per_view(tmp_path, monkeypatch):
     assert len(opened) == 5
 
 
+def test_take_plans_each_fragment_once_per_view_and_columns(tmp_path, monkeypatch):
+    """Repeated takes reuse the fragment's read plan (and its field readers); other columns
+    get their own plan; a new view of a new version plans afresh."""
+    uri = str(tmp_path / "ds")
+    t = pa.table({"a": np.arange(1000), "b": np.arange(1000) * 2.0})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=500)
+    ds = lancefmt.dataset(uri)
+    plans = []
+    real = scan.FragmentScan._make_file_plan
+    monkeypatch.setattr(scan.FragmentScan, "_make_file_plan",
+                        lambda self: plans.append(self.spec.read_columns) or real(self))
+    for _ in range(3):
+        assert ds.take([999, 3, 3, 500]).equals(t.take([999, 3, 3, 500]))
+        assert ds.take([7, 600], columns=["b"]).equals(t.select(["b"]).take([7, 600]))
+    assert len(plans) == 4  # 2 fragments x 2 column sets
+    lancefmt.write_dataset(pa.table({"a": [5], "b": [0.5]}), uri, mode="append")
+    new = lancefmt.dataset(uri)
+    assert new.take([1000, 0]).column("b").to_pylist() == [0.5, 0.0]
+    assert len(plans) == 6
+
+
 def test_range_row_ids_are_computed_not_decoded():
     ids = scan.id_run(10, 5)
     assert ids.dtype == np.uint64 and ids.tolist() == [10, 11, 12, 13, 14]

@@ -73,8 +73,8 @@ def test_range_reads_only_overlapping_pages(small_pages, monkeypatch):
     path, t = small_pages
     r = LanceFileReader(path)
     fetched = []
-    orig = r._source.fetch
-    monkeypatch.setattr(r._source, "fetch", lambda ranges: fetched.extend(ranges) or orig(ranges))
+    orig = r._source.fetch_scattered  # reads go through the memory map
+    monkeypatch.setattr(r._source, "fetch_scattered", lambda ranges: fetched.extend(ranges) or orig(ranges))
     r.read_range(10, 20, ["i"])
     col = r.metadata.columns[0]
     pages = [col.pages[i] for i in col.page_range(10, 20)]
@@ -86,8 +86,8 @@ def test_streaming_decodes_each_page_once(small_pages, monkeypatch):
     path, t = small_pages
     r = LanceFileReader(path)
     calls = []
-    orig = r._source.fetch
-    monkeypatch.setattr(r._source, "fetch", lambda ranges: calls.append(len(ranges)) or orig(ranges))
+    orig = r._source.fetch_scattered
+    monkeypatch.setattr(r._source, "fetch_scattered", lambda ranges: calls.append(len(ranges)) or orig(ranges))
     total = sum(b.num_rows for b in r.read_batches(50, ["i"]))
     assert total == len(t)
     assert sum(calls) == sum(len(p.buffer_offsets) for p in r.metadata.columns[0].pages)
@@ -220,7 +220,10 @@ def test_other_file_versions_are_refused(tmp_path):
     assert path in str(e.value)
 
 
-def test_take_reads_only_the_rows_bytes_of_fixed_width_pages(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mapped", [False, True])
+def test_take_reads_only_the_rows_bytes_of_fixed_width_pages(tmp_path, monkeypatch, mapped):
+    """Without a memory map (remote stores) the rows' byte spans are fetched; with one (local
+    files) the rows are gathered from the map and nothing is fetched for plain pages."""
     n = 50_000
     rng = np.random.default_rng(3)
     t = pa.table({
@@ -240,6 +243,8 @@ def test_take_reads_only_the_rows_bytes_of_fixed_width_pages(tmp_path, monkeypat
     with LanceFileWriter(path, t.schema) as w:
         w.write_batch(t)
     r = LanceFileReader(path)
+    if not mapped:
+        monkeypatch.setattr(r._source, "mapped", lambda: None)
     fetched = []
     orig = r._source.fetch_scattered  # take's reads: slices of the memory-mapped file
     monkeypatch.setattr(r._source, "fetch_scattered",
@@ -247,7 +252,10 @@ def test_take_reads_only_the_rows_bytes_of_fixed_width_pages(tmp_path, monkeypat
     idx = [49_999, 7, 8, 9, 1001, 3, 3, 25_013]
     got = r.take(idx, ["i", "b", "v", "vv", "st", "nulls"])
     assert got.equals(t.select(["i", "b", "v", "vv", "st", "nulls"]).take(idx))
-    assert sum(size for _, size in fetched) < 10_000  # the file is megabytes
+    if mapped:
+        assert fetched == []
+    else:
+        assert 0 < sum(size for _, size in fetched) < 10_000  # the file is megabytes
     fetched.clear()
     assert r.take(idx, ["s"]).equals(t.select(["s"]).take(idx))  # strings: whole pages
     assert sum(size for _, size in fetched) > 100_000

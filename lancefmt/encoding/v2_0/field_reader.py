@@ -127,12 +127,12 @@ class PrimitiveFieldReader(FieldReader):
             page = col.pages[int(page_of[g[0]])]
             local = rows[g] - page.row_start
             plan = self._partial_plan(source, page, local)
-            if plan is not None:
+            if plan is None:
+                full.append(page)
+            elif source.mapped is None:  # a mapped file is gathered from directly
                 plan["first"] = len(ranges)
                 for gather in plan["buffers"]:
                     ranges.extend(gather.ranges)
-            else:
-                full.append(page)
             plans.append((page, local, plan))
         fetched = source.fetch(ranges)
         source.prefetch(full)
@@ -146,11 +146,15 @@ class PrimitiveFieldReader(FieldReader):
                     out.extend(take_chunks([arr], self.dtype, pa.array(local)).chunks)
                 continue
             buffers = [None] * len(page.buffer_offsets)
-            pos = plan["first"]
-            for gather in plan["buffers"]:
-                n = len(gather.ranges)
-                buffers[gather.index] = gather.finish(fetched[pos:pos + n])
-                pos += n
+            if source.mapped is not None:
+                for gather in plan["buffers"]:
+                    buffers[gather.index] = gather.gather_mapped(source.mapped)
+            else:
+                pos = plan["first"]
+                for gather in plan["buffers"]:
+                    n = len(gather.ranges)
+                    buffers[gather.index] = gather.finish(fetched[pos:pos + n])
+                    pos += n
             decoder = PageDecoder(buffers, self.path, page.describe())
             out.append(decoder.decode(plan["encoding"], local.size, self.dtype))
         return out

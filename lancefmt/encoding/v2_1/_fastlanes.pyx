@@ -481,3 +481,121 @@ def decode_ool_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
                        tail * wb)
             opos += n
     return out
+
+
+cdef inline int64_t _chunk_word(const uint8_t* p, int width) noexcept nogil:
+    """A little-endian u16 (2.1) or u32 (2.2) chunk-header word."""
+    if width == 2:
+        return p[0] | (<int64_t>p[1] << 8)
+    return p[0] | (<int64_t>p[1] << 8) | (<int64_t>p[2] << 16) | (<int64_t>p[3] << 24)
+
+
+def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offsets,
+                        const int64_t[::1] chunk_sizes, const int64_t[::1] value_starts,
+                        const int64_t[::1] rows, int size_width, bint bitpacked, int bits):
+    """Random access into a mini-block page without levels (no nulls, no lists) and one value
+    buffer per chunk: the values of the sorted ``rows``, read from each row's chunk without
+    decoding the chunk. ``data`` is the page's chunk buffer; chunk ``c`` lies at
+    ``chunk_offsets[c]`` (``chunk_sizes[c]`` bytes) and holds rows ``value_starts[c]`` up to
+    ``value_starts[c + 1]``. Values are inline bit-packed T-bit words (``bitpacked``, T =
+    ``bits``: ``[width word][128*W bytes]`` per 1024 values) or flat ``bits``-bit values.
+
+    Chunk header: u16 num_levels, one u16/u32 (``size_width``) value-buffer size, padding to 8,
+    then the buffer. Everything a row needs is checked against its chunk (ValueError)."""
+    cdef Py_ssize_t n = rows.shape[0], nch = chunk_offsets.shape[0]
+    cdef Py_ssize_t size = data.shape[0]
+    if bitpacked:
+        _check_width(bits, 0)
+    elif bits <= 0 or bits % 8:
+        raise ValueError(f"flat values of {bits} bits are not whole bytes")
+    if size_width not in (2, 4):
+        raise ValueError("bad chunk header width")
+    if chunk_sizes.shape[0] != nch or value_starts.shape[0] != nch + 1:
+        raise ValueError("chunk table arrays disagree in length")
+    if n and (rows[0] < 0 or rows[n - 1] >= value_starts[nch]):
+        raise ValueError("row outside the page")
+    cdef int wb = bits // 8
+    out = np.empty(n * wb, dtype=np.uint8)
+    if n == 0:
+        return out
+    cdef uint8_t* dst = <uint8_t*>cnp.PyArray_DATA(out)
+    cdef const uint8_t* src = &data[0]
+    cdef Py_ssize_t k, c = 0, cached_c = -1, cached_g = -1, g
+    cdef int64_t row, s, csize, head, vlen, vstart, i, pos
+    cdef uint64_t w = 0, v
+    cdef uint64_t[1024] scratch
+    cdef const uint8_t* p = NULL
+    cdef int bad = 0   # 1: rows not sorted, 2: chunk outside data, 3: header/buffer, 4: width
+    with nogil:
+        for k in range(n):
+            row = rows[k]
+            if k and row < rows[k - 1]:
+                bad = 1
+                break
+            while c + 1 < nch and value_starts[c + 1] <= row:
+                c += 1
+            s = chunk_offsets[c]
+            csize = chunk_sizes[c]
+            if s < 0 or csize < 0 or s > size or csize > size - s or row < value_starts[c]:
+                bad = 2
+                break
+            head = 2 + size_width
+            if head > csize:
+                bad = 3
+                break
+            vlen = _chunk_word(src + s + 2, size_width)
+            vstart = (head + 7) & ~(<int64_t>7)
+            if vstart + vlen > csize:
+                bad = 3
+                break
+            vstart += s
+            i = row - value_starts[c]
+            if not bitpacked:
+                if (i + 1) * wb > vlen:
+                    bad = 3
+                    break
+                memcpy(dst + k * wb, src + vstart + i * wb, wb)
+                continue
+            # walk to the 1024-value group holding the row
+            pos = 0
+            for g in range(i >> 10):
+                if pos + wb > vlen:
+                    break
+                w = 0
+                memcpy(&w, src + vstart + pos, wb)
+                pos += wb + 128 * <int64_t>w
+            if pos + wb > vlen:
+                bad = 3
+                break
+            w = 0
+            memcpy(&w, src + vstart + pos, wb)
+            if w > <uint64_t>bits:
+                bad = 4
+                break
+            if pos + wb + 128 * <int64_t>w > vlen:
+                bad = 3
+                break
+            if cached_c != c or cached_g != (i >> 10):  # a misaligned group is copied once
+                p = src + vstart + pos + wb
+                if (<size_t>p) % wb:
+                    memcpy(scratch, p, 128 * w)
+                    p = <const uint8_t*>scratch
+                cached_c = c
+                cached_g = i >> 10
+            if bits == 8:
+                dst[k] = _get_one(<const uint8_t*>p, <int>w, i & 1023)
+            elif bits == 16:
+                (<uint16_t*>dst)[k] = _get_one(<const uint16_t*>p, <int>w, i & 1023)
+            elif bits == 32:
+                (<uint32_t*>dst)[k] = _get_one(<const uint32_t*>p, <int>w, i & 1023)
+            else:
+                (<uint64_t*>dst)[k] = _get_one(<const uint64_t*>p, <int>w, i & 1023)
+    if bad == 1:
+        raise ValueError("rows must be sorted")
+    if bad == 2:
+        raise ValueError(f"chunk {c} lies outside the page data")
+    if bad == 3:
+        raise ValueError(f"chunk {c}: header or values run past the chunk")
+    if bad == 4:
+        raise ValueError(f"chunk {c}: bit width {w} exceeds the {bits}-bit word")
+    return out

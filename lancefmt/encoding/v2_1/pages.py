@@ -222,7 +222,13 @@ class MiniBlockPage:
         first = np.ascontiguousarray(vbufs[:, 0, :]) if nb else None
         values = None
         try:
-            if nb == 1 and kind == "flat" and not enc.flat.HasField("data"):
+            if nb == 1 and kind in ("inline_bitpacking", "flat"):
+                # decoded where the chunks lie (no gather of the value buffers first)
+                values = comp.decode_miniblock_batch(enc, data, first[:, 0], first[:, 1], counts,
+                                                     path=path)
+            if values is not None:
+                pass
+            elif nb == 1 and kind == "flat" and not enc.flat.HasField("data"):
                 bits = int(enc.flat.bits_per_value)
                 if bits % 8 == 0 or bits == 1 and not np.any(counts[:-1] % 8):
                     need = (counts * bits + 7) // 8

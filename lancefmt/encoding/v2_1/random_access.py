@@ -9,6 +9,10 @@
   bytes, and only those are fetched and walked;
 * constant, blob and pages already decoded in this read are decoded whole.
 
+From a memory-mapped local file nothing is fetched: plain mini-block pages (no levels, one
+bit-packed or flat value buffer) have each row's value read where it lies, by one Cython pass
+(``take_miniblock_rows``); other mini-block pages decode the wanted chunks in place.
+
 All I/O of one take goes out in two coalesced rounds (page metadata, then row bytes).
 """
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pyarrow as pa
 from ...errors import CorruptFileError
 from ..take import take_chunks
 from . import assemble, blocks, pages
+from ._fastlanes import take_miniblock_rows
 from ._repdef import row_starts, zip_walk_fixed, zip_walk_variable
 from .layout import Layers, parse_layout
 from .pages import MiniBlockPage, PageData, _compressive
@@ -57,15 +62,19 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
         local = rows[g] - page.row_start
         plans.append([page, local, _plan_kind(leaf, source, page, local)])
     _load_meta(leaf, source, [p for p in plans if p[2] in ("mini", "zipidx")])
+    if source.mapped is not None:
+        for plan in plans:
+            if plan[2] == "mini" and _direct_values(plan[0].v21_meta) is not None:
+                plan[2] = "direct"  # values read row by row where they lie in the map
     for plan in plans:
         if plan[2] == "mini" and _touches_most_chunks(plan[0].v21_meta.row_ends, plan[1]):
             plan[2] = "whole"  # every chunk is decoded anyway: the page decoder is faster
     ranges, pending = [], []
     for plan in plans:
         page, local, kind = plan
-        if kind in ("whole", "blob"):
+        if kind in ("whole", "blob", "direct"):
             continue
-        need = _row_ranges(leaf, page, local, kind)
+        need = _row_ranges(leaf, page, local, kind, source.mapped)
         plan.append(need)
         plan.append(len(ranges))
         ranges.extend(need["ranges"])
@@ -80,6 +89,9 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
             pd = pages.decode_blob(page.parsed.blob_layout, source.buffers(page), source.fetch,
                                    source.data_end, where, leaf.path, rows=local)
             out.append(assemble.page_array(pd, leaf.path_types, where, leaf.path))
+            continue
+        if kind == "direct":
+            out.append(_take_direct(leaf, page, local, source.mapped))
             continue
         if kind == "whole":
             arr = source.decoded(page, lambda pg, bufs: leaf.decode_page(source, pg, bufs))
@@ -166,6 +178,47 @@ def _load_meta(leaf, source, plans) -> None:
         page.v21_meta = meta
 
 
+def _direct_values(meta: MiniBlockPage):
+    """``(bitpacked, bits)`` when each row of the mini-block page is one value found without
+    decoding its chunk (no levels, dictionary or repetition index; one value buffer of inline
+    bit-packed words or flat whole-byte values, uncompressed), else None. Once per page."""
+    got = getattr(meta, "direct", False)
+    if got is not False:
+        return got
+    mb = meta.mb
+    enc = mb.value_compression
+    kind = enc.WhichOneof("compression")
+    got = None
+    if not (mb.HasField("rep_compression") or mb.HasField("def_compression") or
+            mb.HasField("dictionary") or mb.repetition_index_depth or mb.num_buffers != 1):
+        if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") and \
+                enc.inline_bitpacking.uncompressed_bits_per_value in (8, 16, 32, 64):
+            got = (True, int(enc.inline_bitpacking.uncompressed_bits_per_value))
+        elif kind == "flat" and not enc.flat.HasField("data") and enc.flat.bits_per_value and \
+                enc.flat.bits_per_value % 8 == 0:
+            got = (False, int(enc.flat.bits_per_value))
+    meta.direct = got
+    return got
+
+
+def _take_direct(leaf, page, local, mapped) -> pa.Array:
+    """The ``local`` rows of a plain mini-block page, each read where it lies in the mapped
+    file (one Cython pass; no chunk is decoded)."""
+    meta = page.v21_meta
+    bitpacked, bits = meta.direct
+    data = _mapped_buffer(mapped, page, 1, leaf.path)
+    chunks = meta.chunks
+    where = page.describe()
+    try:
+        raw = take_miniblock_rows(data, chunks.offsets[:-1], chunks.sizes, chunks.value_starts,
+                                  np.ascontiguousarray(local, dtype=np.int64),
+                                  4 if chunks.wide else 2, bitpacked, bits)
+    except ValueError as e:
+        raise CorruptFileError(f"{where}: {e}", leaf.path) from None
+    pd = PageData(meta.layers, None, None, FixedValues(bits, local.size, raw), local.size)
+    return assemble.page_array(pd, leaf.path_types, where, leaf.path)
+
+
 def _chunk_row_ends(meta: MiniBlockPage, page, path) -> np.ndarray:
     """Rows ended by the end of each chunk (cumulative)."""
     if meta.rep_index is None:
@@ -178,33 +231,16 @@ def _chunk_row_ends(meta: MiniBlockPage, page, path) -> np.ndarray:
     return ends
 
 
-def _row_ranges(leaf, page, local, kind) -> dict:
-    """The byte ranges of buffer 0/1 a take of ``local`` rows of ``page`` needs."""
+def _row_ranges(leaf, page, local, kind, mapped=None) -> dict:
+    """The byte ranges of buffer 0/1 a take of ``local`` rows of ``page`` needs. With a
+    memory-mapped file (``mapped``) mini-block chunks are decoded in place: no ranges."""
     base = int(page.buffer_offsets[0])
+    if kind == "mini" and mapped is not None:
+        chunk_ids, clusters = _chunks_of(page.v21_meta, local)
+        return {"ranges": [], "chunks": chunk_ids, "clusters": clusters, "mapped": mapped}
     if kind == "mini":
         meta = page.v21_meta
-        ends = meta.row_ends
-        e = np.searchsorted(ends, local, side="right")
-        s = np.zeros_like(e)
-        prev = local - 1
-        has_prev = local > 0
-        c = np.searchsorted(ends, np.maximum(prev, 0), side="right")
-        left = meta.rep_index[:, 1] if meta.rep_index is not None else np.zeros(ends.size, np.uint64)
-        c_safe = np.minimum(c, ends.size - 1)
-        spill = (ends[c_safe] == local) & (left[c_safe] == 0)
-        s = np.where(has_prev, c + spill.astype(np.int64), 0)
-        s = np.minimum(s, e)
-        # clusters of chunks [S, E]: runs of rows whose chunk ranges touch or overlap
-        hi = np.maximum.accumulate(e)
-        new_cluster = np.ones(s.size, dtype=bool)
-        new_cluster[1:] = s[1:] > hi[:-1] + 1
-        heads = np.flatnonzero(new_cluster)
-        tails = np.append(heads[1:], s.size) - 1
-        clusters = np.stack([s[heads], hi[tails]], axis=1)
-        lengths = clusters[:, 1] - clusters[:, 0] + 1
-        cum = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        chunk_ids = (np.repeat(clusters[:, 0] - cum, lengths) +
-                     np.arange(int(lengths.sum()), dtype=np.int64))
+        chunk_ids, clusters = _chunks_of(meta, local)
         offs, sizes = meta.chunks.offsets[chunk_ids], meta.chunks.sizes[chunk_ids]
         ends_ = offs + sizes
         # neighbouring chunks are requested as one span; when the wanted chunks are dense
@@ -238,6 +274,33 @@ def _row_ranges(leaf, page, local, kind) -> dict:
     return {"ranges": [(base + int(idx[a]), int(idx[b] - idx[a])) for a, b in runs]}
 
 
+def _chunks_of(meta, local):
+    """The chunks holding the sorted rows ``local`` of a mini-block page, ascending, and their
+    clusters ``[[first, last], ...]`` (runs of rows whose chunk ranges touch or overlap)."""
+    ends = meta.row_ends
+    e = np.searchsorted(ends, local, side="right")
+    prev = local - 1
+    has_prev = local > 0
+    c = np.searchsorted(ends, np.maximum(prev, 0), side="right")
+    left = meta.rep_index[:, 1] if meta.rep_index is not None else np.zeros(ends.size, np.uint64)
+    c_safe = np.minimum(c, ends.size - 1)
+    spill = (ends[c_safe] == local) & (left[c_safe] == 0)
+    s = np.where(has_prev, c + spill.astype(np.int64), 0)
+    s = np.minimum(s, e)
+    # clusters of chunks [S, E]: runs of rows whose chunk ranges touch or overlap
+    hi = np.maximum.accumulate(e)
+    new_cluster = np.ones(s.size, dtype=bool)
+    new_cluster[1:] = s[1:] > hi[:-1] + 1
+    heads = np.flatnonzero(new_cluster)
+    tails = np.append(heads[1:], s.size) - 1
+    clusters = np.stack([s[heads], hi[tails]], axis=1)
+    lengths = clusters[:, 1] - clusters[:, 0] + 1
+    cum = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    chunk_ids = (np.repeat(clusters[:, 0] - cum, lengths) +
+                 np.arange(int(lengths.sum()), dtype=np.int64))
+    return chunk_ids, clusters
+
+
 def _runs(local: np.ndarray):
     breaks = np.flatnonzero(np.diff(local) != 1) + 1
     starts = local[np.concatenate([[0], breaks])]
@@ -249,9 +312,13 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     where = page.describe()
     if kind == "mini":
         meta = page.v21_meta
-        data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in pieces]) \
-            if len(pieces) != 1 else np.frombuffer(pieces[0], dtype=np.uint8)
-        pd = meta.decode(need["chunks"], data, need["starts"])
+        if "mapped" in need:  # the chunks are decoded where they lie in the mapped file
+            data = _mapped_buffer(need["mapped"], page, 1, leaf.path)
+            pd = meta.decode(need["chunks"], data, meta.chunks.offsets[need["chunks"]])
+        else:
+            data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in pieces]) \
+                if len(pieces) != 1 else np.frombuffer(pieces[0], dtype=np.uint8)
+            pd = meta.decode(need["chunks"], data, need["starts"])
         begin, end = _row_entries(meta, pd, need, local, where, leaf)
         arr = assemble.page_array(_select(pd, begin, end), leaf.path_types, where, leaf.path)
         if len(arr) != local.size:
@@ -285,6 +352,15 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
         raise CorruptFileError(f"{where}: {len(arr)} rows decoded for {local.size} requested",
                                leaf.path)
     return [arr]
+
+
+def _mapped_buffer(mapped: pa.Buffer, page, index: int, path) -> np.ndarray:
+    """Page buffer ``index`` as a zero-copy view of the memory-mapped file (bounds checked)."""
+    start, size = int(page.buffer_offsets[index]), int(page.buffer_sizes[index])
+    if start < 0 or size < 0 or start + size > mapped.size:
+        raise CorruptFileError(f"{page.describe()}: buffer {index} ({size} bytes at {start}) "
+                               f"runs past the end of the {mapped.size}-byte file", path)
+    return np.frombuffer(mapped, dtype=np.uint8, count=size, offset=start)
 
 
 def _row_entries(meta: MiniBlockPage, pd: PageData, need, local, where, leaf):

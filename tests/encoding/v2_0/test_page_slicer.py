@@ -37,6 +37,20 @@ def test_sliced_page_equals_take(k, rows, gap, monkeypatch):
         new[gather.index] = gather.finish(pieces)
     got = PageDecoder(new, None, "p").decode(page.encoding, rows.size, arr.type)
     assert got.equals(arr.take(pa.array(rows)))
+    # the same rows gathered straight from the (mapped) file bytes
+    direct = [None] * len(bufs)
+    for gather in page_slicer.gather_plan(offsets, [b.size for b in bufs], layout, rows):
+        direct[gather.index] = gather.gather_mapped(file)
+    got = PageDecoder(direct, None, "p").decode(page.encoding, rows.size, arr.type)
+    assert got.equals(arr.take(pa.array(rows)))
+
+
+def test_gather_past_the_mapped_file_is_corrupt():
+    from lancefmt.errors import CorruptFileError
+
+    gather = page_slicer.BufferGather(0, 64, 40, 80, np.array([3, 9]), "f.lance")
+    with pytest.raises(CorruptFileError, match="f.lance"):
+        gather.gather_mapped(pa.py_buffer(bytes(100)))
 
 
 def test_layouts():

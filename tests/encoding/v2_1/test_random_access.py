@@ -33,11 +33,11 @@ def big_file(request, tmp_path_factory):
     return path
 
 
-def _counting(reader):
+def _counting(reader, names=("fetch", "fetch_scattered")):
     """Wrap the reader's byte source to count the bytes fetched (take reads through
     ``fetch_scattered``: zero-copy slices of the mapped file, counted as read)."""
     seen = {"bytes": 0}
-    for name in ("fetch", "fetch_scattered"):
+    for name in names:
         fetch = getattr(reader._source, name)
 
         def counted(ranges, fetch=fetch):
@@ -48,13 +48,18 @@ def _counting(reader):
     return seen
 
 
+@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "fetched"])
 @pytest.mark.parametrize("column", ["id", "f", "s", "l", "long", "vec"])
-def test_take_reads_only_the_chunks_or_rows_it_needs(big_file, column):
+def test_take_reads_only_the_chunks_or_rows_it_needs(big_file, column, mapped, monkeypatch):
     r = LanceFileReader(big_file)
+    names = ("fetch", "fetch_scattered")
+    if not mapped:  # as from an object store: the chunks' byte ranges are fetched
+        monkeypatch.setattr(r._source, "mapped", lambda: None)
+        names = ("fetch",)  # where fetch_scattered's reads then land (counted once)
     col = r.metadata.columns[[n.name for n in r.projection().roots].index(column)]
     page_bytes = sum(int(s) for p in col.pages for s in p.buffer_sizes)
     rows = np.sort(np.random.default_rng(9).choice(N, 8, replace=False))
-    seen = _counting(r)
+    seen = _counting(r, names)
     got = r.take(rows, [column]).column(0)
     expected = lance_file.LanceFileReader(big_file).take_rows(rows.tolist()).to_table()
     assert got.to_pylist() == expected.column(column).to_pylist()
@@ -132,3 +137,48 @@ def test_blob_take_fetches_only_the_wanted_blobs(tmp_path, version):
     assert r.take(rows).column(0).to_pylist() == [vals[i] for i in rows]
     assert seen["bytes"] < 5 * 20_000 + 64 * 1024, seen
     assert r.take(np.array([4, 5])).column(0).to_pylist() == [None, vals[5]]
+
+
+@pytest.mark.parametrize("column", ["id", "f"])
+def test_plain_miniblock_rows_are_read_in_place(big_file, column, monkeypatch):
+    """Rows of plain mini-block pages (bit-packed ints, flat floats) of a mapped file are read
+    one by one where they lie: equal to decoding their chunks (the path for unmapped stores)
+    and to pylance, for rows in one chunk, across chunks and at the page ends."""
+    from lancefmt.encoding.v2_1 import random_access
+
+    calls = []
+    direct = random_access._take_direct
+    monkeypatch.setattr(random_access, "_take_direct",
+                        lambda *a: calls.append(1) or direct(*a))
+    rng = np.random.default_rng(5)
+    rows = np.unique(np.concatenate([[0, 1, 1023, 1024, 1025, 4095, 4096, N - 1],
+                                     rng.choice(N, 300, replace=False)]))
+    mapped = LanceFileReader(big_file).take(rows, [column]).column(0)
+    assert calls
+    unmapped_reader = LanceFileReader(big_file)
+    monkeypatch.setattr(unmapped_reader._source, "mapped", lambda: None)
+    calls.clear()
+    assert mapped.equals(unmapped_reader.take(rows, [column]).column(0))
+    assert not calls
+    expected = lance_file.LanceFileReader(big_file).take_rows(rows.tolist()).to_table()
+    assert mapped.to_pylist() == expected.column(column).to_pylist()
+
+
+def test_in_place_rows_of_a_bad_chunk_are_corrupt():
+    from lancefmt.encoding.v2_1._fastlanes import take_miniblock_rows
+
+    chunk = np.zeros(16, np.uint8)
+    chunk[2:6] = np.frombuffer(np.uint32(8 + 128 * 3).tobytes(), np.uint8)  # values past it
+    one = np.array([0], np.int64)
+    args = (one, np.array([16], np.int64), np.array([0, 1024], np.int64), one, 4, True, 64)
+    with pytest.raises(ValueError, match="run past"):
+        take_miniblock_rows(chunk, *args)
+    with pytest.raises(ValueError, match="outside"):
+        take_miniblock_rows(chunk[:8], *args)
+    chunk[2:6] = np.frombuffer(np.uint32(8).tobytes(), np.uint8)
+    chunk[8] = 65  # a 65-bit width in a 64-bit word
+    with pytest.raises(ValueError, match="exceeds"):
+        take_miniblock_rows(chunk, *args)
+    with pytest.raises(ValueError, match="row outside"):
+        take_miniblock_rows(chunk, one, np.array([16], np.int64), np.array([0, 1024], np.int64),
+                            np.array([1024], np.int64), 4, True, 64)
