@@ -31,14 +31,20 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
     fz = pb.FullZipLayout(bits_rep=bits_rep, bits_def=bits_def, num_items=n_entries,
                           num_visible_items=len(vis_idx))
     fz.layers.extend(inp.layers)
+    table = None
     if isinstance(block, VariableBlock):
+        block, table = _maybe_fsst(block, options)
         lens = np.diff(block.offsets)
         payload_len = np.zeros(n_entries, dtype=np.int64)
         valid_vis = defs[vis_idx] == 0
         lw = 8 if block.large else 4
         payload_len[vis_idx[valid_vis]] = lw + lens[valid_vis]
         fz.bits_per_offset = 8 * lw
-        fz.value_compression.variable.offsets.flat.bits_per_value = 8 * lw
+        if table is not None:
+            fz.value_compression.fsst.symbol_table = table
+            fz.value_compression.fsst.values.variable.offsets.flat.bits_per_value = 8 * lw
+        else:
+            fz.value_compression.variable.offsets.flat.bits_per_value = 8 * lw
     else:
         if block.bits % 8:
             raise UnsupportedFeatureError(f"full-zip of {block.bits}-bit values")
@@ -101,6 +107,18 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
         width = 1 if total < 256 else 2 if total < 65536 else 4 if total < 1 << 32 else 8
         buffers.append(idx.astype(f"<u{width}").tobytes())
     return EncodedPage(pb.PageLayout(full_zip_layout=fz), buffers, inp.num_rows)
+
+
+def _maybe_fsst(block: VariableBlock, options):
+    """Long strings FSST-compressed value by value, as pylance does by default (not under
+    ``lance-encoding:compression=zstd|lz4|none``)."""
+    from .fsst_encoder import compress_block, worth_trying
+
+    scheme = options.compression if options is not None else None
+    if scheme not in (None, "fsst") or not worth_trying(block, scheme):
+        return block, None
+    got = compress_block(block)
+    return got if got is not None else (block, None)
 
 
 def _ranges(starts, lens) -> np.ndarray:

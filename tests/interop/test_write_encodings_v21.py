@@ -1,0 +1,115 @@
+"""Encodings of lancefmt's 2.1 / 2.2 writer that pylance 14.0.2 (the oracle) must read value
+by value: FSST strings, and the encodings the ``lance-encoding:*`` field metadata asks for.
+Each test also checks the encoding chosen, from the page's own layout proto."""
+import numpy as np
+import pyarrow as pa
+import pytest
+from lance.file import LanceFileReader as PyLanceReader
+
+from lancefmt._proto import encodings_v2_1_pb2 as pb
+from lancefmt.file.metadata import read_metadata
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
+
+from file_tables import diff, equal_ignoring_dictionaries
+
+VERSIONS = ["2.1", "2.2"]
+
+
+def write(path, table, version, chunk=1 << 20):
+    with LanceFileWriter(str(path), table.schema, version=version) as w:
+        for batch in table.to_batches(max_chunksize=chunk):
+            w.write_batch(batch)
+    return str(path)
+
+
+def check_both_readers(path, table):
+    theirs = PyLanceReader(path).read_all().to_table()
+    assert equal_ignoring_dictionaries(theirs, table), diff(theirs, table)
+    ours = LanceFileReader(path).read_all()
+    assert equal_ignoring_dictionaries(ours, table), diff(ours, table)
+
+
+def layouts(path, column) -> list:
+    """The PageLayout proto of every page of one column."""
+    data = open(path, "rb").read()
+    meta = read_metadata(lambda s, n: data[s:s + n], len(data), path)
+    out = []
+    for p in meta.columns[column].pages:
+        layout = pb.PageLayout()
+        layout.ParseFromString(p.encoding)
+        out.append(layout)
+    return out
+
+
+def value_kinds(layout) -> list:
+    """The compressive encodings of a page's values, outermost first."""
+    kind = layout.WhichOneof("layout")
+    if kind == "mini_block_layout":
+        enc = layout.mini_block_layout.value_compression
+    elif kind == "full_zip_layout":
+        enc = layout.full_zip_layout.value_compression
+    else:
+        return [kind]
+    out = []
+    while enc.WhichOneof("compression") is not None:
+        k = enc.WhichOneof("compression")
+        out.append(k)
+        inner = getattr(enc, k)
+        if "values" not in inner.DESCRIPTOR.fields_by_name or not inner.HasField("values"):
+            break
+        enc = inner.values
+    return out
+
+
+def url_strings(n, seed=0, large=False):
+    rng = np.random.default_rng(seed)
+    words = ["alpha", "beta", "gamma", "delta", "news", "shop", "item", "user"]
+    vals = [f"https://{words[i % 8]}.example.org/{words[(i * 7) % 8]}/{int(v)}?page={i % 50}"
+            for i, v in enumerate(rng.integers(0, 10**6, n))]
+    return pa.array(vals, pa.large_string() if large else pa.string())
+
+
+def field(name, typ, **meta):
+    md = {f"lance-encoding:{k.replace('_', '-')}": str(v) for k, v in meta.items()}
+    return pa.field(name, typ, metadata=md or None)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fsst_strings_by_default(tmp_path, version):
+    """Pages of 32 KiB+ of strings are FSST (mini-block and full-zip), nulls and lists too."""
+    n = 4000
+    rng = np.random.default_rng(1)
+    urls = url_strings(n)
+    nulls = pa.array([None if i % 7 == 0 else s for i, s in enumerate(urls.to_pylist())])
+    binary = url_strings(n, 2).cast(pa.binary())
+    large = url_strings(n, 3, large=True)
+    long_text = pa.array([("lorem ipsum dolor sit amet " * (12 + i % 5)) + str(i)
+                          for i in range(n)])
+    lists = pa.array([[s, s[::-1]] if i % 5 else None
+                      for i, s in enumerate(urls.to_pylist())], pa.list_(pa.string()))
+    short = pa.array(["x" + str(i % 10) for i in range(n)])  # too small for FSST
+    table = pa.table({"urls": urls, "nulls": nulls, "binary": binary, "large": large,
+                      "long_text": long_text, "lists": lists, "short": short,
+                      "n": pa.array(rng.integers(0, 9, n))})
+    path = write(tmp_path / "f.lance", table, version, chunk=1000)
+    check_both_readers(path, table)
+    for col in range(6):
+        for lay in layouts(path, col):
+            assert "fsst" in value_kinds(lay), (col, lay)
+    assert layouts(path, 4)[0].WhichOneof("layout") == "full_zip_layout"
+    assert all("fsst" not in value_kinds(lay) for lay in layouts(path, 6))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fsst_asked_for_and_combined_with_general(tmp_path, version):
+    n = 3000
+    table = pa.table([url_strings(200, 5), url_strings(200, 6), url_strings(n, 7)[:200]],
+                     schema=pa.schema([field("asked", pa.string(), compression="fsst"),
+                                       field("none", pa.string(), compression="none"),
+                                       field("zstd", pa.string(), compression="zstd")]))
+    path = write(tmp_path / "g.lance", table, version)
+    check_both_readers(path, table)
+    assert value_kinds(layouts(path, 0)[0]) == ["fsst", "variable"]
+    assert value_kinds(layouts(path, 1)[0]) == ["variable"]
+    assert value_kinds(layouts(path, 2)[0])[0] == "general"
