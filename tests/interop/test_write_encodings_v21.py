@@ -113,3 +113,74 @@ def test_fsst_asked_for_and_combined_with_general(tmp_path, version):
     assert value_kinds(layouts(path, 0)[0]) == ["fsst", "variable"]
     assert value_kinds(layouts(path, 1)[0]) == ["variable"]
     assert value_kinds(layouts(path, 2)[0])[0] == "general"
+
+
+BLOB = {"lance-encoding:blob": "true"}
+
+
+def blob_table(n=60):
+    big = pa.array([bytes([i % 251]) * (i * 37) if i % 3 else None for i in range(n)],
+                   pa.large_binary())
+    sf = pa.struct([pa.field("bb", pa.large_binary(), metadata=BLOB), pa.field("k", pa.int32())])
+    st = pa.StructArray.from_arrays(
+        [pa.array([b"y" * i if i % 4 else None for i in range(n)], pa.large_binary()),
+         pa.array(range(n), pa.int32())], fields=list(sf), mask=pa.array(np.arange(n) % 5 == 0))
+    return pa.table([big, st, pa.array([None] * n, pa.large_binary()),
+                     pa.array([b""] * n, pa.large_binary()),
+                     pa.array([b"q%d" % i for i in range(n)], pa.large_binary())],
+                    schema=pa.schema([pa.field("big", pa.large_binary(), metadata=BLOB),
+                                      pa.field("st", sf),
+                                      pa.field("nulls", pa.large_binary(), metadata=BLOB),
+                                      pa.field("empties", pa.large_binary(), metadata=BLOB),
+                                      pa.field("req", pa.large_binary(), nullable=False,
+                                               metadata=BLOB)]))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_blob_columns(tmp_path, version):
+    """Blob v1 pages (what pylance's file writer writes at 2.1 and 2.2): descriptions in a
+    mini-block packed struct, the bytes 64-byte aligned in the data region."""
+    table = blob_table()
+    path = write(tmp_path / "b.lance", table, version, chunk=25)
+    check_both_readers(path, table)
+    data = open(path, "rb").read()
+    for col in (0, 1, 3, 4, 5):   # st.k (column 2) is a plain int column
+        for lay in layouts(path, col):
+            assert lay.WhichOneof("layout") == "blob_layout"
+            inner = lay.blob_layout.inner_layout.mini_block_layout.value_compression
+            assert list(inner.packed_struct.bits_per_value) == [64, 64]
+    big = table.column("big").to_pylist()
+    first = next(i for i, v in enumerate(big) if v)
+    pos = data.find(big[first])
+    assert pos >= 0 and pos % 64 == 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_blob_datasets(tmp_path, version):
+    import lance
+
+    import lancefmt
+
+    table = blob_table().select(["big", "req"])
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table, uri, data_storage_version=version)
+    ds = lance.dataset(uri)
+    ds.validate()
+    assert ds.data_storage_version == version
+    blobs = ds.take_blobs("big", indices=[1, 2, 4])
+    assert [b.read() for b in blobs] == [table.column("big")[i].as_py() for i in (1, 2, 4)]
+    assert lancefmt.dataset(uri).to_table().equals(table)
+
+
+@pytest.mark.parametrize("typ,nested", [(pa.binary(), False), (pa.large_string(), False),
+                                        (pa.string(), False), (pa.large_binary(), True)])
+def test_blobs_pylance_refuses_are_refused(tmp_path, typ, nested):
+    import lancefmt
+
+    f = pa.field("b", typ, metadata=BLOB)
+    if nested:
+        f = pa.field("l", pa.list_(f))
+    path = tmp_path / "r.lance"
+    with pytest.raises(lancefmt.UnsupportedFeatureError):
+        LanceFileWriter(str(path), pa.schema([f]), version="2.2")
+    assert not path.exists()

@@ -145,9 +145,12 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
             f"field {node.name!r}: {len(nodes)} leaf fields but {len(paths)} leaves in {dtype}")
     leaves = []
     for p, leaf in zip(paths, nodes):
-        if BLOB_META_KEY in leaf.field.metadata:
-            raise UnsupportedFeatureError(
-                f"field {leaf.name!r}: blob columns in Lance 2.1/2.2 files are not written yet")
+        from .blob_writer import BlobLeafWriter, blob_leaf
+
+        if blob_leaf(leaf, dtype, p):
+            leaves.append(BlobLeafWriter(column_of[leaf.id], p, sink, version,
+                                         page_buffer_bytes, leaf.name))
+            continue
         if leaf.is_packed_struct():
             raise UnsupportedFeatureError(
                 f"field {leaf.name!r}: packed structs in Lance 2.1/2.2 files are not written yet")
