@@ -184,3 +184,62 @@ def test_blobs_pylance_refuses_are_refused(tmp_path, typ, nested):
     with pytest.raises(lancefmt.UnsupportedFeatureError):
         LanceFileWriter(str(path), pa.schema([f]), version="2.2")
     assert not path.exists()
+
+
+def _first_kinds(path, column):
+    return value_kinds(layouts(path, column)[0])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_metadata_keys_choose_the_encoding(tmp_path, version):
+    """Every lance-encoding:* key pylance 14 honours at write time, one column each."""
+    n = 5000
+    rng = np.random.default_rng(4)
+    smooth = np.cumsum(rng.normal(0, 0.01, n)) + 100.0
+    runs = np.repeat(np.arange(n // 10), 10)[:n]
+    cats = pa.array(np.array(["red", "green", "blue", "cyan"])[rng.integers(0, 4, n)])
+    ints = pa.array(rng.integers(0, 5, n) * 1_000_003, pa.int64())
+    cols = [
+        (field("bss_on", pa.float64(), compression="zstd", bss="on"), pa.array(rng.random(n))),
+        (field("bss_auto", pa.float64(), compression="lz4"), pa.array(smooth)),
+        (field("bss_off", pa.float64(), compression="zstd", bss="off"), pa.array(smooth)),
+        (field("rle", pa.int64(), rle_threshold="0.2"), pa.array(runs, pa.int64())),
+        (field("no_rle", pa.int64(), rle_threshold="0.01"), pa.array(runs, pa.int64())),
+        (field("dict_off", pa.string(), dict_size_ratio="0.01"), cats),
+        (field("dict_int", pa.int64(), dict_size_ratio="0.9"), ints),
+        (field("fullzip", pa.int32(), structural_encoding="fullzip"),
+         pa.array(np.arange(n, dtype=np.int32), mask=np.arange(n) % 9 == 0)),
+        (field("fullzip_s", pa.string(), structural_encoding="fullzip"), url_strings(n)),
+        (field("miniblock", pa.string(), structural_encoding="miniblock"),
+         pa.array(["w" * (300 + i % 50) for i in range(n)])),
+        (field("level", pa.int64(), compression="zstd", compression_level="7"),
+         pa.array(rng.integers(0, 1 << 40, n))),
+    ]
+    table = pa.table([c for _, c in cols], schema=pa.schema([f for f, _ in cols]))
+    path = write(tmp_path / "m.lance", table, version, chunk=n)
+    check_both_readers(path, table)
+    col = {f.name: i for i, (f, _) in enumerate(cols)}
+    assert _first_kinds(path, col["bss_on"]) == ["general", "byte_stream_split", "flat"]
+    assert _first_kinds(path, col["bss_auto"]) == ["general", "byte_stream_split", "flat"]
+    assert _first_kinds(path, col["bss_off"]) == ["general", "flat"]
+    assert _first_kinds(path, col["rle"])[0] == "rle"
+    assert "rle" not in _first_kinds(path, col["no_rle"])
+    assert not layouts(path, col["dict_off"])[0].mini_block_layout.HasField("dictionary")
+    assert layouts(path, col["dict_int"])[0].mini_block_layout.HasField("dictionary")
+    for name in ("fullzip", "fullzip_s"):
+        assert layouts(path, col[name])[0].WhichOneof("layout") == "full_zip_layout"
+    assert layouts(path, col["miniblock"])[0].WhichOneof("layout") == "mini_block_layout"
+    general = layouts(path, col["level"])[0].mini_block_layout.value_compression.general
+    assert general.compression.level == 7
+
+
+@pytest.mark.parametrize("meta", [{"compression": "brotli"}, {"dict_size_ratio": "1.5"},
+                                  {"structural_encoding": "zigzag"}])
+def test_metadata_values_pylance_rejects_are_refused(tmp_path, meta):
+    import lancefmt
+
+    path = tmp_path / "x.lance"
+    with pytest.raises(lancefmt.LanceError) as info:
+        LanceFileWriter(str(path), pa.schema([field("v", pa.int64(), **meta)]), version="2.2")
+    assert isinstance(info.value, ValueError)
+    assert not path.exists()

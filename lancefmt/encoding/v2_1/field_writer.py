@@ -27,6 +27,10 @@ def maybe_dictionary(values: pa.Array, options) -> pa.Array:
     whether the full hash pass is worth doing."""
     t = values.type
     n = len(values)
+    if options.dict_size_ratio is not None:
+        from .requested_encoders import dictionary_by_ratio
+
+        return dictionary_by_ratio(values, options.dict_size_ratio)
     if not is_variable(t) or n < DICT_MIN_VALUES or options.compression == "none" or \
             options.compression == "fsst":
         return values
@@ -155,7 +159,8 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
             raise UnsupportedFeatureError(
                 f"field {leaf.name!r}: packed structs in Lance 2.1/2.2 files are not written yet")
         leaves.append(LeafColumnWriter(column_of[leaf.id], p, sink, version,
-                                       LeafOptions.from_metadata(leaf.field.metadata),
+                                       LeafOptions.from_metadata(leaf.field.metadata,
+                                                                 leaf.name),
                                        page_buffer_bytes))
     return StructuralFieldWriter(leaves)
 

@@ -13,6 +13,15 @@ from .page_encoder import EncodedPage, PageInput
 from .value_block import VariableBlock
 
 
+def can_encode(block) -> bool:
+    """Full-zip takes plain variable and byte-aligned fixed values (not dictionaries or
+    bitmaps: those stay mini-block, as in pylance where the dictionary decision comes first)."""
+    from .value_block import FixedBlock
+
+    return isinstance(block, VariableBlock) or isinstance(block, FixedBlock) and \
+        block.bits % 8 == 0
+
+
 def _ctrl_bytes(bits: int) -> int:
     return 0 if bits == 0 else 1 if bits <= 8 else 2 if bits <= 16 else 4
 

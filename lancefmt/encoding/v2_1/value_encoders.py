@@ -330,7 +330,8 @@ class GeneralEncoder:
 def choose(block, version, options):
     """The value encoder of a mini-block page: dictionary indices / integers bit-packed when
     that is smaller, FSST for strings (as pylance: asked for, or pages of 32 KiB+), General
-    zstd/lz4 when the field asks (``lance-encoding:compression``)."""
+    zstd/lz4 when the field asks (``lance-encoding:compression``), byte-stream-split and RLE
+    as ``lance-encoding:bss`` / ``rle-threshold`` ask (:mod:`.requested_encoders`)."""
     scheme = options.compression if options is not None else None
     if isinstance(block, DictBlock):
         return DictionaryEncoder(block, version, options)
@@ -339,11 +340,17 @@ def choose(block, version, options):
 
         enc = FsstMiniBlockEncoder.maybe(block, scheme) or VariableEncoder(block)
     else:
-        enc = None
-        if scheme not in ("none", "zstd", "lz4"):
+        from .requested_encoders import ByteStreamSplitEncoder, rle_by_threshold
+
+        enc = ByteStreamSplitEncoder.maybe(block, options)
+        threshold = options.rle_threshold if options is not None else None
+        if enc is None and threshold is not None and scheme != "none":
+            enc = rle_by_threshold(block, threshold)
+        if enc is None and scheme not in ("none", "zstd", "lz4"):
             enc = BitpackEncoder.maybe(block)
             best = len(enc.data) if enc is not None else len(block.data)
-            enc = RleEncoder.maybe(block, best) or enc
+            if threshold is None:
+                enc = RleEncoder.maybe(block, best) or enc
         if enc is None:
             enc = FlatEncoder(block)
     if scheme in ("zstd", "lz4"):
