@@ -243,3 +243,67 @@ def test_metadata_values_pylance_rejects_are_refused(tmp_path, meta):
         LanceFileWriter(str(path), pa.schema([field("v", pa.int64(), **meta)]), version="2.2")
     assert isinstance(info.value, ValueError)
     assert not path.exists()
+
+
+PACKED = {"lance-encoding:packed": "true"}
+ROW = pa.struct([("a", pa.int32()), ("b", pa.float64()), ("c", pa.uint8())])
+
+
+def rows(m, mask=None):
+    return pa.StructArray.from_arrays(
+        [pa.array(np.arange(m, dtype=np.int32)), pa.array(np.arange(m) * 0.5),
+         pa.array(np.arange(m) % 256, pa.uint8())], fields=list(ROW), mask=mask)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_packed_structs(tmp_path, version):
+    """Packed structs as one column of whole rows: top level, nullable, inside a nullable
+    struct, inside a list."""
+    n = 3000
+    outer = pa.struct([pa.field("p", ROW, metadata=PACKED), ("z", pa.int64())])
+    lst = pa.list_(pa.field("item", ROW, metadata=PACKED))
+    offs = np.concatenate([[0], np.cumsum(np.arange(n) % 4)]).astype(np.int32)
+    m = int(offs[-1])
+    table = pa.table(
+        [rows(n), rows(n, pa.array(np.arange(n) % 7 == 0)),
+         pa.StructArray.from_arrays([rows(n, pa.array(np.arange(n) % 3 == 0)),
+                                     pa.array(np.arange(n))], fields=list(outer),
+                                    mask=pa.array(np.arange(n) % 5 == 0)),
+         pa.ListArray.from_arrays(pa.array(offs), rows(m, pa.array(np.arange(m) % 4 == 0)),
+                                  type=lst, mask=pa.array(np.arange(n) % 6 == 0))],
+        schema=pa.schema([pa.field("p", ROW, metadata=PACKED),
+                          pa.field("pn", ROW, metadata=PACKED), pa.field("o", outer),
+                          pa.field("l", lst)]))
+    path = write(tmp_path / "p.lance", table, version, chunk=700)
+    check_both_readers(path, table)
+    assert len(PyLanceReader(path).metadata().columns) == 5   # p, pn, o.p, o.z, l
+    for col in (0, 1, 2, 4):
+        for lay in layouts(path, col):
+            ps = lay.mini_block_layout.value_compression.packed_struct
+            assert list(ps.bits_per_value) == [32, 64, 8]
+            assert ps.values.flat.bits_per_value == 104
+
+
+@pytest.mark.parametrize("version,typ", [("2.1", pa.string()), ("2.2", pa.string()),
+                                         ("2.2", pa.bool_())])
+def test_packed_structs_pylance_refuses_are_refused(tmp_path, version, typ):
+    import lancefmt
+
+    f = pa.field("p", pa.struct([("a", pa.int32()), ("x", typ)]), metadata=PACKED)
+    path = tmp_path / "r.lance"
+    with pytest.raises(lancefmt.UnsupportedFeatureError):
+        LanceFileWriter(str(path), pa.schema([f]), version=version)
+    assert not path.exists()
+
+
+def test_packed_struct_null_fields_are_refused(tmp_path):
+    import lancefmt
+
+    f = pa.field("p", ROW, metadata=PACKED)
+    arr = pa.StructArray.from_arrays(
+        [pa.array([1, None], pa.int32()), pa.array([1.0, 2.0]), pa.array([1, 2], pa.uint8())],
+        fields=list(ROW))
+    w = LanceFileWriter(str(tmp_path / "n.lance"), pa.schema([f]), version="2.2")
+    with pytest.raises(lancefmt.UnsupportedFeatureError):
+        w.write_batch(pa.table([arr], schema=pa.schema([f])))
+    w.abort()

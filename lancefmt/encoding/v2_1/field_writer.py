@@ -138,12 +138,12 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
     if isinstance(dtype, pa.BaseExtensionType):
         dtype = dtype.storage_type
     nodes = _leaf_nodes(node)
-    for leaf in nodes:
-        if leaf.is_packed_struct():
-            raise UnsupportedFeatureError(
-                f"field {leaf.name!r}: packed structs (lance-encoding:packed) in Lance 2.1/2.2 "
-                f"files are not written yet; use version 2.0")
-    paths = leaf_paths_of(dtype)
+    if any(leaf.is_packed_struct() for leaf in nodes):
+        from .packed_writer import leaf_paths
+
+        paths = leaf_paths(dtype, node)
+    else:
+        paths = leaf_paths_of(dtype)
     if len(paths) != len(nodes):
         raise UnsupportedFeatureError(
             f"field {node.name!r}: {len(nodes)} leaf fields but {len(paths)} leaves in {dtype}")
@@ -156,8 +156,12 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
                                          page_buffer_bytes, leaf.name))
             continue
         if leaf.is_packed_struct():
-            raise UnsupportedFeatureError(
-                f"field {leaf.name!r}: packed structs in Lance 2.1/2.2 files are not written yet")
+            from .blob_writer import leaf_arrow_type
+            from .packed_writer import PackedLeafWriter
+
+            leaves.append(PackedLeafWriter(column_of[leaf.id], p, leaf_arrow_type(dtype, p)[0],
+                                           sink, version, page_buffer_bytes, leaf.name))
+            continue
         leaves.append(LeafColumnWriter(column_of[leaf.id], p, sink, version,
                                        LeafOptions.from_metadata(leaf.field.metadata,
                                                                  leaf.name),
