@@ -65,6 +65,8 @@ def logical_type(dtype: pa.DataType) -> str:
         return f"decimal:256:{dtype.precision}:{dtype.scale}"
     if pa.types.is_struct(dtype):
         return "struct"
+    if pa.types.is_map(dtype):  # Lance 2.2+ only; the writers refuse it below
+        return "map"
     if pa.types.is_list(dtype):
         return "list.struct" if pa.types.is_struct(dtype.value_type) else "list"
     if pa.types.is_large_list(dtype):
@@ -310,6 +312,9 @@ def fields_from_arrow(schema, start_id: int = 0) -> list[Field]:
         elif pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
             inner = f.type.storage_type if _is_extension(f.type) else f.type
             visit(inner.value_field, msg.id)
+        elif pa.types.is_map(dtype):  # one non-null entries struct of (key, value), as Lance
+            visit(pa.field("entries", pa.struct([dtype.key_field, dtype.item_field]),
+                           nullable=False), msg.id)
         elif pa.types.is_dictionary(dtype):
             vt = dtype.value_type
             if not (pa.types.is_primitive(vt) or pa.types.is_string(vt) or pa.types.is_binary(vt)

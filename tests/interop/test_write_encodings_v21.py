@@ -307,3 +307,46 @@ def test_packed_struct_null_fields_are_refused(tmp_path):
     with pytest.raises(lancefmt.UnsupportedFeatureError):
         w.write_batch(pa.table([arr], schema=pa.schema([f])))
     w.abort()
+
+
+def map_table(n=400):
+    rng = np.random.default_rng(9)
+    rows = []
+    for i in range(n):
+        k = int(rng.integers(0, 4))
+        rows.append(None if i % 9 == 0 else [(f"k{j}", None if (i + j) % 5 == 0 else i * j)
+                                             for j in range(k)])
+    m = pa.array(rows, pa.map_(pa.string(), pa.int32()))
+    nested = pa.array([{"mm": None if i % 4 == 0 else [(i, f"v{i}")]} for i in range(n)],
+                      pa.struct([("mm", pa.map_(pa.int64(), pa.string()))]))
+    return pa.table({"m": m, "nested": nested, "i": pa.array(np.arange(n))})
+
+
+def test_maps_at_2_2(tmp_path):
+    """pylance 14 writes and reads maps at 2.2 only; so does lancefmt."""
+    import lance
+
+    import lancefmt
+
+    table = map_table()
+    path = write(tmp_path / "m.lance", table, "2.2", chunk=150)
+    check_both_readers(path, table)
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table, uri)
+    ds = lance.dataset(uri)
+    ds.validate()
+    assert ds.to_table().equals(table)
+    assert ds.schema.field("m").type == table.schema.field("m").type
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_maps_before_2_2_are_refused(tmp_path, version):
+    import lancefmt
+
+    table = map_table(20)
+    with pytest.raises(lancefmt.UnsupportedFeatureError):
+        LanceFileWriter(str(tmp_path / "m.lance"), table.schema, version=version)
+    assert not (tmp_path / "m.lance").exists()
+    with pytest.raises(lancefmt.UnsupportedFeatureError):
+        lancefmt.write_dataset(table, str(tmp_path / "ds"), data_storage_version=version)
+    assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").rglob("*.lance"))

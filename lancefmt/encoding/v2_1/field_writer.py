@@ -130,6 +130,17 @@ def _leaf_nodes(node):
     return [node]
 
 
+def _has_map(dtype) -> bool:
+    if pa.types.is_map(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_has_map(dtype.field(i).type) for i in range(dtype.num_fields))
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or \
+            pa.types.is_fixed_size_list(dtype):
+        return _has_map(dtype.value_type)
+    return False
+
+
 def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, version,
                        page_buffer_bytes=DEFAULT_PAGE_BUFFER_BYTES):
     from .options import LeafOptions
@@ -137,6 +148,10 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
     dtype = arrow_field.type
     if isinstance(dtype, pa.BaseExtensionType):
         dtype = dtype.storage_type
+    if tuple(version) < (2, 2) and _has_map(dtype):
+        raise UnsupportedFeatureError(
+            f"field {node.name!r}: the map type needs Lance file version 2.2 (pylance 14: Map "
+            f"data type is not enabled by the selected file format)")
     nodes = _leaf_nodes(node)
     if any(leaf.is_packed_struct() for leaf in nodes):
         from .packed_writer import leaf_paths
