@@ -350,3 +350,29 @@ def test_maps_before_2_2_are_refused(tmp_path, version):
     with pytest.raises(lancefmt.UnsupportedFeatureError):
         lancefmt.write_dataset(table, str(tmp_path / "ds"), data_storage_version=version)
     assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").rglob("*.lance"))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_levels_bit_packed_like_pylance(tmp_path, version):
+    """Rep/def levels are out-of-line bit-packed at the page's level width, as pylance writes
+    them; one huge value per chunk still fits the 2.1 chunk limit with padded levels."""
+    n = 5000
+    table = pa.table({"a": pa.array(np.arange(n) % 100, mask=np.arange(n) % 3 == 0),
+                      "l": pa.array([[1, None] if i % 4 else None for i in range(n)],
+                                    pa.list_(pa.int32()))})
+    wide = pa.table({"w": pa.array([None if i % 2 else "q" * 200 for i in range(400)],
+                                   pa.string()),
+                     "s": pa.array([None if i % 2 else b"x" * 20000 for i in range(400)],
+                                   pa.binary())},
+                    schema=pa.schema([field("w", pa.string()),
+                                      field("s", pa.binary(), structural_encoding="miniblock")]))
+    path = write(tmp_path / "l.lance", table, version, chunk=2000)
+    check_both_readers(path, table)
+    for col in (0, 1):
+        mb = layouts(path, col)[0].mini_block_layout
+        ool = mb.def_compression.out_of_line_bitpacking
+        assert ool.uncompressed_bits_per_value == 16 and ool.values.flat.bits_per_value >= 1
+    assert layouts(path, 1)[0].mini_block_layout.rep_compression.HasField(
+        "out_of_line_bitpacking")
+    path = write(tmp_path / "w.lance", wide, version)
+    check_both_readers(path, wide)
