@@ -376,3 +376,29 @@ def test_levels_bit_packed_like_pylance(tmp_path, version):
         "out_of_line_bitpacking")
     path = write(tmp_path / "w.lance", wide, version)
     check_both_readers(path, wide)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fsst_hypothesis_round_trips(tmp_path, version):
+    """Arbitrary strings / bytes (nulls, empties, escapes) under compression=fsst and in
+    32 KiB+ pages: both readers give them back."""
+    from hypothesis import given, settings, strategies as st
+
+    @settings(max_examples=15, deadline=None)
+    @given(st.lists(st.one_of(st.none(), st.binary(max_size=40)), min_size=1, max_size=300),
+           st.integers(1, 200))
+    def check(values, repeat):
+        arr = pa.array(values, pa.binary())
+        big = pa.array([None if v is None else v * 3 for v in values] * repeat, pa.binary())
+        texts = pa.array([None if v is None else v.hex() for v in values], pa.large_string())
+        table = pa.table([arr, texts, big[:len(values)]],
+                         schema=pa.schema([field("b", pa.binary(), compression="fsst"),
+                                           field("t", pa.large_string(), compression="fsst"),
+                                           field("g", pa.binary())]))
+        table2 = pa.table({"big": big})
+        path = write(tmp_path / "h.lance", table, version)
+        check_both_readers(path, table)
+        path = write(tmp_path / "h2.lance", table2, version)
+        check_both_readers(path, table2)
+
+    check()
