@@ -284,8 +284,8 @@ def test_packed_structs(tmp_path, version):
             assert ps.values.flat.bits_per_value == 104
 
 
-@pytest.mark.parametrize("version,typ", [("2.1", pa.string()), ("2.2", pa.string()),
-                                         ("2.2", pa.bool_())])
+@pytest.mark.parametrize("version,typ", [("2.1", pa.string()), ("2.1", pa.large_binary()),
+                                         ("2.2", pa.bool_()), ("2.2", pa.list_(pa.int8()))])
 def test_packed_structs_pylance_refuses_are_refused(tmp_path, version, typ):
     import lancefmt
 
@@ -402,3 +402,25 @@ def test_fsst_hypothesis_round_trips(tmp_path, version):
         check_both_readers(path, table2)
 
     check()
+
+
+def test_variable_packed_structs_at_2_2(tmp_path):
+    """Packed structs with string / binary fields: full-zip variable_packed_struct rows."""
+    n = 500
+    vx = pa.struct([("a", pa.int32()), ("s", pa.string()), ("b", pa.large_binary()),
+                    ("c", pa.uint16())])
+    arr = pa.StructArray.from_arrays(
+        [pa.array(np.arange(n, dtype=np.int32)), pa.array([f"s{i}" * (i % 5) for i in range(n)]),
+         pa.array([b"b" * (i % 3) for i in range(n)], pa.large_binary()),
+         pa.array(np.arange(n) % 999, pa.uint16())],
+        fields=list(vx), mask=pa.array(np.arange(n) % 7 == 0))
+    table = pa.table([arr, pa.array(np.arange(n))],
+                     schema=pa.schema([pa.field("p", vx, metadata=PACKED),
+                                       pa.field("i", pa.int64())]))
+    path = write(tmp_path / "v.lance", table, "2.2", chunk=200)
+    check_both_readers(path, table)
+    for lay in layouts(path, 0):
+        fields = lay.full_zip_layout.value_compression.variable_packed_struct.fields
+        assert [f.WhichOneof("layout") for f in fields] == [
+            "bits_per_value", "bits_per_length", "bits_per_length", "bits_per_value"]
+        assert [f.bits_per_length for f in fields[1:3]] == [32, 64]
