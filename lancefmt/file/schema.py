@@ -404,6 +404,11 @@ def field_tree(fields: Iterable[Field]) -> list[FieldNode]:
     nodes: dict[int, FieldNode] = {}
     roots: list[FieldNode] = []
     for f in fields:
+        if f.id == -1 and f.parent_id == -1 and roots and any(
+                k in roots[-1].field.metadata for k in ("lance-encoding:blob", b"lance-encoding:blob")):
+            raise UnsupportedFeatureError(
+                f"field {roots[-1].name!r}: blob v2 descriptions (pylance 2.2 datasets' blob "
+                f"columns) are not read by lancefmt yet")
         if f.id in nodes:
             raise CorruptFileError(f"duplicate field id {f.id}")
         node = FieldNode(f)

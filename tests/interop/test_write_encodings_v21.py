@@ -424,3 +424,17 @@ def test_variable_packed_structs_at_2_2(tmp_path):
         assert [f.WhichOneof("layout") for f in fields] == [
             "bits_per_value", "bits_per_length", "bits_per_length", "bits_per_value"]
         assert [f.bits_per_length for f in fields[1:3]] == [32, 64]
+
+
+def test_pylance_blob_v2_datasets_are_refused_clearly(tmp_path):
+    """pylance 14 turns 2.2 datasets' blob columns into blob v2 (a lance.blob.v2 struct whose
+    file-level description fields carry no ids); lancefmt does not read those yet and says so."""
+    import lance
+
+    import lancefmt
+
+    table = blob_table().select(["big"])
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(table, uri, data_storage_version="2.2")
+    with pytest.raises(lancefmt.UnsupportedFeatureError, match="blob v2"):
+        lancefmt.dataset(uri).to_table()

@@ -118,6 +118,9 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
     return EncodedPage(pb.PageLayout(full_zip_layout=fz), buffers, inp.num_rows)
 
 
+PER_VALUE_GENERAL_MIN_LEN = 32 * 1024
+
+
 def _maybe_fsst(block: VariableBlock, options):
     """Long strings FSST-compressed value by value, as pylance does by default (not under
     ``lance-encoding:compression=zstd|lz4|none``)."""
@@ -126,6 +129,8 @@ def _maybe_fsst(block: VariableBlock, options):
     scheme = options.compression if options is not None else None
     if scheme not in (None, "fsst") or not worth_trying(block, scheme):
         return block, None
+    if scheme is None and block.max_len > PER_VALUE_GENERAL_MIN_LEN:
+        return block, None   # pylance compresses such values one by one with zstd instead
     got = compress_block(block)
     return got if got is not None else (block, None)
 
