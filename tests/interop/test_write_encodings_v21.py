@@ -438,3 +438,25 @@ def test_pylance_blob_v2_datasets_are_refused_clearly(tmp_path):
     lance.write_dataset(table, uri, data_storage_version="2.2")
     with pytest.raises(lancefmt.UnsupportedFeatureError, match="blob v2"):
         lancefmt.dataset(uri).to_table()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_long_values_compressed_one_by_one(tmp_path, version):
+    """Full-zip strings under compression=zstd|lz4, or with a value over 32 KiB, are one zstd
+    frame per value (general over variable, level 0), as pylance writes them."""
+    n = 400
+    text = pa.array([None if i % 5 == 0 else ("hello world %d " % i) * 30 for i in range(n)])
+    huge = pa.array([None if i % 3 == 0 else (b"%d," % i) * (20000 if i == 7 else 30)
+                     for i in range(60)] + [b""] * (n - 60), pa.large_binary())
+    table = pa.table([text, text, huge],
+                     schema=pa.schema([field("z", pa.string(), compression="zstd"),
+                                       field("l", pa.string(), compression="lz4"),
+                                       field("h", pa.large_binary())]))
+    path = write(tmp_path / "z.lance", table, version)
+    check_both_readers(path, table)
+    for col in range(3):
+        lay = layouts(path, col)[0]
+        assert lay.WhichOneof("layout") == "full_zip_layout"
+        assert value_kinds(lay) == ["general", "variable"]
+        assert lay.full_zip_layout.value_compression.general.compression.scheme == \
+            pb.COMPRESSION_ALGORITHM_ZSTD

@@ -41,8 +41,11 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
                           num_visible_items=len(vis_idx))
     fz.layers.extend(inp.layers)
     table = None
+    general = False
     if isinstance(block, VariableBlock):
-        block, table = _maybe_fsst(block, options)
+        block, general = _maybe_per_value_general(block, options)
+        if not general:
+            block, table = _maybe_fsst(block, options)
         lens = np.diff(block.offsets)
         payload_len = np.zeros(n_entries, dtype=np.int64)
         valid_vis = defs[vis_idx] == 0
@@ -52,6 +55,11 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
         if table is not None:
             fz.value_compression.fsst.symbol_table = table
             fz.value_compression.fsst.values.variable.offsets.flat.bits_per_value = 8 * lw
+        elif general:
+            g = fz.value_compression.general
+            g.compression.scheme = pb.COMPRESSION_ALGORITHM_ZSTD
+            g.compression.level = 0
+            g.values.variable.offsets.flat.bits_per_value = 8 * lw
         else:
             fz.value_compression.variable.offsets.flat.bits_per_value = 8 * lw
     else:
@@ -119,6 +127,30 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
 
 
 PER_VALUE_GENERAL_MIN_LEN = 32 * 1024
+
+
+def _maybe_per_value_general(block: VariableBlock, options):
+    """pylance's per-value compression: every value its own zstd frame (Lance framing, level
+    0 recorded) when the field asks for zstd or lz4 (pylance writes zstd for both) or a value
+    exceeds 32 KiB, on pages of 32 KiB+. Returns (block, whether it applied)."""
+    from .. import compression
+    from .fsst_encoder import MIN_PAGE_BYTES
+
+    scheme = options.compression if options is not None else None
+    size = int(block.offsets[-1] - block.offsets[0])
+    asked = scheme in ("zstd", "lz4")
+    if size < MIN_PAGE_BYTES or not (asked or scheme is None and
+                                     block.max_len > PER_VALUE_GENERAL_MIN_LEN):
+        return block, False
+    data = np.ascontiguousarray(block.data)
+    offs = block.offsets
+    # one library call per value (values here are large: >= 256 bytes, usually far more)
+    frames = [compression.compress("zstd", data[int(a):int(b)])
+              for a, b in zip(offs[:-1], offs[1:])]
+    lens = np.fromiter((len(f) for f in frames), dtype=np.int64, count=len(frames))
+    new_offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    out = np.frombuffer(b"".join(frames), dtype=np.uint8)
+    return VariableBlock(new_offs, out, block.n, block.large), True
 
 
 def _maybe_fsst(block: VariableBlock, options):
