@@ -65,6 +65,8 @@ def logical_type(dtype: pa.DataType) -> str:
         return f"decimal:256:{dtype.precision}:{dtype.scale}"
     if pa.types.is_struct(dtype):
         return "struct"
+    if pa.types.is_map(dtype):  # Lance 2.2+ only; the writers refuse it below
+        return "map"
     if pa.types.is_list(dtype):
         return "list.struct" if pa.types.is_struct(dtype.value_type) else "list"
     if pa.types.is_large_list(dtype):
@@ -310,6 +312,9 @@ def fields_from_arrow(schema, start_id: int = 0) -> list[Field]:
         elif pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
             inner = f.type.storage_type if _is_extension(f.type) else f.type
             visit(inner.value_field, msg.id)
+        elif pa.types.is_map(dtype):  # one non-null entries struct of (key, value), as Lance
+            visit(pa.field("entries", pa.struct([dtype.key_field, dtype.item_field]),
+                           nullable=False), msg.id)
         elif pa.types.is_dictionary(dtype):
             vt = dtype.value_type
             if not (pa.types.is_primitive(vt) or pa.types.is_string(vt) or pa.types.is_binary(vt)
@@ -399,6 +404,11 @@ def field_tree(fields: Iterable[Field]) -> list[FieldNode]:
     nodes: dict[int, FieldNode] = {}
     roots: list[FieldNode] = []
     for f in fields:
+        if f.id == -1 and f.parent_id == -1 and roots and any(
+                k in roots[-1].field.metadata for k in ("lance-encoding:blob", b"lance-encoding:blob")):
+            raise UnsupportedFeatureError(
+                f"field {roots[-1].name!r}: blob v2 descriptions (pylance 2.2 datasets' blob "
+                f"columns) are not read by lancefmt yet")
         if f.id in nodes:
             raise CorruptFileError(f"duplicate field id {f.id}")
         node = FieldNode(f)

@@ -126,9 +126,15 @@ def test_unknown_logical_types(lt):
         arrow_type(lt)
 
 
+def test_maps_as_lance_writes_them():
+    """map -> one non-null ``entries`` struct of key, value (as pylance 14's 2.2 schema)."""
+    fields = fields_from_arrow(pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
+    assert [(f.name, f.logical_type, f.nullable, f.parent_id) for f in fields] == [
+        ("m", "map", True, -1), ("entries", "struct", False, 0), ("key", "string", False, 1),
+        ("value", "int32", True, 1)]
+
+
 def test_unsupported_arrow_types():
-    with pytest.raises(UnsupportedFeatureError):
-        fields_from_arrow(pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
     with pytest.raises(UnsupportedFeatureError):
         fields_from_arrow(pa.schema([("j", pa.json_())]))
 

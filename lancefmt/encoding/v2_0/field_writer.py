@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, UnsupportedFeatureError
 from .._validity import copy_bitmap
 from .page_encoder import (EncodedPage, PageOptions, _offsets_view, encode_list_offsets,
                            encode_page, struct_header_page)
@@ -266,6 +266,10 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink: Sink,
         items = build_field_writer(node.children[0], dtype.value_field, column_of, sink,
                                    page_buffer_bytes, max_page_bytes)
         return ListFieldWriter(col, items, sink, page_buffer_bytes)
+    if lt == "map":
+        raise UnsupportedFeatureError(
+            f"field {node.name!r}: the map type needs Lance file version 2.2 (pylance 14: Lance "
+            f"v2.0 has no field encoding for maps)")
     if pa.types.is_fixed_size_list(dtype) and not _fixed_width_fsl(dtype):
         raise InvalidArgumentError(
             f"field {node.name!r}: a fixed-size list of {dtype.value_type} (2.0 stores "

@@ -27,6 +27,10 @@ def maybe_dictionary(values: pa.Array, options) -> pa.Array:
     whether the full hash pass is worth doing."""
     t = values.type
     n = len(values)
+    if options.dict_size_ratio is not None:
+        from .requested_encoders import dictionary_by_ratio
+
+        return dictionary_by_ratio(values, options.dict_size_ratio)
     if not is_variable(t) or n < DICT_MIN_VALUES or options.compression == "none" or \
             options.compression == "fsst":
         return values
@@ -126,6 +130,17 @@ def _leaf_nodes(node):
     return [node]
 
 
+def _has_map(dtype) -> bool:
+    if pa.types.is_map(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_has_map(dtype.field(i).type) for i in range(dtype.num_fields))
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or \
+            pa.types.is_fixed_size_list(dtype):
+        return _has_map(dtype.value_type)
+    return False
+
+
 def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, version,
                        page_buffer_bytes=DEFAULT_PAGE_BUFFER_BYTES):
     from .options import LeafOptions
@@ -133,26 +148,38 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
     dtype = arrow_field.type
     if isinstance(dtype, pa.BaseExtensionType):
         dtype = dtype.storage_type
+    if tuple(version) < (2, 2) and _has_map(dtype):
+        raise UnsupportedFeatureError(
+            f"field {node.name!r}: the map type needs Lance file version 2.2 (pylance 14: Map "
+            f"data type is not enabled by the selected file format)")
     nodes = _leaf_nodes(node)
-    for leaf in nodes:
-        if leaf.is_packed_struct():
-            raise UnsupportedFeatureError(
-                f"field {leaf.name!r}: packed structs (lance-encoding:packed) in Lance 2.1/2.2 "
-                f"files are not written yet; use version 2.0")
-    paths = leaf_paths_of(dtype)
+    if any(leaf.is_packed_struct() for leaf in nodes):
+        from .packed_writer import leaf_paths
+
+        paths = leaf_paths(dtype, node)
+    else:
+        paths = leaf_paths_of(dtype)
     if len(paths) != len(nodes):
         raise UnsupportedFeatureError(
             f"field {node.name!r}: {len(nodes)} leaf fields but {len(paths)} leaves in {dtype}")
     leaves = []
     for p, leaf in zip(paths, nodes):
-        if BLOB_META_KEY in leaf.field.metadata:
-            raise UnsupportedFeatureError(
-                f"field {leaf.name!r}: blob columns in Lance 2.1/2.2 files are not written yet")
+        from .blob_writer import BlobLeafWriter, blob_leaf
+
+        if blob_leaf(leaf, dtype, p):
+            leaves.append(BlobLeafWriter(column_of[leaf.id], p, sink, version,
+                                         page_buffer_bytes, leaf.name))
+            continue
         if leaf.is_packed_struct():
-            raise UnsupportedFeatureError(
-                f"field {leaf.name!r}: packed structs in Lance 2.1/2.2 files are not written yet")
+            from .blob_writer import leaf_arrow_type
+            from .packed_writer import PackedLeafWriter
+
+            leaves.append(PackedLeafWriter(column_of[leaf.id], p, leaf_arrow_type(dtype, p)[0],
+                                           sink, version, page_buffer_bytes, leaf.name))
+            continue
         leaves.append(LeafColumnWriter(column_of[leaf.id], p, sink, version,
-                                       LeafOptions.from_metadata(leaf.field.metadata),
+                                       LeafOptions.from_metadata(leaf.field.metadata,
+                                                                 leaf.name),
                                        page_buffer_bytes))
     return StructuralFieldWriter(leaves)
 

@@ -13,6 +13,15 @@ from .page_encoder import EncodedPage, PageInput
 from .value_block import VariableBlock
 
 
+def can_encode(block) -> bool:
+    """Full-zip takes plain variable and byte-aligned fixed values (not dictionaries or
+    bitmaps: those stay mini-block, as in pylance where the dictionary decision comes first)."""
+    from .value_block import FixedBlock
+
+    return isinstance(block, VariableBlock) or isinstance(block, FixedBlock) and \
+        block.bits % 8 == 0
+
+
 def _ctrl_bytes(bits: int) -> int:
     return 0 if bits == 0 else 1 if bits <= 8 else 2 if bits <= 16 else 4
 
@@ -31,14 +40,28 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
     fz = pb.FullZipLayout(bits_rep=bits_rep, bits_def=bits_def, num_items=n_entries,
                           num_visible_items=len(vis_idx))
     fz.layers.extend(inp.layers)
+    table = None
+    general = False
     if isinstance(block, VariableBlock):
+        block, general = _maybe_per_value_general(block, options)
+        if not general:
+            block, table = _maybe_fsst(block, options)
         lens = np.diff(block.offsets)
         payload_len = np.zeros(n_entries, dtype=np.int64)
         valid_vis = defs[vis_idx] == 0
         lw = 8 if block.large else 4
         payload_len[vis_idx[valid_vis]] = lw + lens[valid_vis]
         fz.bits_per_offset = 8 * lw
-        fz.value_compression.variable.offsets.flat.bits_per_value = 8 * lw
+        if table is not None:
+            fz.value_compression.fsst.symbol_table = table
+            fz.value_compression.fsst.values.variable.offsets.flat.bits_per_value = 8 * lw
+        elif general:
+            g = fz.value_compression.general
+            g.compression.scheme = pb.COMPRESSION_ALGORITHM_ZSTD
+            g.compression.level = 0
+            g.values.variable.offsets.flat.bits_per_value = 8 * lw
+        else:
+            fz.value_compression.variable.offsets.flat.bits_per_value = 8 * lw
     else:
         if block.bits % 8:
             raise UnsupportedFeatureError(f"full-zip of {block.bits}-bit values")
@@ -101,6 +124,47 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
         width = 1 if total < 256 else 2 if total < 65536 else 4 if total < 1 << 32 else 8
         buffers.append(idx.astype(f"<u{width}").tobytes())
     return EncodedPage(pb.PageLayout(full_zip_layout=fz), buffers, inp.num_rows)
+
+
+PER_VALUE_GENERAL_MIN_LEN = 32 * 1024
+
+
+def _maybe_per_value_general(block: VariableBlock, options):
+    """pylance's per-value compression: every value its own zstd frame (Lance framing, level
+    0 recorded) when the field asks for zstd or lz4 (pylance writes zstd for both) or a value
+    exceeds 32 KiB, on pages of 32 KiB+. Returns (block, whether it applied)."""
+    from .. import compression
+    from .fsst_encoder import MIN_PAGE_BYTES
+
+    scheme = options.compression if options is not None else None
+    size = int(block.offsets[-1] - block.offsets[0])
+    asked = scheme in ("zstd", "lz4")
+    if size < MIN_PAGE_BYTES or not (asked or scheme is None and
+                                     block.max_len > PER_VALUE_GENERAL_MIN_LEN):
+        return block, False
+    data = np.ascontiguousarray(block.data)
+    offs = block.offsets
+    # one library call per value (values here are large: >= 256 bytes, usually far more)
+    frames = [compression.compress("zstd", data[int(a):int(b)])
+              for a, b in zip(offs[:-1], offs[1:])]
+    lens = np.fromiter((len(f) for f in frames), dtype=np.int64, count=len(frames))
+    new_offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    out = np.frombuffer(b"".join(frames), dtype=np.uint8)
+    return VariableBlock(new_offs, out, block.n, block.large), True
+
+
+def _maybe_fsst(block: VariableBlock, options):
+    """Long strings FSST-compressed value by value, as pylance does by default (not under
+    ``lance-encoding:compression=zstd|lz4|none``)."""
+    from .fsst_encoder import compress_block, worth_trying
+
+    scheme = options.compression if options is not None else None
+    if scheme not in (None, "fsst") or not worth_trying(block, scheme):
+        return block, None
+    if scheme is None and block.max_len > PER_VALUE_GENERAL_MIN_LEN:
+        return block, None   # pylance compresses such values one by one with zstd instead
+    got = compress_block(block)
+    return got if got is not None else (block, None)
 
 
 def _ranges(starts, lens) -> np.ndarray:

@@ -4,7 +4,7 @@ then the rep, def and value buffers, each padded to 8 bytes. Buffer 0 of the pag
 metadata word per chunk (``(bytes/8 - 1) << 4 | log2(count)``; u16 in 2.1, u32 in 2.2), buffer
 1 the chunks, then the repetition index (rows ending per chunk, leftover levels) with lists.
 
-Levels are written flat (raw u16). Value encodings come from :mod:`.value_encoders`.
+Levels are bit-packed as pylance packs them (:mod:`.level_encoder`). Value encodings come from :mod:`.value_encoders`.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
 from . import value_encoders
+from .level_encoder import LevelPacker
 from .page_encoder import EncodedPage, PageInput
 
 TARGET_CHUNK_BYTES = 4096
@@ -36,7 +37,9 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
         vis_pos = None
     max_chunk_total = (1 << 32) * 8 if large else 32768
     max_value_buf = (1 << 32) - 1 if large else 65535
-    level_bytes = (2 if inp.rep is not None else 0) + (2 if inp.defs is not None else 0)
+    rep_pack = LevelPacker(inp.rep) if inp.rep is not None else None
+    def_pack = LevelPacker(inp.defs) if inp.defs is not None else None
+    level_width = sum(p.width for p in (rep_pack, def_pack) if p is not None)
 
     slices = getattr(enc, "page_slices", None)
     slices = slices() if slices is not None and not has_levels and n else None
@@ -67,7 +70,8 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
             ls, le = level_start(s), (entries if e >= n else level_start(e))
             nlev = le - ls if has_levels else 0
             vbytes = enc.chunk_value_bytes(s, e)
-            total = 16 + 4 * len(vbytes) + sum(v + 8 for v in vbytes) + (nlev * level_bytes + 16)
+            level_bytes = -(-nlev // 1024) * 128 * level_width  # bit-packed, padded
+            total = 16 + 4 * len(vbytes) + sum(v + 8 for v in vbytes) + level_bytes + 16
             if nlev <= 32767 and total <= max_chunk_total and max(vbytes, default=0) <= max_value_buf:
                 break
             if c == 1 or getattr(enc, "fixed_count", None):
@@ -85,8 +89,8 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
                  for b in enc.chunk_buffers(s, e)]
         header = bytearray()
         header += (le - ls if has_levels else 0).to_bytes(2, "little")
-        rep_b = inp.rep[ls:le].astype("<u2").tobytes() if inp.rep is not None else None
-        def_b = inp.defs[ls:le].astype("<u2").tobytes() if inp.defs is not None else None
+        rep_b = rep_pack.chunk(ls, le) if inp.rep is not None else None
+        def_b = def_pack.chunk(ls, le) if inp.defs is not None else None
         if rep_b is not None:
             header += len(rep_b).to_bytes(2, "little")
         if def_b is not None:
@@ -113,9 +117,9 @@ def _page(inp, enc, n, large, meta, chunk_data, chunks, entries) -> EncodedPage:
     mb.layers.extend(inp.layers)
     mb.value_compression.CopyFrom(enc.description())
     if inp.rep is not None:
-        mb.rep_compression.flat.bits_per_value = 16
+        LevelPacker(inp.rep).describe(mb.rep_compression)
     if inp.defs is not None:
-        mb.def_compression.flat.bits_per_value = 16
+        LevelPacker(inp.defs).describe(mb.def_compression)
     mb.num_buffers = enc.num_buffers
     mb.num_items = n
     if large:

@@ -45,7 +45,9 @@ def encode_page(inp: PageInput, version, options) -> EncodedPage:
         page = constant_value(inp)
         if page is not None:
             return page
-    if _value_bytes_max(inp.block) >= FULL_ZIP_MIN_VALUE_BYTES:
+    structural = getattr(options, "structural", None)  # lance-encoding:structural-encoding
+    if structural == "fullzip" and fullzip_encoder.can_encode(inp.block) or \
+            structural is None and _value_bytes_max(inp.block) >= FULL_ZIP_MIN_VALUE_BYTES:
         return fullzip_encoder.encode(inp, version, options)
     page = miniblock_encoder.encode(inp, version, options)
     if page is None:  # levels too dense for mini-block chunks

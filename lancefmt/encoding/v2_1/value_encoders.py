@@ -327,41 +327,30 @@ class GeneralEncoder:
                                                          values=self.inner.description()))
 
 
-AUTO_ZSTD_MIN_BYTES = 32 * 1024
-AUTO_ZSTD_LEVEL = 1
-AUTO_ZSTD_MAX_RATIO = 0.7
-
-
-def _strings_compress(block: VariableBlock) -> bool:
-    """Strings that compress well (URLs, text) get zstd per chunk -- lancefmt's stand-in for
-    Lance's FSST: still one small independent frame per ~4 KiB chunk. Judged on a 32 KiB
-    sample compressed as chunks would be."""
-    if len(block.data) < AUTO_ZSTD_MIN_BYTES:
-        return False
-    from .. import compression
-
-    sample = np.ascontiguousarray(block.data[:AUTO_ZSTD_MIN_BYTES])
-    packed = sum(len(compression.compress("zstd", sample[i:i + TARGET], AUTO_ZSTD_LEVEL))
-                 for i in range(0, len(sample), TARGET))
-    return packed < AUTO_ZSTD_MAX_RATIO * len(sample)
-
-
 def choose(block, version, options):
     """The value encoder of a mini-block page: dictionary indices / integers bit-packed when
-    that is smaller, General zstd/lz4 when the field asks (``lance-encoding:compression``)."""
+    that is smaller, FSST for strings (as pylance: asked for, or pages of 32 KiB+), General
+    zstd/lz4 when the field asks (``lance-encoding:compression``), byte-stream-split and RLE
+    as ``lance-encoding:bss`` / ``rle-threshold`` ask (:mod:`.requested_encoders`)."""
     scheme = options.compression if options is not None else None
     if isinstance(block, DictBlock):
         return DictionaryEncoder(block, version, options)
     if isinstance(block, VariableBlock):
-        enc = VariableEncoder(block)
-        if scheme is None and _strings_compress(block):
-            return GeneralEncoder(enc, "zstd", AUTO_ZSTD_LEVEL)
+        from .fsst_encoder import FsstMiniBlockEncoder
+
+        enc = FsstMiniBlockEncoder.maybe(block, scheme) or VariableEncoder(block)
     else:
-        enc = None
-        if scheme not in ("none", "zstd", "lz4"):
+        from .requested_encoders import ByteStreamSplitEncoder, rle_by_threshold
+
+        enc = ByteStreamSplitEncoder.maybe(block, options)
+        threshold = options.rle_threshold if options is not None else None
+        if enc is None and threshold is not None and scheme != "none":
+            enc = rle_by_threshold(block, threshold)
+        if enc is None and scheme not in ("none", "zstd", "lz4"):
             enc = BitpackEncoder.maybe(block)
             best = len(enc.data) if enc is not None else len(block.data)
-            enc = RleEncoder.maybe(block, best) or enc
+            if threshold is None:
+                enc = RleEncoder.maybe(block, best) or enc
         if enc is None:
             enc = FlatEncoder(block)
     if scheme in ("zstd", "lz4"):

@@ -1,0 +1,87 @@
+"""The FSST encoder (Cython) against the FSST decoder (Cython) the reader uses, and the
+symbol-table blob against Lance's layout."""
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from lancefmt.encoding.v2_1 import fsst_encoder as fe
+from lancefmt.encoding.v2_1._fsst import fsst_decode
+from lancefmt.encoding.v2_1._fsst_encode import count_codes, fsst_encode
+from lancefmt.encoding.v2_1.compressive import _FsstTable
+from lancefmt.encoding.v2_1.value_block import value_block
+
+
+def _roundtrip(strings):
+    block = value_block(pa.array(strings, pa.binary()))
+    vals, lens = fe.build_table(block)
+    offs, data = fsst_encode(np.ascontiguousarray(block.data), block.offsets, vals, lens)
+    table = _FsstTable(fe.serialise_table(vals, lens), "t")
+    back_offs, back, bad = fsst_decode(data, offs, table.symbols, table.lens)
+    assert bad == -1
+    assert np.array_equal(back_offs, block.offsets)
+    assert back.tobytes() == block.data.tobytes()
+    return len(data), len(block.data)
+
+
+def test_urls_compress_to_a_fraction_and_round_trip():
+    rng = np.random.default_rng(0)
+    urls = [f"https://shop.example.com/item/{int(v)}?ref=home".encode()
+            for v in rng.integers(0, 10**7, 5000)]
+    packed, raw = _roundtrip(urls)
+    assert packed < 0.4 * raw
+
+
+def test_random_bytes_escape_and_round_trip():
+    rng = np.random.default_rng(1)
+    blobs = [rng.integers(0, 256, int(k), dtype=np.uint8).tobytes()
+             for k in rng.integers(0, 40, 2000)]
+    packed, raw = _roundtrip(blobs)
+    assert packed <= 2 * raw
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=30), max_size=80))
+def test_any_strings_round_trip(strings):
+    _roundtrip(strings)
+
+
+def test_table_blob_has_lance_layout():
+    vals = np.array([0x6F6F, 0x61], dtype=np.uint64)
+    lens = np.array([2, 1], dtype=np.uint8)
+    blob = fe.serialise_table(vals, lens)
+    assert len(blob) == 8 + 256 * 8 + 256
+    header = int.from_bytes(blob[:8], "little")
+    assert header >> 32 == 0x46535354 and header & 0xFF == 2 and (header >> 24) & 1
+    assert blob[8:24] == vals.astype("<u8").tobytes() and blob[24:26] == b"\x02\x01"
+    assert set(blob[26:]) == {0}
+
+
+def test_longest_symbol_wins():
+    vals = np.array([0x61, 0x6161, 0x616161], dtype=np.uint64)   # a, aa, aaa
+    lens = np.array([1, 2, 3], dtype=np.uint8)
+    offs, data = fsst_encode(np.frombuffer(b"aaaaaaab", np.uint8), np.array([0, 8]), vals, lens)
+    # aaa aaa a + escaped b
+    assert data.tobytes() == bytes([2, 2, 0, 255, ord("b")])
+    c1, c2 = count_codes(np.frombuffer(b"aaaaaaab", np.uint8), np.array([0, 8]), vals, lens)
+    assert c1[2] == 2 and c1[0] == 1 and c1[256 + ord("b")] == 1
+    assert c2[2 * 512 + 2] == 1 and c2[2 * 512 + 0] == 1 and c2[0 * 512 + 256 + ord("b")] == 1
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError):
+        fsst_encode(np.zeros(4, np.uint8), np.array([0, 9]), np.zeros(0, np.uint64),
+                    np.zeros(0, np.uint8))
+    with pytest.raises(ValueError):
+        fsst_encode(np.zeros(4, np.uint8), np.array([0, 3, 2]), np.zeros(0, np.uint64),
+                    np.zeros(0, np.uint8))
+    with pytest.raises(ValueError):
+        fsst_encode(np.zeros(4, np.uint8), np.array([0, 4]), np.zeros(1, np.uint64),
+                    np.zeros(1, np.uint8))   # a symbol of length 0
+
+
+def test_incompressible_pages_are_left_plain():
+    rng = np.random.default_rng(2)
+    block = value_block(pa.array([rng.integers(0, 256, 64, dtype=np.uint8).tobytes()
+                                  for _ in range(1000)], pa.binary()))
+    assert fe.compress_block(block) is None
