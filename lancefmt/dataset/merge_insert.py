@@ -95,6 +95,18 @@ class MergeInsertBuilder:
         self._ds._adopt(new)
         return stats
 
+    def execute_uncommitted(self, data_obj, *, schema: pa.Schema | None = None):
+        """Write the merge's files without committing: ``(Transaction, stats)``, as pylance's.
+        Commit later with ``LanceDataset.commit(uri, transaction)`` (the transaction carries
+        the version it was planned against, so conflicts are checked then). The dataset does
+        not move."""
+        from ..table.transaction import Transaction
+
+        source = _conform_source(to_reader(data_obj, schema).read_all(), self._ds.schema, self._on)
+        ds = self._ds._snapshot()
+        op, stats, _, _ = stage_merge(ds, self, source)
+        return Transaction(ds.version, op), stats
+
 
 def _conform_source(source: pa.Table, schema: pa.Schema, on) -> pa.Table:
     missing = [n for n in schema.names if n not in source.column_names]
@@ -299,34 +311,47 @@ def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray) -> None:
         start += n
 
 
-def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
-    """Commit the merge on (a snapshot) ``ds``; returns (committed Dataset, stats)."""
-    from .dataset import Dataset
+def stage_merge(ds, b: MergeInsertBuilder, source: pa.Table):
+    """Plan the merge on ``ds`` and write its files (deletion files, new fragments), without
+    committing: (Update operation, stats, updated fragments, data files written). A failure
+    removes what it wrote."""
     from .update import _cleanup, _data_file_uris
     from .write import write_fragments
 
+    stats, deleted, insert_rows, update_rows, update_ids, update_addrs = _plan(ds, b, source)
+    updated, removed, written, new_frags = [], [], [], []
+    try:
+        updated, removed = delete_addresses(ds, deleted)
+        parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
+        if parts:
+            # updated rows first, then inserted ones, in the same fragments (as Lance)
+            frags = write_fragments(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
+                                    ds.uri, storage_options=ds.storage_options,
+                                    base_store_params=ds.base_store_params)
+            written += _data_file_uris(ds, frags)
+            if update_ids is not None and update_ids.size:
+                _carry_row_ids(frags, update_ids, _created_at(ds, update_addrs))
+            new_frags = frags
+    except BaseException:
+        _cleanup(ds, updated, written)
+        raise
+    op = Update(removed_fragment_ids=removed, updated_fragments=updated,
+                new_fragments=new_frags, fields_modified=[],
+                fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])
+    return op, stats, updated, written
+
+
+def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
+    """Commit the merge on (a snapshot) ``ds``; returns (committed Dataset, stats)."""
+    from .dataset import Dataset
+    from .update import _cleanup
+
     attempt = 0
     while True:
-        stats, deleted, insert_rows, update_rows, update_ids, update_addrs = _plan(ds, b, source)
-        if not deleted.size and (insert_rows is None or not insert_rows.num_rows):
+        op, stats, updated, written = stage_merge(ds, b, source)
+        if not (op.removed_fragment_ids or op.updated_fragments or op.new_fragments):
             return ds, stats
-        updated, removed, written = [], [], []
         try:
-            updated, removed = delete_addresses(ds, deleted)
-            parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
-            new_frags = []
-            if parts:
-                # updated rows first, then inserted ones, in the same fragments (as Lance)
-                frags = write_fragments(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
-                                        ds.uri, storage_options=ds.storage_options,
-                                        base_store_params=ds.base_store_params)
-                written += _data_file_uris(ds, frags)
-                if update_ids is not None and update_ids.size:
-                    _carry_row_ids(frags, update_ids, _created_at(ds, update_addrs))
-                new_frags = frags
-            op = Update(removed_fragment_ids=removed, updated_fragments=updated,
-                        new_fragments=new_frags, fields_modified=[],
-                        fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])
             return ds._commit(op), stats
         except RetryableCommitConflictError:
             _cleanup(ds, updated, written)

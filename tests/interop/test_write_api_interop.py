@@ -48,6 +48,33 @@ def _merge_insert_by_source(ds):
                 1, "x", pa.array([100.0, -1.0, 100.0]))))
 
 
+def _stage_merge(ds):
+    """``execute_uncommitted``: files are written, the dataset does not move."""
+    src = rows(10, 55).set_column(1, "x", pa.array(np.full(10, -2.0)))
+    before = ds.version
+    txn, stats = (ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+                  .execute_uncommitted(src))
+    assert ds.version == before and ds.count_rows() == ds.checkout_version(before).count_rows()
+    return txn, [stats, txn.read_version, type(txn.operation).__name__]
+
+
+def _commit_staged(ds, txn):
+    new = type(ds).commit(ds.uri, txn)
+    return [new.version, new.count_rows(), ds.version]
+
+
+def _merge_insert_uncommitted(ds):
+    txn, out = _stage_merge(ds)
+    return out + _commit_staged(ds, txn)  # ``ds`` stays where it was (as pylance's)
+
+
+def _merge_insert_uncommitted_rebased(ds):
+    """An append lands between staging and committing: the staged Update rebases on it."""
+    txn, out = _stage_merge(ds)
+    out.append(ds.insert(rows(5, 100)) is None)
+    return out + _commit_staged(ds, txn)
+
+
 def _add_sql(ds):
     return ds.add_columns({"y": "id * 2", "z": "x + 1"})
 
@@ -120,6 +147,8 @@ SCENARIOS = {
     "insert": [_insert, _delete],
     "merge_insert": [_delete, _merge_insert],
     "merge_insert_by_source": [_merge_insert_by_source],
+    "merge_insert_uncommitted": [_delete, _merge_insert_uncommitted],
+    "merge_insert_uncommitted_rebased": [_merge_insert_uncommitted_rebased],
     "add_sql": [_delete, _add_sql],
     "add_null": [_add_null, _insert],
     "add_null_partial_insert": [_add_null, _insert_partial],
