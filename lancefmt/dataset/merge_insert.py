@@ -31,6 +31,7 @@ from ..table.deletion import DeletionVector, write_deletion_file
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import encode_row_ids, encode_versions, load_created_at_versions
 from ..table.transaction import Update
+from ._keymatch import probe
 from .input import to_reader
 from .scan import load_deletions
 
@@ -202,11 +203,11 @@ def _match(target: pa.Table, src: pa.Table, on) -> pa.Table:
     A hash join that builds on the source (the small side) and probes with every target key;
     a target row matched by two source rows is refused (only possible when the source's keys
     repeat)."""
-    repeat = _keys_repeat(src, on)
-    if len(on) == 1 and not repeat:
+    if len(on) == 1:
         dense = _match_dense(target, src, on[0])
         if dense is not None:
             return dense
+    repeat = _keys_repeat(src, on)
     matched = target.join(src, on, join_type="inner", use_threads=True)
     if matched.num_rows and repeat:
         counts = pc.value_counts(matched.column(_ADDR))
@@ -222,7 +223,8 @@ DENSE_FACTOR = 4
 def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
     """Unique integer keys spanning a range not much wider than the data (sequential ids, the
     common upsert): a direct-address table over the key range replaces hashing, one numpy
-    gather per target key. None when the keys do not qualify."""
+    gather per target key. None when the keys do not qualify (nulls, too wide a range, or
+    repeated source keys, found as fewer filled slots than keys)."""
     ktype = src.schema.field(key).type
     if not src.num_rows or not (pa.types.is_signed_integer(ktype) or ktype in (
             pa.uint8(), pa.uint16(), pa.uint32())):  # uint64 keys may not fit int64 offsets
@@ -235,23 +237,25 @@ def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
     span = hi - lo + 1
     if span > DENSE_FACTOR * max(target.num_rows, src.num_rows, 1 << 18):
         return None
-    lut = np.full(span, -1, dtype=np.int32 if src.num_rows < 2 ** 31 else np.int64)
+    if src.num_rows >= 2 ** 31:
+        return None
+    lut = np.full(span, -1, dtype=np.int32)
     lut[(skeys - lo).astype(np.int64)] = src.column(_SRC).to_numpy()
+    if np.count_nonzero(lut >= 0) != skeys.size:
+        return None  # repeated source keys: the hash join reports the ambiguity
     rows, hits = [], []
     start = 0
     for chunk in tcol.chunks:  # chunk by chunk: cache-sized, no table-sized temporaries
-        off = chunk.to_numpy().astype(np.int64, copy=False) - lo
-        inside = np.flatnonzero(off.view(np.uint64) < np.uint64(span))
-        if inside.size:
-            pos = lut[off[inside]]
-            found = pos >= 0
-            rows.append(inside[found] + start)
-            hits.append(pos[found])
+        keys = np.ascontiguousarray(chunk.to_numpy().astype(np.int64, copy=False))
+        r, h = probe(keys, lo, lut, start)
+        if r.size:
+            rows.append(r)
+            hits.append(h)
         start += len(chunk)
     if not rows:
         return target.slice(0, 0).append_column(_SRC, pa.array([], pa.int64()))
     picked = target.take(pa.array(np.concatenate(rows)))
-    return picked.append_column(_SRC, pa.array(np.concatenate(hits).astype(np.int64)))
+    return picked.append_column(_SRC, pa.array(np.concatenate(hits)))
 
 
 def _keys_repeat(src: pa.Table, on) -> bool:
