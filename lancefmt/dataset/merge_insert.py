@@ -18,6 +18,7 @@ struct columns.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
 
@@ -243,19 +244,32 @@ def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
     lut[(skeys - lo).astype(np.int64)] = src.column(_SRC).to_numpy()
     if np.count_nonzero(lut >= 0) != skeys.size:
         return None  # repeated source keys: the hash join reports the ambiguity
-    rows, hits = [], []
-    start = 0
-    for chunk in tcol.chunks:  # chunk by chunk: cache-sized, no table-sized temporaries
-        keys = np.ascontiguousarray(chunk.to_numpy().astype(np.int64, copy=False))
-        r, h = probe(keys, lo, lut, start)
-        if r.size:
-            rows.append(r)
-            hits.append(h)
-        start += len(chunk)
-    if not rows:
+    # batch by batch (cache-sized, no table-sized temporaries): probe the keys, then gather
+    # the matched rows of every target column (key, row address, row id) with numpy
+    picked = {n: [] for n in target.column_names}
+    hits = []
+    for batch in target.to_batches():
+        keys = _plain_values(batch.column(key))
+        rows, h = probe(np.ascontiguousarray(keys.astype(np.int64, copy=False)), lo, lut, 0)
+        if not rows.size:
+            continue
+        hits.append(h)
+        for n, col in zip(batch.schema.names, batch.columns):
+            picked[n].append((keys if n == key else _plain_values(col))[rows])
+    if not hits:
         return target.slice(0, 0).append_column(_SRC, pa.array([], pa.int64()))
-    picked = target.take(pa.array(np.concatenate(rows)))
-    return picked.append_column(_SRC, pa.array(np.concatenate(hits)))
+    cols = [pa.array(np.concatenate(picked[f.name]), type=f.type) for f in target.schema]
+    return pa.Table.from_arrays(cols + [pa.array(np.concatenate(hits))],
+                                schema=target.schema.append(pa.field(_SRC, pa.int64())))
+
+
+def _plain_values(arr: pa.Array) -> np.ndarray:
+    """A null-free fixed-width integer array's values, viewed without a copy (``to_numpy``
+    costs tens of microseconds per call, paid per batch of a 2M-row key scan)."""
+    if arr.null_count:
+        return arr.to_numpy(zero_copy_only=False)
+    dt = np.dtype(arr.type.to_pandas_dtype())
+    return np.frombuffer(arr.buffers()[1], dt, count=len(arr), offset=arr.offset * dt.itemsize)
 
 
 def _keys_repeat(src: pa.Table, on) -> bool:
@@ -275,17 +289,24 @@ def delete_addresses(ds, addrs: np.ndarray):
     order = np.argsort(frag_ids, kind="stable")
     frag_ids, offsets = frag_ids[order], offsets[order]
     bounds = np.flatnonzero(np.diff(frag_ids)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frag_ids.size]):
-        fid = int(frag_ids[lo])
-        frag = ds.get_fragment(fid)
-        dv = (load_deletions(ds._ctx, frag._pb) or DeletionVector.empty()).extend(offsets[lo:hi])
-        if dv.deletes_all(frag.physical_rows):
-            removed.append(fid)
-            continue
-        deletion = write_deletion_file(ds.uri, fid, ds.version, dv, storage_options=ds.storage_options)
-        meta = FragmentMetadata.from_bytes(frag._pb.SerializeToString())
-        meta.pb.deletion_file.CopyFrom(deletion)
-        updated.append(meta)
+    try:
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frag_ids.size]):
+            fid = int(frag_ids[lo])
+            frag = ds.get_fragment(fid)
+            dv = (load_deletions(ds._ctx, frag._pb) or DeletionVector.empty()).extend(offsets[lo:hi])
+            if dv.deletes_all(frag.physical_rows):
+                removed.append(fid)
+                continue
+            deletion = write_deletion_file(ds.uri, fid, ds.version, dv,
+                                           storage_options=ds.storage_options)
+            meta = FragmentMetadata.from_bytes(frag._pb.SerializeToString())
+            meta.pb.deletion_file.CopyFrom(deletion)
+            updated.append(meta)
+    except BaseException:
+        from .update import _cleanup
+
+        _cleanup(ds, updated, [])  # the deletion files written before the failure
+        raise
     return updated, removed
 
 
@@ -324,8 +345,10 @@ def stage_merge(ds, b: MergeInsertBuilder, source: pa.Table):
 
     stats, deleted, insert_rows, update_rows, update_ids, update_addrs = _plan(ds, b, source)
     updated, removed, written, new_frags = [], [], [], []
+    # the deletion files (small writes, mostly waiting on fsync) are written on a thread while
+    # this one encodes the new rows
+    deleting = _side_pool().submit(delete_addresses, ds, deleted)
     try:
-        updated, removed = delete_addresses(ds, deleted)
         parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
         if parts:
             # updated rows first, then inserted ones, in the same fragments (as Lance)
@@ -337,12 +360,42 @@ def stage_merge(ds, b: MergeInsertBuilder, source: pa.Table):
                 _carry_row_ids(frags, update_ids, _created_at(ds, update_addrs))
             new_frags = frags
     except BaseException:
-        _cleanup(ds, updated, written)
+        try:
+            updated, _ = deleting.result()
+        finally:
+            _cleanup(ds, updated, written)
+        raise
+    try:
+        updated, removed = deleting.result()
+    except BaseException:
+        _cleanup(ds, [], written)
         raise
     op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                 new_fragments=new_frags, fields_modified=[],
                 fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])
     return op, stats, updated, written
+
+
+_SIDE_POOL = None
+
+
+def _side_pool():
+    """One worker for I/O that overlaps the main thread's encoding (created on first use)."""
+    global _SIDE_POOL
+    if _SIDE_POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _SIDE_POOL = ThreadPoolExecutor(1, thread_name_prefix="lancefmt-merge-insert")
+    return _SIDE_POOL
+
+
+def _forget_pool_after_fork() -> None:  # a forked child has none of the parent's threads
+    global _SIDE_POOL
+    _SIDE_POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
