@@ -132,11 +132,37 @@ def _read_group(ds, pbs, stable: bool, batch_size, threads=None):
                 v = np.ones(pb.physical_rows, dtype=np.uint64)
             out.append(v[kept] if kept is not None else v)
     schema = spec.output_schema(ds.schema)
-    table = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+    table = pa.Table.from_batches(_coalesce(batches, schema), schema=schema) if batches \
+        else schema.empty_table()
     if not stable:
         return table, None
     ids = table.column("_rowid").to_numpy()
     return table.drop_columns(["_rowid"]), (ids, np.concatenate(created), np.concatenate(updated))
+
+
+COALESCE_ROWS = 1 << 16
+
+
+def _coalesce(batches, schema) -> list:
+    """Runs of small batches joined into batches of about ``COALESCE_ROWS`` rows: the writer
+    then encodes a few large batches, not one per tiny input fragment (its per-batch work
+    dominated compacting thousands of them). Joining run by run bounds the extra copy."""
+    out, run, rows = [], [], 0
+    for b in batches:
+        run.append(b)
+        rows += b.num_rows
+        if rows >= COALESCE_ROWS:
+            out.append(_join(run, schema))
+            run, rows = [], 0
+    if run:
+        out.append(_join(run, schema))
+    return out
+
+
+def _join(run, schema):
+    if len(run) == 1:
+        return run[0]
+    return pa.Table.from_batches(run, schema=schema).combine_chunks().to_batches()[0]
 
 
 def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
