@@ -312,3 +312,26 @@ def test_pylance_indices_survive_lancefmt_commits(tmp_path):
     _check_indexed_queries(uri, q, "add_columns")
     lancefmt.write_dataset(_vec_rows(rng, 0, 10), uri, mode="overwrite")
     assert lancefmt.dataset(uri).manifest_file.indices == []
+
+
+@pytest.mark.parametrize("deleted", [False, True], ids=["whole", "deleted"])
+@pytest.mark.parametrize("mode", ["reencode", "try_binary_copy", "force_binary_copy"])
+def test_compaction_modes_as_pylance(tmp_path, mode, deleted):
+    """pylance's ``compaction_mode``: the same rows and metrics, and ``force_binary_copy`` of
+    fragments with deleted rows refused by both (an OSError); an unknown mode is a ValueError."""
+    results = []
+    for mod, kw in ((lancefmt, {}), (lance, {"data_storage_version": "2.0"})):
+        ds = mod.write_dataset(rows(), str(tmp_path / mod.__name__), max_rows_per_file=10, **kw)
+        if deleted:
+            ds.delete("id % 3 = 0")
+        with pytest.raises(ValueError):
+            ds.optimize.compact_files(compaction_mode="bogus")
+        try:
+            m = ds.optimize.compact_files(compaction_mode=mode)
+            out = (m.fragments_removed, m.fragments_added, m.files_removed, m.files_added)
+        except OSError:
+            out = "refused"
+        results.append((out, ds.version, ds.to_table()))
+    assert results[0] == results[1]
+    assert (results[0][0] == "refused") == (mode == "force_binary_copy" and deleted)
+    lance.dataset(str(tmp_path / "lancefmt")).validate()
