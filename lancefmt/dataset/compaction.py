@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, LanceError
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import encode_row_ids, encode_versions
 from ..table.rowids.meta import load_created_at_versions, load_last_updated_at_versions
@@ -40,6 +40,14 @@ class CompactionMetrics:
     files_added: int = 0
 
 
+COMPACTION_MODES = ("reencode", "try_binary_copy", "force_binary_copy")
+
+
+class BinaryCopyError(LanceError, OSError):
+    """``compaction_mode="force_binary_copy"`` on fragments whose files cannot be copied as
+    they are (deleted rows to drop), as pylance refuses it (an OSError there)."""
+
+
 @dataclass
 class CompactionOptions:
     target_rows_per_fragment: int = DEFAULT_TARGET_ROWS
@@ -49,12 +57,21 @@ class CompactionOptions:
     materialize_deletions_threshold: float = DEFAULT_THRESHOLD
     num_threads: int | None = None
     batch_size: int | None = None
+    compaction_mode: str = "reencode"
 
     @classmethod
     def resolve(cls, config: dict, **given) -> "CompactionOptions":
         """Explicit arguments, then ``lance.compaction.*`` config, then defaults."""
         out = cls()
+        mode = given.pop("compaction_mode", None) or config.get(CONFIG_PREFIX + "compaction_mode")
+        if mode is not None:
+            if mode not in COMPACTION_MODES:
+                raise InvalidArgumentError(f"Invalid compaction mode {mode!r}. Valid values: "
+                                           + ", ".join(map(repr, COMPACTION_MODES)))
+            out.compaction_mode = mode
         for name, default in vars(cls()).items():
+            if name == "compaction_mode":
+                continue
             value = given.get(name)
             if value is None and CONFIG_PREFIX + name in config:
                 raw = config[CONFIG_PREFIX + name]
@@ -132,11 +149,37 @@ def _read_group(ds, pbs, stable: bool, batch_size, threads=None):
                 v = np.ones(pb.physical_rows, dtype=np.uint64)
             out.append(v[kept] if kept is not None else v)
     schema = spec.output_schema(ds.schema)
-    table = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+    table = pa.Table.from_batches(_coalesce(batches, schema), schema=schema) if batches \
+        else schema.empty_table()
     if not stable:
         return table, None
     ids = table.column("_rowid").to_numpy()
     return table.drop_columns(["_rowid"]), (ids, np.concatenate(created), np.concatenate(updated))
+
+
+COALESCE_ROWS = 1 << 16
+
+
+def _coalesce(batches, schema) -> list:
+    """Runs of small batches joined into batches of about ``COALESCE_ROWS`` rows: the writer
+    then encodes a few large batches, not one per tiny input fragment (its per-batch work
+    dominated compacting thousands of them). Joining run by run bounds the extra copy."""
+    out, run, rows = [], [], 0
+    for b in batches:
+        run.append(b)
+        rows += b.num_rows
+        if rows >= COALESCE_ROWS:
+            out.append(_join(run, schema))
+            run, rows = [], 0
+    if run:
+        out.append(_join(run, schema))
+    return out
+
+
+def _join(run, schema):
+    if len(run) == 1:
+        return run[0]
+    return pa.Table.from_batches(run, schema=schema).combine_chunks().to_batches()[0]
 
 
 def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
@@ -163,6 +206,17 @@ def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
     return RewriteGroup(old, frags), _data_file_uris(ds, frags)
 
 
+def _check_binary_copy(bins) -> None:
+    """Refuse ``force_binary_copy`` where pylance does: a fragment with deleted rows cannot be
+    copied page for page. (Compatible fragments are re-encoded here, which reads back the same
+    rows as a binary copy: lancefmt has no page-copying writer yet.)"""
+    for b in bins:
+        for pb in b:
+            if _deleted(pb):
+                raise BinaryCopyError(f"Not supported: binary copy of fragment {pb.id}, which "
+                                      "has deleted rows (compaction_mode='force_binary_copy')")
+
+
 def _progress(total: int, enabled):
     if not enabled:
         return None
@@ -177,6 +231,8 @@ def compact_files(ds, options: CompactionOptions, progress=None):
     metrics = CompactionMetrics()
     if not bins:
         return None, [], metrics
+    if options.compaction_mode == "force_binary_copy":
+        _check_binary_copy(bins)
     stable = ds.has_stable_row_ids
     bar = _progress(sum(len(b) for b in bins), progress)
     groups, written = [], []
@@ -216,9 +272,12 @@ class DatasetOptimizer:
                       materialize_deletions: bool | None = None,
                       materialize_deletions_threshold: float | None = None,
                       num_threads: int | None = None, batch_size: int | None = None,
+                      compaction_mode: str | None = None,
                       progress=None, **_ignored) -> CompactionMetrics:
         """Compact and commit; the dataset moves to the new version. ``progress``: a tqdm
-        bar over the fragments rewritten."""
+        bar over the fragments rewritten. ``compaction_mode``: pylance's names; the binary
+        modes re-encode (same rows; no page copy yet), ``force_binary_copy`` refuses fragments
+        with deleted rows as pylance does."""
         from .columns import ColumnPlan
 
         ds = self._ds
@@ -227,7 +286,7 @@ class DatasetOptimizer:
             max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
             materialize_deletions=materialize_deletions,
             materialize_deletions_threshold=materialize_deletions_threshold,
-            num_threads=num_threads, batch_size=batch_size)
+            num_threads=num_threads, batch_size=batch_size, compaction_mode=compaction_mode)
         work = ds._snapshot()
         op, written, metrics = compact_files(work, options, progress)
         if op is None:

@@ -18,6 +18,7 @@ struct columns.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
 
@@ -31,6 +32,7 @@ from ..table.deletion import DeletionVector, write_deletion_file
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import encode_row_ids, encode_versions, load_created_at_versions
 from ..table.transaction import Update
+from ._keymatch import probe
 from .input import to_reader
 from .scan import load_deletions
 
@@ -94,6 +96,18 @@ class MergeInsertBuilder:
         new, stats = merge_insert(self._ds._snapshot(), self, source)
         self._ds._adopt(new)
         return stats
+
+    def execute_uncommitted(self, data_obj, *, schema: pa.Schema | None = None):
+        """Write the merge's files without committing: ``(Transaction, stats)``, as pylance's.
+        Commit later with ``LanceDataset.commit(uri, transaction)`` (the transaction carries
+        the version it was planned against, so conflicts are checked then). The dataset does
+        not move."""
+        from ..table.transaction import Transaction
+
+        source = _conform_source(to_reader(data_obj, schema).read_all(), self._ds.schema, self._on)
+        ds = self._ds._snapshot()
+        op, stats, _, _ = stage_merge(ds, self, source)
+        return Transaction(ds.version, op), stats
 
 
 def _conform_source(source: pa.Table, schema: pa.Schema, on) -> pa.Table:
@@ -190,11 +204,11 @@ def _match(target: pa.Table, src: pa.Table, on) -> pa.Table:
     A hash join that builds on the source (the small side) and probes with every target key;
     a target row matched by two source rows is refused (only possible when the source's keys
     repeat)."""
-    repeat = _keys_repeat(src, on)
-    if len(on) == 1 and not repeat:
+    if len(on) == 1:
         dense = _match_dense(target, src, on[0])
         if dense is not None:
             return dense
+    repeat = _keys_repeat(src, on)
     matched = target.join(src, on, join_type="inner", use_threads=True)
     if matched.num_rows and repeat:
         counts = pc.value_counts(matched.column(_ADDR))
@@ -210,7 +224,8 @@ DENSE_FACTOR = 4
 def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
     """Unique integer keys spanning a range not much wider than the data (sequential ids, the
     common upsert): a direct-address table over the key range replaces hashing, one numpy
-    gather per target key. None when the keys do not qualify."""
+    gather per target key. None when the keys do not qualify (nulls, too wide a range, or
+    repeated source keys, found as fewer filled slots than keys)."""
     ktype = src.schema.field(key).type
     if not src.num_rows or not (pa.types.is_signed_integer(ktype) or ktype in (
             pa.uint8(), pa.uint16(), pa.uint32())):  # uint64 keys may not fit int64 offsets
@@ -223,23 +238,38 @@ def _match_dense(target: pa.Table, src: pa.Table, key: str) -> pa.Table | None:
     span = hi - lo + 1
     if span > DENSE_FACTOR * max(target.num_rows, src.num_rows, 1 << 18):
         return None
-    lut = np.full(span, -1, dtype=np.int32 if src.num_rows < 2 ** 31 else np.int64)
+    if src.num_rows >= 2 ** 31:
+        return None
+    lut = np.full(span, -1, dtype=np.int32)
     lut[(skeys - lo).astype(np.int64)] = src.column(_SRC).to_numpy()
-    rows, hits = [], []
-    start = 0
-    for chunk in tcol.chunks:  # chunk by chunk: cache-sized, no table-sized temporaries
-        off = chunk.to_numpy().astype(np.int64, copy=False) - lo
-        inside = np.flatnonzero(off.view(np.uint64) < np.uint64(span))
-        if inside.size:
-            pos = lut[off[inside]]
-            found = pos >= 0
-            rows.append(inside[found] + start)
-            hits.append(pos[found])
-        start += len(chunk)
-    if not rows:
+    if np.count_nonzero(lut >= 0) != skeys.size:
+        return None  # repeated source keys: the hash join reports the ambiguity
+    # batch by batch (cache-sized, no table-sized temporaries): probe the keys, then gather
+    # the matched rows of every target column (key, row address, row id) with numpy
+    picked = {n: [] for n in target.column_names}
+    hits = []
+    for batch in target.to_batches():
+        keys = _plain_values(batch.column(key))
+        rows, h = probe(np.ascontiguousarray(keys.astype(np.int64, copy=False)), lo, lut, 0)
+        if not rows.size:
+            continue
+        hits.append(h)
+        for n, col in zip(batch.schema.names, batch.columns):
+            picked[n].append((keys if n == key else _plain_values(col))[rows])
+    if not hits:
         return target.slice(0, 0).append_column(_SRC, pa.array([], pa.int64()))
-    picked = target.take(pa.array(np.concatenate(rows)))
-    return picked.append_column(_SRC, pa.array(np.concatenate(hits).astype(np.int64)))
+    cols = [pa.array(np.concatenate(picked[f.name]), type=f.type) for f in target.schema]
+    return pa.Table.from_arrays(cols + [pa.array(np.concatenate(hits))],
+                                schema=target.schema.append(pa.field(_SRC, pa.int64())))
+
+
+def _plain_values(arr: pa.Array) -> np.ndarray:
+    """A null-free fixed-width integer array's values, viewed without a copy (``to_numpy``
+    costs tens of microseconds per call, paid per batch of a 2M-row key scan)."""
+    if arr.null_count:
+        return arr.to_numpy(zero_copy_only=False)
+    dt = np.dtype(arr.type.to_pandas_dtype())
+    return np.frombuffer(arr.buffers()[1], dt, count=len(arr), offset=arr.offset * dt.itemsize)
 
 
 def _keys_repeat(src: pa.Table, on) -> bool:
@@ -259,17 +289,24 @@ def delete_addresses(ds, addrs: np.ndarray):
     order = np.argsort(frag_ids, kind="stable")
     frag_ids, offsets = frag_ids[order], offsets[order]
     bounds = np.flatnonzero(np.diff(frag_ids)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frag_ids.size]):
-        fid = int(frag_ids[lo])
-        frag = ds.get_fragment(fid)
-        dv = (load_deletions(ds._ctx, frag._pb) or DeletionVector.empty()).extend(offsets[lo:hi])
-        if dv.deletes_all(frag.physical_rows):
-            removed.append(fid)
-            continue
-        deletion = write_deletion_file(ds.uri, fid, ds.version, dv, storage_options=ds.storage_options)
-        meta = FragmentMetadata.from_bytes(frag._pb.SerializeToString())
-        meta.pb.deletion_file.CopyFrom(deletion)
-        updated.append(meta)
+    try:
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frag_ids.size]):
+            fid = int(frag_ids[lo])
+            frag = ds.get_fragment(fid)
+            dv = (load_deletions(ds._ctx, frag._pb) or DeletionVector.empty()).extend(offsets[lo:hi])
+            if dv.deletes_all(frag.physical_rows):
+                removed.append(fid)
+                continue
+            deletion = write_deletion_file(ds.uri, fid, ds.version, dv,
+                                           storage_options=ds.storage_options)
+            meta = FragmentMetadata.from_bytes(frag._pb.SerializeToString())
+            meta.pb.deletion_file.CopyFrom(deletion)
+            updated.append(meta)
+    except BaseException:
+        from .update import _cleanup
+
+        _cleanup(ds, updated, [])  # the deletion files written before the failure
+        raise
     return updated, removed
 
 
@@ -299,34 +336,79 @@ def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray) -> None:
         start += n
 
 
-def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
-    """Commit the merge on (a snapshot) ``ds``; returns (committed Dataset, stats)."""
-    from .dataset import Dataset
+def stage_merge(ds, b: MergeInsertBuilder, source: pa.Table):
+    """Plan the merge on ``ds`` and write its files (deletion files, new fragments), without
+    committing: (Update operation, stats, updated fragments, data files written). A failure
+    removes what it wrote."""
     from .update import _cleanup, _data_file_uris
     from .write import write_fragments
 
+    stats, deleted, insert_rows, update_rows, update_ids, update_addrs = _plan(ds, b, source)
+    updated, removed, written, new_frags = [], [], [], []
+    # the deletion files (small writes, mostly waiting on fsync) are written on a thread while
+    # this one encodes the new rows
+    deleting = _side_pool().submit(delete_addresses, ds, deleted)
+    try:
+        parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
+        if parts:
+            # updated rows first, then inserted ones, in the same fragments (as Lance)
+            frags = write_fragments(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
+                                    ds.uri, storage_options=ds.storage_options,
+                                    base_store_params=ds.base_store_params)
+            written += _data_file_uris(ds, frags)
+            if update_ids is not None and update_ids.size:
+                _carry_row_ids(frags, update_ids, _created_at(ds, update_addrs))
+            new_frags = frags
+    except BaseException:
+        try:
+            updated, _ = deleting.result()
+        finally:
+            _cleanup(ds, updated, written)
+        raise
+    try:
+        updated, removed = deleting.result()
+    except BaseException:
+        _cleanup(ds, [], written)
+        raise
+    op = Update(removed_fragment_ids=removed, updated_fragments=updated,
+                new_fragments=new_frags, fields_modified=[],
+                fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])
+    return op, stats, updated, written
+
+
+_SIDE_POOL = None
+
+
+def _side_pool():
+    """One worker for I/O that overlaps the main thread's encoding (created on first use)."""
+    global _SIDE_POOL
+    if _SIDE_POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _SIDE_POOL = ThreadPoolExecutor(1, thread_name_prefix="lancefmt-merge-insert")
+    return _SIDE_POOL
+
+
+def _forget_pool_after_fork() -> None:  # a forked child has none of the parent's threads
+    global _SIDE_POOL
+    _SIDE_POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def merge_insert(ds, b: MergeInsertBuilder, source: pa.Table):
+    """Commit the merge on (a snapshot) ``ds``; returns (committed Dataset, stats)."""
+    from .dataset import Dataset
+    from .update import _cleanup
+
     attempt = 0
     while True:
-        stats, deleted, insert_rows, update_rows, update_ids, update_addrs = _plan(ds, b, source)
-        if not deleted.size and (insert_rows is None or not insert_rows.num_rows):
+        op, stats, updated, written = stage_merge(ds, b, source)
+        if not (op.removed_fragment_ids or op.updated_fragments or op.new_fragments):
             return ds, stats
-        updated, removed, written = [], [], []
         try:
-            updated, removed = delete_addresses(ds, deleted)
-            parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
-            new_frags = []
-            if parts:
-                # updated rows first, then inserted ones, in the same fragments (as Lance)
-                frags = write_fragments(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
-                                        ds.uri, storage_options=ds.storage_options,
-                                        base_store_params=ds.base_store_params)
-                written += _data_file_uris(ds, frags)
-                if update_ids is not None and update_ids.size:
-                    _carry_row_ids(frags, update_ids, _created_at(ds, update_addrs))
-                new_frags = frags
-            op = Update(removed_fragment_ids=removed, updated_fragments=updated,
-                        new_fragments=new_frags, fields_modified=[],
-                        fields_for_preserving_frag_bitmap=[f.id for f in ds.lance_fields])
             return ds._commit(op), stats
         except RetryableCommitConflictError:
             _cleanup(ds, updated, written)

@@ -279,8 +279,13 @@ class FragmentScan:
             if reader.num_rows != self.num_rows:
                 raise CorruptFileError(f"has {reader.num_rows} rows, fragment {self.frag.id} "
                                        f"has {self.num_rows}", uri)
-            proj = reader.projection(names, fields=self.ctx.fields, field_ids=list(df.fields),
-                                     column_indices=list(df.column_indices))
+            # the same for every data file written alike: built once per view (it cost more
+            # than decoding a small fragment)
+            field_ids, column_indices = tuple(df.fields), tuple(df.column_indices)
+            proj = cached_value(
+                self.ctx, ("projection", tuple(names), field_ids, column_indices, reader.version),
+                lambda: reader.projection(names, fields=self.ctx.fields, field_ids=list(field_ids),
+                                          column_indices=list(column_indices)))
             plan.append((reader, proj, names))
             placed.update(names)
         nulls = [n for n in wanted if n not in placed]

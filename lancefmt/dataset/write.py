@@ -450,7 +450,8 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
            commit_message: str | None = None, transaction_properties: dict | None = None,
            must_create: bool = False, base_store_params: dict | None = None,
            manifest_store=None):
-    """Commit one operation (``lancefmt.Operation.*``) and return the new version's Dataset.
+    """Commit one operation (``lancefmt.Operation.*``) or a staged ``Transaction`` and return
+    the new version's Dataset.
 
     ``read_version`` is the version the operation was planned against (conflicts with anything
     committed since are checked); None means the latest version (0 when creating).
@@ -464,15 +465,25 @@ def commit(uri, operation, read_version: int | None = None, *, storage_options: 
     storage_options = _dataset_options(uri, storage_options)
     uri = normalize_uri(uri)
     store = open_store(uri, storage_options, manifest_store)
-    if read_version is None:
-        try:
-            read_version = latest_manifest(uri, store=store).version
-        except DatasetNotFoundError:
-            read_version = 0
-    props = dict(transaction_properties or {})
-    if commit_message is not None:
-        props[COMMIT_MESSAGE_KEY] = commit_message
-    txn = Transaction(int(read_version), operation, transaction_properties=props)
+    if isinstance(operation, Transaction):
+        # a transaction staged earlier (e.g. ``execute_uncommitted``) names its read version
+        if commit_message is not None:
+            raise InvalidArgumentError("commit_message is not supported when committing a "
+                                       "Transaction: set it in the transaction properties")
+        txn = Transaction(operation.read_version, operation.operation, operation.uuid,
+                          operation.tag, {**operation.transaction_properties,
+                                          **(transaction_properties or {})})
+        operation = txn.operation
+    else:
+        if read_version is None:
+            try:
+                read_version = latest_manifest(uri, store=store).version
+            except DatasetNotFoundError:
+                read_version = 0
+        props = dict(transaction_properties or {})
+        if commit_message is not None:
+            props[COMMIT_MESSAGE_KEY] = commit_message
+        txn = Transaction(int(read_version), operation, transaction_properties=props)
     restore_source = None
     if isinstance(operation, Restore):
         old = load_manifest(uri, operation.version, store=store)

@@ -82,6 +82,9 @@ class ByteSource:
             raise TypeError(f"expected a URI, a path or a binary file object, got {uri_or_file!r}")
         self._size = int(file_size) if file_size is not None else None
         self._mapped = None  # the whole local file, memory-mapped by fetch_scattered
+        # the whole file, when the tail read at open covered it (small files: compaction reads
+        # thousands of them); page reads are then slices of it, without a request each
+        self._whole = None
 
     def _wrap(self, fn, *args):
         try:
@@ -115,10 +118,15 @@ class ByteSource:
         if self._file is None and self._size is None:
             data, size = self._wrap(self.store.read_tail, self.uri, n)
             self._size = size
+            if len(data) == size:
+                self._whole = pa.py_buffer(data)
             return data, size
         size = self.size
         start = max(0, size - n)
-        return self.read_range(start, size - start), size
+        data = self.read_range(start, size - start)
+        if start == 0 and len(data) == size and self._file is None:
+            self._whole = pa.py_buffer(data)
+        return data, size
 
     def _read_many(self, ranges) -> list[pa.Buffer]:
         if self._file is not None:
@@ -178,22 +186,30 @@ class ByteSource:
         is memory-mapped once and each range is a zero-copy slice of the map: no syscall and
         no copy per range, and only the OS pages holding the rows are touched. Other sources
         coalesce as :meth:`fetch` does."""
+        if self._whole is not None:
+            return self._slices(self._whole, ranges)
         mapped = self.mapped()
         if mapped is None:
             return self.fetch(ranges)
-        size = mapped.size
+        return self._slices(mapped, ranges)
+
+    def _slices(self, whole: pa.Buffer, ranges) -> list[pa.Buffer]:
+        """Zero-copy slices of ``whole`` (the file's bytes), each range checked against it."""
+        size = whole.size
         out = []
         for start, n in ranges:
             if start < 0 or n < 0 or start + n > size:
                 raise CorruptFileError(f"short read: {n} bytes at {start} of a {size}-byte file "
                                        f"(file truncated?)", self.path)
-            out.append(mapped.slice(start, n))
+            out.append(whole.slice(start, n))
         return out
 
     def fetch(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
         """The bytes of each ``(offset, size)`` range as zero-copy buffers, via coalesced reads."""
         if not ranges:
             return []
+        if self._whole is not None:
+            return self._slices(self._whole, ranges)
         order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
         groups: list[list] = []  # [start, end, [range indices]]
         for i in order:

@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..errors import CorruptFileError
 
 _RECORD_BATCH = 3  # MessageHeader union tag
+_STRUCTS: dict = {}  # compiled formats (a deletion file is checked with a few dozen reads)
 
 
 class _Flat:
@@ -24,10 +25,12 @@ class _Flat:
         self.buf, self.path = buf, path
 
     def _u(self, fmt: str, pos: int) -> int:
-        size = struct.calcsize(fmt)
-        if pos < 0 or pos + size > len(self.buf):
+        st = _STRUCTS.get(fmt)
+        if st is None:
+            st = _STRUCTS[fmt] = struct.Struct(fmt)
+        if pos < 0 or pos + st.size > len(self.buf):
             raise CorruptFileError("IPC message metadata points outside itself", self.path)
-        return struct.unpack_from(fmt, self.buf, pos)[0]
+        return st.unpack_from(self.buf, pos)[0]
 
     def root(self) -> int:
         return self._u("<I", 0)

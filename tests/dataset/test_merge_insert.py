@@ -97,3 +97,24 @@ def test_string_keys_and_null_target_keys(tmp_path):
         .execute(pa.table({"k": ["c", None, "d"], "n": [30, 20, 40]}))
     assert stats == {"num_inserted_rows": 2, "num_updated_rows": 1, "num_deleted_rows": 0}
     assert sorted(ds.to_table()["n"].to_pylist()) == [1, 2, 20, 30, 40]
+
+
+def test_execute_uncommitted_then_commit_or_conflict(ds):
+    """Staged merges write files but no version; committing the Transaction checks conflicts
+    against its read version (an Update of a fragment deleted from since is refused)."""
+    builder = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    txn, stats = builder.execute_uncommitted(table([1, 30], ["a", "b"]))
+    assert stats == {"num_inserted_rows": 1, "num_updated_rows": 1, "num_deleted_rows": 0}
+    assert isinstance(txn, lancefmt.Transaction) and txn.read_version == 1 == ds.latest_version
+    with pytest.raises(InvalidArgumentError):
+        lancefmt.LanceDataset.commit(ds.uri, txn, commit_message="no")
+    new = lancefmt.LanceDataset.commit(ds.uri, txn)
+    assert new.version == 2 and ds.version == 1
+    got = dict(zip(*[new.to_table()[c].to_pylist() for c in ("id", "v")]))
+    assert got[1] == "a" and got[30] == "b" and len(got) == 11
+
+    stale, _ = builder.execute_uncommitted(table([2], ["c"]))  # planned on version 1
+    new.delete("id = 3")  # the same fragment (rows 0..3), by another writer
+    with pytest.raises(lancefmt.LanceError):
+        lancefmt.commit(ds.uri, stale, max_retries=0)
+    assert lancefmt.dataset(ds.uri).version == 3

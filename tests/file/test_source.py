@@ -71,3 +71,22 @@ def test_truncated_file_is_a_short_read(data_file):
 def test_bad_argument():
     with pytest.raises(TypeError):
         ByteSource(12)
+
+
+@pytest.mark.parametrize("known_size", [False, True])
+def test_small_file_read_whole_by_the_tail_serves_ranges_without_requests(tmp_path, known_size,
+                                                                           monkeypatch):
+    data = bytes(range(256)) * 8
+    path = tmp_path / "small.bin"
+    path.write_bytes(data)
+    src = ByteSource(str(path), file_size=len(data) if known_size else None)
+    tail, size = src.read_tail(64 * 1024)
+    assert tail == data and size == len(data)
+    calls = []
+    monkeypatch.setattr(src, "_read_many", lambda ranges: calls.append(ranges))
+    ranges = [(0, 10), (100, 0), (2000, 48)]
+    for fetch in (src.fetch, src.fetch_scattered):
+        assert [b.to_pybytes() for b in fetch(ranges)] == [data[o:o + n] for o, n in ranges]
+        with pytest.raises(CorruptFileError):
+            fetch([(2000, 49)])  # past the end: the file's bytes bound every range
+    assert calls == []

@@ -48,6 +48,33 @@ def _merge_insert_by_source(ds):
                 1, "x", pa.array([100.0, -1.0, 100.0]))))
 
 
+def _stage_merge(ds):
+    """``execute_uncommitted``: files are written, the dataset does not move."""
+    src = rows(10, 55).set_column(1, "x", pa.array(np.full(10, -2.0)))
+    before = ds.version
+    txn, stats = (ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+                  .execute_uncommitted(src))
+    assert ds.version == before and ds.count_rows() == ds.checkout_version(before).count_rows()
+    return txn, [stats, txn.read_version, type(txn.operation).__name__]
+
+
+def _commit_staged(ds, txn):
+    new = type(ds).commit(ds.uri, txn)
+    return [new.version, new.count_rows(), ds.version]
+
+
+def _merge_insert_uncommitted(ds):
+    txn, out = _stage_merge(ds)
+    return out + _commit_staged(ds, txn)  # ``ds`` stays where it was (as pylance's)
+
+
+def _merge_insert_uncommitted_rebased(ds):
+    """An append lands between staging and committing: the staged Update rebases on it."""
+    txn, out = _stage_merge(ds)
+    out.append(ds.insert(rows(5, 100)) is None)
+    return out + _commit_staged(ds, txn)
+
+
 def _add_sql(ds):
     return ds.add_columns({"y": "id * 2", "z": "x + 1"})
 
@@ -120,6 +147,8 @@ SCENARIOS = {
     "insert": [_insert, _delete],
     "merge_insert": [_delete, _merge_insert],
     "merge_insert_by_source": [_merge_insert_by_source],
+    "merge_insert_uncommitted": [_delete, _merge_insert_uncommitted],
+    "merge_insert_uncommitted_rebased": [_merge_insert_uncommitted_rebased],
     "add_sql": [_delete, _add_sql],
     "add_null": [_add_null, _insert],
     "add_null_partial_insert": [_add_null, _insert_partial],
@@ -283,3 +312,26 @@ def test_pylance_indices_survive_lancefmt_commits(tmp_path):
     _check_indexed_queries(uri, q, "add_columns")
     lancefmt.write_dataset(_vec_rows(rng, 0, 10), uri, mode="overwrite")
     assert lancefmt.dataset(uri).manifest_file.indices == []
+
+
+@pytest.mark.parametrize("deleted", [False, True], ids=["whole", "deleted"])
+@pytest.mark.parametrize("mode", ["reencode", "try_binary_copy", "force_binary_copy"])
+def test_compaction_modes_as_pylance(tmp_path, mode, deleted):
+    """pylance's ``compaction_mode``: the same rows and metrics, and ``force_binary_copy`` of
+    fragments with deleted rows refused by both (an OSError); an unknown mode is a ValueError."""
+    results = []
+    for mod, kw in ((lancefmt, {}), (lance, {"data_storage_version": "2.0"})):
+        ds = mod.write_dataset(rows(), str(tmp_path / mod.__name__), max_rows_per_file=10, **kw)
+        if deleted:
+            ds.delete("id % 3 = 0")
+        with pytest.raises(ValueError):
+            ds.optimize.compact_files(compaction_mode="bogus")
+        try:
+            m = ds.optimize.compact_files(compaction_mode=mode)
+            out = (m.fragments_removed, m.fragments_added, m.files_removed, m.files_added)
+        except OSError:
+            out = "refused"
+        results.append((out, ds.version, ds.to_table()))
+    assert results[0] == results[1]
+    assert (results[0][0] == "refused") == (mode == "force_binary_copy" and deleted)
+    lance.dataset(str(tmp_path / "lancefmt")).validate()
