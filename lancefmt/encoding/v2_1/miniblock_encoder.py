@@ -38,6 +38,11 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
     max_value_buf = (1 << 32) - 1 if large else 65535
     level_bytes = (2 if inp.rep is not None else 0) + (2 if inp.defs is not None else 0)
 
+    whole = getattr(enc, "page_chunks", None)
+    whole = whole(large) if whole is not None and not has_levels and n else None
+    if whole is not None:  # the encoder writes the finished chunks itself (bit-packing)
+        chunk_data, meta = whole
+        return _page(inp, enc, n, large, meta, chunk_data, None, entries)
     slices = getattr(enc, "page_slices", None)
     slices = slices() if slices is not None and not has_levels and n else None
     if slices is not None:
