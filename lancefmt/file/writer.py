@@ -170,6 +170,8 @@ class LanceFileWriter:
         self.num_rows += data.num_rows
 
     def _check_schema(self, schema: pa.Schema):
+        if schema is self.schema or schema.equals(self.schema):
+            return
         storage = storage_schema(schema)
         mine = self._storage_schema
         if len(storage) != len(mine) or any(

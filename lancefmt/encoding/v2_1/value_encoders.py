@@ -245,11 +245,18 @@ class RleEncoder:
         t = block.bits
         if t not in (8, 16, 32, 64) or block.fsl_dims or block.n < 2:
             return None
-        words = block.data.view(np.dtype(f"<u{t // 8}"))[:block.n]
-        runs = int(np.count_nonzero(words[1:] != words[:-1])) + 1
-        estimate = (runs + block.n // 255) * (t // 8 + 1) + 16 * (block.n // 4096 + 1)
+        from ._chunk_writer import count_runs
+
+        n = block.n
+        # the most runs for which the estimate below stays within half of best_other
+        limit = int((0.5 * best_other - 16 * (n // 4096 + 1)) // (t // 8 + 1)) - n // 255
+        if limit < 1:
+            return None
+        runs = count_runs(block.data, t, n, limit)
+        estimate = (runs + n // 255) * (t // 8 + 1) + 16 * (n // 4096 + 1)
         if estimate > 0.5 * best_other:
             return None
+        words = block.data.view(np.dtype(f"<u{t // 8}"))[:n]
         return cls(block, words)
 
     def chunk_count(self, s):
