@@ -71,6 +71,15 @@ class LeafColumnWriter:
         pieces, self.pending, self.pending_bytes = self.pending, [], 0
         if all(p.num_rows == 0 for p in pieces) and self.wrote_any:
             return
+        self.wrote_any = True
+        submit = getattr(self.sink, "submit", None)
+        if submit is None:
+            self.sink.emit(self.column, self._encode(pieces))
+        else:  # encoded on the writer's pool, written in order
+            submit(self.column, lambda: self._encode(pieces))
+
+    def _encode(self, pieces):
+        """The page of buffered pieces (runs on an encoding thread: reads only its input)."""
         kinds = pieces[0].kinds
         kill = np.concatenate([p.kill for p in pieces])
         rep = np.concatenate([p.rep for p in pieces]) if pieces[0].rep is not None else None
@@ -87,8 +96,7 @@ class LeafColumnWriter:
         max_rep = len(list_layers)
         values = maybe_dictionary(values, self.options)
         inp = PageInput(layers, rep, defs, value_block(values), visible, num_rows, max_rep, 0)
-        self.sink.emit(self.column, encode_page(inp, self.version, self.options))
-        self.wrote_any = True
+        return encode_page(inp, self.version, self.options)
 
     def finish(self):
         pass
