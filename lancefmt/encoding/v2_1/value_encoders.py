@@ -161,6 +161,26 @@ class DictionaryEncoder:
         return self.inner.description()
 
 
+SAMPLE_BLOCKS = 8
+
+
+def _sample_looks_full_width(block: FixedBlock, t: int, n: int) -> bool:
+    """True when evenly spread sample blocks all need (nearly) every bit -- floats, hashes,
+    random ids -- so bit-packing cannot win and the full width pass is skipped."""
+    from ._fastlanes import block_widths
+
+    nblocks = n // 1024
+    if nblocks < 4 * SAMPLE_BLOCKS:
+        return False
+    w = t // 8
+    step = nblocks // SAMPLE_BLOCKS
+    for k in range(0, step * SAMPLE_BLOCKS, step):
+        part = block.data[k * 1024 * w:(k + 1) * 1024 * w]
+        if int(block_widths(part, t, 1024)[0]) < t - t // 16:
+            return False
+    return True
+
+
 class BitpackEncoder:
     """FastLanes inline bit-packing: chunks of exactly 1024 values (the last zero-padded),
     each ``[T-bit width word][128 * W bytes]`` with W the bit length of the chunk's maximum
@@ -188,6 +208,8 @@ class BitpackEncoder:
         if t not in (8, 16, 32, 64) or block.fsl_dims or block.n == 0:
             return None
         n = block.n
+        if _sample_looks_full_width(block, t, n):
+            return None
         widths = block_widths(block.data, t, n)
         size = len(widths) * (t // 8) + 128 * int(widths.sum(dtype=np.int64))
         if size > 0.9 * n * (t // 8):
