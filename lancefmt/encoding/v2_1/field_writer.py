@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from ...errors import UnsupportedFeatureError
 from .field_reader import assign_columns, storage_type
 from .page_encoder import PageInput, encode_page
-from .shred import LIST, layer_codes, leaf_paths_of, shred
+from .shred import ITEM, LIST, layer_codes, leaf_paths_of, shred
 from .value_block import is_variable, value_block
 
 DICT_SAMPLE = 4096
@@ -81,7 +81,10 @@ class LeafColumnWriter:
     def _encode(self, pieces):
         """The page of buffered pieces (runs on an encoding thread: reads only its input)."""
         kinds = pieces[0].kinds
-        kill = np.concatenate([p.kill for p in pieces])
+        if kinds == (ITEM,) and not any(p.values.null_count for p in pieces):
+            kill = np.zeros(0, np.uint16)  # a flat leaf without nulls: no levels to gather
+        else:
+            kill = np.concatenate([p.kill for p in pieces])
         rep = np.concatenate([p.rep for p in pieces]) if pieces[0].rep is not None else None
         values = pieces[0].values if len(pieces) == 1 else pa.concat_arrays(
             [p.values for p in pieces])

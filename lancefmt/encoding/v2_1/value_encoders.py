@@ -251,6 +251,9 @@ class BitpackEncoder:
             uncompressed_bits_per_value=self.t))
 
 
+RLE_SAMPLE = 64 * 1024
+
+
 class RleEncoder:
     """Runs of equal values: per chunk (up to 4096 values) the run values (flat) and u8 run
     lengths (runs longer than 255 split), as Lance's mini-block RLE."""
@@ -274,6 +277,10 @@ class RleEncoder:
         limit = int((0.5 * best_other - 16 * (n // 4096 + 1)) // (t // 8 + 1)) - n // 255
         if limit < 1:
             return None
+        if n > 4 * RLE_SAMPLE:  # a prefix with several times the allowed run density: no RLE
+            if count_runs(block.data, t, RLE_SAMPLE, 4 * limit * RLE_SAMPLE // n) > \
+                    4 * limit * RLE_SAMPLE // n:
+                return None
         runs = count_runs(block.data, t, n, limit)
         estimate = (runs + n // 255) * (t // 8 + 1) + 16 * (n // 4096 + 1)
         if estimate > 0.5 * best_other:
