@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 MAX_THREADS = 4
+THREAD_PREFIX = "lancefmt-encode"
 
 
 def _thread_count() -> int:
@@ -34,12 +35,12 @@ def encode_pool() -> ThreadPoolExecutor | None:
     """The process-wide encoding pool, or None when pages are to be encoded inline."""
     global _pool, _pool_size
     n = _thread_count()
-    if n <= 1:
-        return None
+    if n <= 1 or threading.current_thread().name.startswith(THREAD_PREFIX):
+        return None  # inline; a writer inside an encoding job never waits on its own pool
     if _pool is None or _pool_size != n:
         with _pool_lock:
             if _pool is None or _pool_size != n:
-                _pool = ThreadPoolExecutor(n, thread_name_prefix="lancefmt-encode")
+                _pool = ThreadPoolExecutor(n, thread_name_prefix=THREAD_PREFIX)
                 _pool_size = n
     return _pool
 

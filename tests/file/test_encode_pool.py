@@ -109,3 +109,9 @@ def test_pool_is_forgotten_in_a_forked_child(monkeypatch):
     encode_pool._forget_pool_after_fork()
     assert encode_pool._pool is None
     assert encode_pool.encode_pool() is not None
+
+
+def test_a_writer_inside_an_encoding_job_encodes_inline(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "2")
+    pool = encode_pool.encode_pool()
+    assert pool.submit(lambda: PageQueue(lambda c, p: None).pool).result(5) is None
