@@ -21,6 +21,7 @@ import pyarrow as pa
 from google.protobuf import any_pb2
 
 from .._proto import encodings_v2_0_pb2, file2_pb2, file_pb2
+from .encode_pool import PageQueue
 from ..encoding import field_writers_for
 from ..errors import InvalidArgumentError, LanceError
 from ..io import open_store
@@ -42,9 +43,14 @@ class _Sink:
         self.writer = writer
 
     def emit(self, column, page):
-        self.writer._emit(column, page)
+        self.writer._page_queue.emit(column, page)
+
+    def submit(self, column, job):
+        """Encode a page (``job()``) on the encoding pool; it is written in submission order."""
+        self.writer._page_queue.submit(column, job)
 
     def write_buffer(self, data):
+        self.writer._page_queue.drain()
         return self.writer._write(data)
 
     def set_column_encoding(self, column, encoding):
@@ -85,6 +91,7 @@ class LanceFileWriter:
         self.schema = None
         self.fields = None
         self._writers = None
+        self._page_queue = PageQueue(self._emit)
         if schema is not None:
             self._init_schema(schema)
         elif fields is not None:
@@ -164,12 +171,15 @@ class LanceFileWriter:
                 if isinstance(col.type, pa.BaseExtensionType):
                     col = col.storage
                 writer.append(col)
+            self._page_queue.drain(block=False)
         except BaseException:
             self._failed = True
             raise
         self.num_rows += data.num_rows
 
     def _check_schema(self, schema: pa.Schema):
+        if schema is self.schema or schema.equals(self.schema):
+            return
         storage = storage_schema(schema)
         mine = self._storage_schema
         if len(storage) != len(mine) or any(
@@ -190,8 +200,10 @@ class LanceFileWriter:
         try:
             for w in self._writers:
                 w.flush()
+            self._page_queue.drain()
             for w in self._writers:
                 w.finish()
+            self._page_queue.drain()
             self._write_metadata()
             self._output().close()
         except BaseException:
@@ -245,6 +257,7 @@ class LanceFileWriter:
     def abort(self) -> None:
         """Give up: nothing becomes visible at the URI."""
         self._closed = True
+        self._page_queue.cancel()
         out, self._out = self._out, None
         if out is None:
             return

@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, Sequence
 
 
 from ..errors import LanceError, storage_error
-from .local_commit import fsync_dir, rename_noreplace
+from .local_commit import fsync_dir, rename_noreplace, start_writeback
 from .uri import split_uri, join_uri
 
 # Store methods whose OS errors become StorageErrors (naming the operation and the object).
@@ -450,13 +450,25 @@ def _unlink_quiet(path):
 class _LocalAtomicWriter:
     """Writes to a temporary file and renames it into place on a clean close."""
 
+    # Written bytes are handed to the kernel's writeback every this many bytes, so the fsync
+    # at close overlaps with the encoding that goes on meanwhile instead of following it.
+    WRITEBACK_BYTES = 4 * 1024 * 1024
+
     def __init__(self, final, tmp):
         self.final, self.tmp = final, tmp
         self._f = open(tmp, "wb")
         self.closed = False
+        self._pos = 0
+        self._synced = 0
 
     def write(self, data):
-        return self._f.write(data)
+        n = self._f.write(data)
+        self._pos += n
+        if self._pos - self._synced >= self.WRITEBACK_BYTES:
+            self._f.flush()
+            start_writeback(self._f.fileno(), self._synced, self._pos - self._synced)
+            self._synced = self._pos
+        return n
 
     def tell(self):
         return self._f.tell()

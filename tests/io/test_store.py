@@ -121,3 +121,26 @@ def test_local_listing_survives_entries_vanishing(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "scandir", scandir)
     names = [i.name for i in open_store(str(d)).list(str(d))]
     assert names == ["keep"]
+
+
+def test_local_output_hands_written_ranges_to_writeback(tmp_path, monkeypatch):
+    """Large local outputs start kernel writeback as they go (the closing fsync then has
+    little left); the ranges cover the file once, in order, and the bytes are unchanged."""
+    from lancefmt.io import local_commit, store
+
+    calls = []
+    real = local_commit.start_writeback
+
+    def record(fd, offset, length):
+        calls.append((offset, length))
+        real(fd, offset, length)
+
+    monkeypatch.setattr(store, "start_writeback", record)
+    monkeypatch.setattr(store._LocalAtomicWriter, "WRITEBACK_BYTES", 1000)
+    uri = str(tmp_path / "out.bin")
+    pieces = [bytes([i]) * 700 for i in range(7)]
+    with open_store(uri).open_output(uri) as out:
+        for p in pieces:
+            out.write(p)
+    assert open(uri, "rb").read() == b"".join(pieces)
+    assert calls == [(0, 1400), (1400, 1400), (2800, 1400)]

@@ -5,7 +5,7 @@ the buffer, 0xFE padding to 8 bytes, and the chunk metadata word, all in one nog
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
 cnp.import_array()
@@ -62,3 +62,46 @@ def assemble_single_buffer(const uint8_t[::1] data, const int64_t[::1] starts,
             m[k] = <uint32_t>(((chunk_bytes // 8 - 1) << 4) | log)
             pos += chunk_bytes
     return out, meta
+
+
+cdef inline uint64_t _word(const uint8_t* p, int w) noexcept nogil:
+    """The ``w``-byte word at ``p`` (any alignment; fixed-size copies compile to one load)."""
+    cdef uint64_t v8
+    cdef uint32_t v4
+    cdef uint16_t v2
+    if w == 8:
+        memcpy(&v8, p, 8)
+        return v8
+    if w == 4:
+        memcpy(&v4, p, 4)
+        return v4
+    if w == 2:
+        memcpy(&v2, p, 2)
+        return v2
+    return p[0]
+
+
+def count_runs(const uint8_t[::1] data, int t, Py_ssize_t n, Py_ssize_t limit):
+    """Runs of equal T-bit values among the first ``n`` of ``data``, counting stops early past
+    ``limit`` (then ``limit + 1`` comes back): RLE is judged without a full pass over values
+    that do not repeat."""
+    if t not in (8, 16, 32, 64):
+        raise ValueError(f"word width {t} is not 8, 16, 32 or 64")
+    cdef int w = t // 8
+    if n < 0 or data.shape[0] < n * w:
+        raise ValueError(f"{n} values of {w} bytes need more than {data.shape[0]} bytes")
+    cdef Py_ssize_t i, runs = 1 if n else 0
+    cdef const uint8_t* p = &data[0] if n else NULL
+    cdef uint64_t prev, cur
+    if n == 0:
+        return 0
+    with nogil:
+        prev = _word(p, w)
+        for i in range(1, n):
+            cur = _word(p + i * w, w)
+            if cur != prev:
+                runs += 1
+                if runs > limit:
+                    break
+            prev = cur
+    return runs

@@ -599,3 +599,160 @@ def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offset
     if bad == 4:
         raise ValueError(f"chunk {c}: bit width {w} exceeds the {bits}-bit word")
     return out
+
+
+# -- writing: per-block widths and whole-page packing ---------------------------------------------
+
+cdef inline int _bit_length(uint64_t x) noexcept nogil:
+    cdef int b = 0
+    while x:
+        x >>= 1
+        b += 1
+    return b
+
+
+cdef uint64_t _or_words(const uint8_t* src, int t, Py_ssize_t count) noexcept nogil:
+    """Bitwise OR of ``count`` T-bit words (its bit length is the bit length of the maximum)."""
+    cdef Py_ssize_t i
+    cdef uint64_t acc64 = 0
+    cdef uint32_t acc32 = 0
+    cdef uint16_t acc16 = 0
+    cdef uint8_t acc8 = 0
+    if t == 64:
+        for i in range(count):
+            acc64 |= (<const uint64_t*>src)[i]
+        return acc64
+    if t == 32:
+        for i in range(count):
+            acc32 |= (<const uint32_t*>src)[i]
+        return acc32
+    if t == 16:
+        for i in range(count):
+            acc16 |= (<const uint16_t*>src)[i]
+        return acc16
+    for i in range(count):
+        acc8 |= src[i]
+    return acc8
+
+
+cdef object _aligned_words(data, int t, Py_ssize_t n):
+    """``data`` (uint8) as a C-contiguous buffer of at least ``n`` T-bit words, aligned to T."""
+    arr = np.asarray(data, dtype=np.uint8)
+    if _check_words(arr, t, n):
+        return arr
+    return np.ascontiguousarray(arr[:n * (t // 8)]).view(_dtype(t)).view(np.uint8)
+
+
+cdef bint _check_words(arr, int t, Py_ssize_t n) except -1:
+    if n < 0 or arr.ndim != 1 or arr.shape[0] < n * (t // 8):
+        raise ValueError(f"{n} {t}-bit values need {n * (t // 8)} bytes, the buffer holds "
+                         f"{arr.shape[0] if arr.ndim == 1 else 0}")
+    return arr.flags.c_contiguous and (arr.ctypes.data % (t // 8)) == 0
+
+
+def block_widths(data, int t, Py_ssize_t n):
+    """uint8 bit width of every 1024-value block of the first ``n`` T-bit values of ``data``
+    (uint8): the bit length of the block's largest unsigned value."""
+    _check_width(t, 0)
+    src_arr = _aligned_words(data, t, n)
+    cdef const uint8_t[::1] src = src_arr
+    cdef Py_ssize_t nblocks = (n + 1023) // 1024
+    out = np.zeros(nblocks, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef Py_ssize_t b, count
+    cdef int step = 1024 * (t // 8)
+    if n == 0:
+        return out
+    with nogil:
+        for b in range(nblocks):
+            count = 1024 if (b + 1) * 1024 <= n else n - b * 1024
+            o[b] = <uint8_t>_bit_length(_or_words(&src[0] + b * step, t, count))
+    return out
+
+
+cdef void _pack_any(const uint8_t* values, uint8_t* packed, int t, int w) noexcept nogil:
+    if t == 8:
+        _pack_block(<const uint8_t*>values, <uint8_t*>packed, w)
+    elif t == 16:
+        _pack_block(<const uint16_t*>values, <uint16_t*>packed, w)
+    elif t == 32:
+        _pack_block(<const uint32_t*>values, <uint32_t*>packed, w)
+    else:
+        _pack_block(<const uint64_t*>values, <uint64_t*>packed, w)
+
+
+cdef inline void _put_le(uint8_t* dst, uint64_t v, int nbytes) noexcept nogil:
+    cdef int i
+    for i in range(nbytes):
+        dst[i] = <uint8_t>(v >> (8 * i))
+
+
+def pack_blocks(data, int t, Py_ssize_t n, const uint8_t[::1] widths, bint chunked=False,
+                bint large=True):
+    """Bit-pack the first ``n`` T-bit values of ``data`` block by block, each 1024-value block
+    at its own width (the last block zero-padded), into one new buffer.
+
+    ``chunked=False``: blocks ``[T-bit width][128*W bytes]`` back to back; returns (buffer,
+    int64 block starts, n blocks + 1). ``chunked=True``: every block is a whole mini-block
+    chunk without levels -- ``u16 0 | u16 or u32 (large) size | 0xFE pad`` then the block
+    padded with 0xFE to 8 bytes; returns (buffer, uint32 chunk metadata words)."""
+    _check_width(t, 0)
+    src_arr = _aligned_words(data, t, n)
+    cdef const uint8_t[::1] src = src_arr
+    cdef Py_ssize_t nblocks = (n + 1023) // 1024
+    if widths.shape[0] != nblocks:
+        raise ValueError(f"{widths.shape[0]} widths for {nblocks} blocks")
+    cdef Py_ssize_t b
+    cdef int head = t // 8
+    cdef int64_t total = 0, body
+    for b in range(nblocks):
+        if widths[b] > t:
+            raise ValueError(f"block {b}: width {widths[b]} above {t}")
+        body = head + 128 * <int64_t>widths[b]
+        total += (8 + ((body + 7) & ~7)) if chunked else body
+    out = np.empty(total, dtype=np.uint8)
+    starts = np.empty(nblocks + 1, dtype=np.int64)
+    meta = np.empty(nblocks, dtype=np.uint32)
+    cdef uint8_t[::1] o = out
+    cdef int64_t[::1] st = starts
+    cdef uint32_t[::1] m = meta
+    cdef uint64_t tail[1024]
+    cdef int64_t pos = 0, padded
+    cdef Py_ssize_t count
+    cdef int w
+    cdef int step = 1024 * head
+    cdef const uint8_t* vals
+    with nogil:
+        for b in range(nblocks):
+            w = widths[b]
+            body = head + 128 * w
+            st[b] = pos
+            if chunked:
+                padded = (body + 7) & ~7
+                o[pos] = 0
+                o[pos + 1] = 0
+                if large:
+                    _put_le(&o[pos + 2], <uint64_t>body, 4)
+                    o[pos + 6] = 0xFE
+                    o[pos + 7] = 0xFE
+                else:
+                    _put_le(&o[pos + 2], <uint64_t>body, 2)
+                    memset(&o[pos + 4], 0xFE, 4)
+                m[b] = <uint32_t>((((8 + padded) // 8 - 1) << 4) | (10 if b + 1 < nblocks else 0))
+                pos += 8
+            _put_le(&o[pos], <uint64_t>w, head)
+            count = 1024 if (b + 1) * 1024 <= n else n - b * 1024
+            vals = &src[0] + b * step
+            if count < 1024:
+                memset(tail, 0, sizeof(tail))
+                memcpy(tail, vals, count * head)
+                vals = <const uint8_t*>tail
+            _pack_any(vals, &o[pos + head], t, w)
+            pos += body
+            if chunked and padded > body:
+                memset(&o[pos], 0xFE, padded - body)
+                pos += padded - body
+        st[nblocks] = pos
+    if chunked:
+        return out, meta
+    return out, starts

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from ...errors import UnsupportedFeatureError
 from .field_reader import assign_columns, storage_type
 from .page_encoder import PageInput, encode_page
-from .shred import LIST, layer_codes, leaf_paths_of, shred
+from .shred import ITEM, LIST, layer_codes, leaf_paths_of, shred
 from .value_block import is_variable, value_block
 
 DICT_SAMPLE = 4096
@@ -75,8 +75,20 @@ class LeafColumnWriter:
         pieces, self.pending, self.pending_bytes = self.pending, [], 0
         if all(p.num_rows == 0 for p in pieces) and self.wrote_any:
             return
+        self.wrote_any = True
+        submit = getattr(self.sink, "submit", None)
+        if submit is None:
+            self.sink.emit(self.column, self._encode(pieces))
+        else:  # encoded on the writer's pool, written in order
+            submit(self.column, lambda: self._encode(pieces))
+
+    def _encode(self, pieces):
+        """The page of buffered pieces (runs on an encoding thread: reads only its input)."""
         kinds = pieces[0].kinds
-        kill = np.concatenate([p.kill for p in pieces])
+        if kinds == (ITEM,) and not any(p.values.null_count for p in pieces):
+            kill = np.zeros(0, np.uint16)  # a flat leaf without nulls: no levels to gather
+        else:
+            kill = np.concatenate([p.kill for p in pieces])
         rep = np.concatenate([p.rep for p in pieces]) if pieces[0].rep is not None else None
         values = pieces[0].values if len(pieces) == 1 else pa.concat_arrays(
             [p.values for p in pieces])
@@ -91,8 +103,7 @@ class LeafColumnWriter:
         max_rep = len(list_layers)
         values = maybe_dictionary(values, self.options)
         inp = PageInput(layers, rep, defs, value_block(values), visible, num_rows, max_rep, 0)
-        self.sink.emit(self.column, encode_page(inp, self.version, self.options))
-        self.wrote_any = True
+        return encode_page(inp, self.version, self.options)
 
     def finish(self):
         pass

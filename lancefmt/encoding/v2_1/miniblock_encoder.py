@@ -41,6 +41,11 @@ def encode(inp: PageInput, version, options) -> EncodedPage | None:
     def_pack = LevelPacker(inp.defs) if inp.defs is not None else None
     level_width = sum(p.width for p in (rep_pack, def_pack) if p is not None)
 
+    whole = getattr(enc, "page_chunks", None)
+    whole = whole(large) if whole is not None and not has_levels and n else None
+    if whole is not None:  # the encoder writes the finished chunks itself (bit-packing)
+        chunk_data, meta = whole
+        return _page(inp, enc, n, large, meta, chunk_data, None, entries)
     slices = getattr(enc, "page_slices", None)
     slices = slices() if slices is not None and not has_levels and n else None
     if slices is not None:

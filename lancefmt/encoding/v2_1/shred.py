@@ -61,6 +61,8 @@ def _validity(a: pa.Array) -> np.ndarray | None:
 def shred(arr: pa.Array, path: tuple) -> Shredded:
     """The levels and values of the leaf at ``path`` under the top-level array ``arr``."""
     n = len(arr)
+    if not path and not pa.types.is_struct(arr.type) and not is_list_type(arr.type):
+        return _shred_flat(arr)
     kinds = []
     idx = np.arange(n, dtype=np.int64)
     kill = np.zeros(n, dtype=np.uint16)
@@ -143,6 +145,15 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
     else:
         values = a.take(pa.array(idx[visible]))
     return Shredded(tuple(kinds), rep, kill, values, n)
+
+
+def _shred_flat(arr: pa.Array) -> Shredded:
+    """A top-level leaf (no struct or list above it): one entry per row, the array itself."""
+    kill = np.zeros(len(arr), dtype=np.uint16)
+    valid = _validity(arr)
+    if valid is not None:
+        kill[~valid] = 1
+    return Shredded((ITEM,), None, kill, arr, len(arr))
 
 
 def layer_codes(kinds, kill: np.ndarray):

@@ -147,6 +147,10 @@ class DictionaryEncoder:
         fn = getattr(self.inner, "page_slices", None)
         return fn() if fn is not None else None
 
+    def page_chunks(self, large):
+        fn = getattr(self.inner, "page_chunks", None)
+        return fn(large) if fn is not None else None
+
     def chunk_value_bytes(self, s, e):
         return self.inner.chunk_value_bytes(s, e)
 
@@ -157,78 +161,97 @@ class DictionaryEncoder:
         return self.inner.description()
 
 
+SAMPLE_BLOCKS = 8
+
+
+def _sample_looks_full_width(block: FixedBlock, t: int, n: int) -> bool:
+    """True when evenly spread sample blocks all need (nearly) every bit -- floats, hashes,
+    random ids -- so bit-packing cannot win and the full width pass is skipped."""
+    from ._fastlanes import block_widths
+
+    nblocks = n // 1024
+    if nblocks < 4 * SAMPLE_BLOCKS:
+        return False
+    w = t // 8
+    step = nblocks // SAMPLE_BLOCKS
+    for k in range(0, step * SAMPLE_BLOCKS, step):
+        part = block.data[k * 1024 * w:(k + 1) * 1024 * w]
+        if int(block_widths(part, t, 1024)[0]) < t - t // 16:
+            return False
+    return True
+
+
 class BitpackEncoder:
     """FastLanes inline bit-packing: chunks of exactly 1024 values (the last zero-padded),
     each ``[T-bit width word][128 * W bytes]`` with W the bit length of the chunk's maximum
-    (raw unsigned bit patterns, as Lance). Packing runs in the Cython kernel, one call per
-    distinct width."""
+    (raw unsigned bit patterns, as Lance). Widths and packing run in the Cython kernels
+    (:func:`._fastlanes.block_widths`, :func:`._fastlanes.pack_blocks`) without the GIL; pages
+    without levels are packed straight into their mini-block chunks (:meth:`page_chunks`)."""
 
     dictionary = None
     num_buffers = 1
     fixed_count = 1024
 
-    def __init__(self, block: FixedBlock, widths: np.ndarray, words: np.ndarray):
-        from ._fastlanes import pack
-
-        t = block.bits
-        self.t = t
+    def __init__(self, block: FixedBlock, widths: np.ndarray):
+        self.block = block
+        self.t = block.bits
         self.n = block.n
-        nblocks = len(widths)
-        head = t // 8
-        sizes = head + 128 * widths.astype(np.int64)
-        self.starts = np.concatenate([[0], np.cumsum(sizes)])
-        blocks = words.reshape(nblocks, 1024)
-        wdt = np.dtype(f"<u{head}")
-        # one kernel call per run of blocks with the same width
-        cuts = np.concatenate([[0], np.flatnonzero(np.diff(widths)) + 1, [nblocks]])
-        parts = []
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            w = int(widths[a])
-            packed = pack(blocks[a:b].ravel(), t, w).reshape(b - a, 128 * w)
-            rows = np.empty((b - a, head + 128 * w), dtype=np.uint8)
-            rows[:, :head] = np.full(b - a, w, dtype=wdt).view(np.uint8).reshape(-1, head)
-            rows[:, head:] = packed
-            parts.append(rows.reshape(-1))
-        self.data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+        self.widths = widths
+        self._blocks = None
 
     @classmethod
     def maybe(cls, block: FixedBlock):
         """A bit-packing encoder if it makes the values at least 10% smaller, else None."""
+        from ._fastlanes import block_widths
+
         t = block.bits
         if t not in (8, 16, 32, 64) or block.fsl_dims or block.n == 0:
             return None
         n = block.n
-        nblocks = -(-n // 1024)
-        words = np.zeros(nblocks * 1024, dtype=np.dtype(f"<u{t // 8}"))
-        words[:n] = block.data.view(words.dtype)[:n]
-        maxes = words.reshape(nblocks, 1024).max(axis=1)
-        widths = np.zeros(nblocks, dtype=np.int64)
-        for b in range(t):
-            widths += (maxes >> np.asarray(b, dtype=maxes.dtype)) != 0
-        size = int(np.sum(t // 8 + 128 * widths))
+        if _sample_looks_full_width(block, t, n):
+            return None
+        widths = block_widths(block.data, t, n)
+        size = len(widths) * (t // 8) + 128 * int(widths.sum(dtype=np.int64))
         if size > 0.9 * n * (t // 8):
             return None
-        return cls(block, widths, words)
+        return cls(block, widths)
+
+    @property
+    def packed_bytes(self) -> int:
+        return len(self.widths) * (self.t // 8) + 128 * int(self.widths.sum(dtype=np.int64))
+
+    def _packed(self):
+        """(packed blocks back to back, int64 block starts), packed once on first use."""
+        if self._blocks is None:
+            from ._fastlanes import pack_blocks
+
+            self._blocks = pack_blocks(self.block.data, self.t, self.n, self.widths)
+        return self._blocks
 
     def chunk_count(self, s):
         return 1024
 
-    def page_slices(self):
-        counts = np.full(len(self.starts) - 1, 1024, dtype=np.int64)
-        counts[-1] = self.n - 1024 * (len(counts) - 1)
-        return self.data, self.starts.astype(np.int64), counts
+    def page_chunks(self, large: bool):
+        """(chunk bytes, uint32 metadata words) of a page without levels, in one kernel pass."""
+        from ._fastlanes import pack_blocks
+
+        return pack_blocks(self.block.data, self.t, self.n, self.widths, True, large)
 
     def chunk_value_bytes(self, s, e):
         k = s // 1024
-        return [int(self.starts[k + 1] - self.starts[k])]
+        return [(self.t // 8) + 128 * int(self.widths[k])]
 
     def chunk_buffers(self, s, e):
+        data, starts = self._packed()
         k = s // 1024
-        return [self.data[self.starts[k]:self.starts[k + 1]]]
+        return [data[starts[k]:starts[k + 1]]]
 
     def description(self):
         return pb.CompressiveEncoding(inline_bitpacking=pb.InlineBitpacking(
             uncompressed_bits_per_value=self.t))
+
+
+RLE_SAMPLE = 64 * 1024
 
 
 class RleEncoder:
@@ -247,11 +270,22 @@ class RleEncoder:
         t = block.bits
         if t not in (8, 16, 32, 64) or block.fsl_dims or block.n < 2:
             return None
-        words = block.data.view(np.dtype(f"<u{t // 8}"))[:block.n]
-        runs = int(np.count_nonzero(words[1:] != words[:-1])) + 1
-        estimate = (runs + block.n // 255) * (t // 8 + 1) + 16 * (block.n // 4096 + 1)
+        from ._chunk_writer import count_runs
+
+        n = block.n
+        # the most runs for which the estimate below stays within half of best_other
+        limit = int((0.5 * best_other - 16 * (n // 4096 + 1)) // (t // 8 + 1)) - n // 255
+        if limit < 1:
+            return None
+        if n > 4 * RLE_SAMPLE:  # a prefix with several times the allowed run density: no RLE
+            if count_runs(block.data, t, RLE_SAMPLE, 4 * limit * RLE_SAMPLE // n) > \
+                    4 * limit * RLE_SAMPLE // n:
+                return None
+        runs = count_runs(block.data, t, n, limit)
+        estimate = (runs + n // 255) * (t // 8 + 1) + 16 * (n // 4096 + 1)
         if estimate > 0.5 * best_other:
             return None
+        words = block.data.view(np.dtype(f"<u{t // 8}"))[:n]
         return cls(block, words)
 
     def chunk_count(self, s):
@@ -348,7 +382,7 @@ def choose(block, version, options):
             enc = rle_by_threshold(block, threshold)
         if enc is None and scheme not in ("none", "zstd", "lz4"):
             enc = BitpackEncoder.maybe(block)
-            best = len(enc.data) if enc is not None else len(block.data)
+            best = enc.packed_bytes if enc is not None else len(block.data)
             if threshold is None:
                 enc = RleEncoder.maybe(block, best) or enc
         if enc is None:

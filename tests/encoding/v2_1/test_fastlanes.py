@@ -98,3 +98,66 @@ def test_kernel_checks_ranges_up_front():
     out = np.empty(1024, np.uint16)
     with pytest.raises(ValueError, match="output"):
         _fastlanes.unpack_into(np.zeros(128, np.uint8), 8, 1, 1, out)
+
+
+def _blocks_of_mixed_widths(rng, t, n):
+    """``n`` values whose 1024-blocks have different maxima (one all-zero block, one full)."""
+    dt = DTYPES[t]
+    vals = np.zeros(n, dt)
+    for b in range(0, n, 1024):
+        w = int(rng.integers(0, t + 1)) if b else t
+        blk = _random_block(rng, t, w)[:min(1024, n - b)]
+        vals[b:b + len(blk)] = blk
+    if n > 2048:
+        vals[1024:2048] = 0
+    return vals
+
+
+@pytest.mark.parametrize("t", [8, 16, 32, 64])
+@pytest.mark.parametrize("n", [1, 1023, 1024, 5000])
+def test_block_widths_are_bit_lengths_of_block_maxima(t, n):
+    vals = _blocks_of_mixed_widths(np.random.default_rng(t + n), t, n)
+    got = _fastlanes.block_widths(vals.view(np.uint8), t, n)
+    want = [int(vals[b:b + 1024].max()).bit_length() for b in range(0, n, 1024)]
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("t", [8, 16, 32, 64])
+@pytest.mark.parametrize("n", [1, 1500, 4096])
+def test_pack_blocks_matches_per_block_pack(t, n):
+    """Both output layouts of the whole-page kernel, rebuilt from the one-block kernel."""
+    vals = _blocks_of_mixed_widths(np.random.default_rng(7 * t + n), t, n)
+    widths = _fastlanes.block_widths(vals.view(np.uint8), t, n)
+    padded = np.zeros(len(widths) * 1024, DTYPES[t])
+    padded[:n] = vals
+    blocks = [np.concatenate([np.array([w], DTYPES[t]).view(np.uint8),
+                              _fastlanes.pack(padded[k * 1024:(k + 1) * 1024], t, int(w))])
+              for k, w in enumerate(widths)]
+    data, starts = _fastlanes.pack_blocks(vals.view(np.uint8), t, n, widths)
+    assert data.tobytes() == b"".join(b.tobytes() for b in blocks)
+    assert starts.tolist() == np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).tolist()
+    for large in (False, True):
+        chunks, meta = _fastlanes.pack_blocks(vals.view(np.uint8), t, n, widths, True, large)
+        want, words = b"", []
+        for k, b in enumerate(blocks):
+            head = (0).to_bytes(2, "little") + len(b).to_bytes(4 if large else 2, "little")
+            head += b"\xfe" * (8 - len(head))
+            chunk = head + b.tobytes() + b"\xfe" * (-len(b) % 8)
+            want += chunk
+            words.append(((len(chunk) // 8 - 1) << 4) | (10 if k + 1 < len(blocks) else 0))
+        assert chunks.tobytes() == want
+        assert meta.tolist() == words
+
+
+def test_pack_blocks_checks_its_inputs():
+    vals = np.arange(2048, dtype=np.uint16)
+    with pytest.raises(ValueError):
+        _fastlanes.pack_blocks(vals.view(np.uint8), 16, 2048, np.array([11], np.uint8))
+    with pytest.raises(ValueError):
+        _fastlanes.pack_blocks(vals.view(np.uint8), 16, 2048, np.array([11, 17], np.uint8))
+    with pytest.raises(ValueError):
+        _fastlanes.block_widths(vals.view(np.uint8), 16, 4096)
+    # a misaligned view is copied, not read unaligned
+    raw = np.zeros(2 * 2048 + 1, np.uint8)
+    raw[1:] = vals.view(np.uint8)
+    assert _fastlanes.block_widths(raw[1:], 16, 2048).tolist() == [10, 11]

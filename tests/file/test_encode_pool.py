@@ -1,0 +1,117 @@
+"""Pages encoded on the writer's thread pool are written in submission order, whatever order
+the jobs finish in; a failing job fails the write and leaves no file."""
+import os
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lancefmt.file import encode_pool
+from lancefmt.file.encode_pool import PageQueue
+from lancefmt.file.reader import LanceFileReader
+from lancefmt.file.writer import LanceFileWriter
+
+
+def test_pages_are_written_in_submission_order(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "3")
+    written = []
+    q = PageQueue(lambda col, page: written.append((col, page)), max_in_flight=4)
+    assert q.pool is not None
+    for i in range(12):
+        # later jobs finish first
+        q.submit(i % 3, lambda i=i: (time.sleep(0.002 * (12 - i)), i)[1])
+        if i == 5:
+            q.emit(9, "inline")
+        assert len(q.queue) <= 4
+    q.drain()
+    assert written == [(i % 3, i) for i in range(6)] + [(9, "inline")] + \
+        [(i % 3, i) for i in range(6, 12)]
+
+
+def test_a_failing_job_surfaces_and_cancel_waits(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "2")
+    written = []
+    q = PageQueue(lambda col, page: written.append(page))
+    go = threading.Event()
+
+    def boom():
+        go.wait(5)
+        raise ValueError("bad page")
+
+    q.submit(0, boom)
+    go.set()
+    with pytest.raises(ValueError, match="bad page"):
+        q.drain()
+    with pytest.raises(ValueError, match="bad page"):  # stays failed; nothing after it written
+        q.submit(0, lambda: 1)
+    q.cancel()
+    assert not q.queue
+    assert written == []
+
+
+def test_inline_mode_has_no_pool(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "1")
+    written = []
+    q = PageQueue(lambda col, page: written.append(page))
+    assert q.pool is None
+    q.submit(0, lambda: "a")
+    assert written == ["a"]
+
+
+def _table(n=150_000, seed=5):
+    rng = np.random.default_rng(seed)
+    return pa.table({"a": pa.array(rng.integers(0, 1 << 20, n)),
+                     "b": pa.array(rng.standard_normal(n)),
+                     "c": pa.array(rng.integers(0, 9, n, dtype=np.int32),
+                                   mask=rng.random(n) < 0.1),
+                     "s": pa.array([f"v{i % 50}" for i in range(n)])})
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+def test_threaded_file_equals_inline_file(tmp_path, monkeypatch, version):
+    t = _table()
+    paths = {}
+    for threads in ("1", "4"):
+        monkeypatch.setenv("LANCEFMT_WRITE_THREADS", threads)
+        p = str(tmp_path / f"t{threads}.lance")
+        with LanceFileWriter(p, t.schema, version=version, page_buffer_bytes=64 * 1024) as w:
+            for b in t.to_batches(max_chunksize=10_000):
+                w.write_batch(b)
+        paths[threads] = p
+    data = {k: open(p, "rb").read() for k, p in paths.items()}
+    assert data["1"] == data["4"]
+    assert LanceFileReader(paths["4"]).read_all().equals(t)
+
+
+def test_failed_encoding_leaves_no_file(tmp_path, monkeypatch):
+    from lancefmt.encoding.v2_1 import field_writer
+
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "2")
+
+    def broken(inp, version, options):
+        raise RuntimeError("encoder broke")
+
+    monkeypatch.setattr(field_writer, "encode_page", broken)
+    p = str(tmp_path / "x.lance")
+    t = _table(20_000)
+    with pytest.raises(RuntimeError, match="encoder broke"):
+        with LanceFileWriter(p, t.schema, version="2.2", page_buffer_bytes=16 * 1024) as w:
+            for b in t.to_batches(max_chunksize=5_000):
+                w.write_batch(b)
+    assert os.listdir(tmp_path) == []
+
+
+def test_pool_is_forgotten_in_a_forked_child(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "2")
+    assert encode_pool.encode_pool() is not None
+    encode_pool._forget_pool_after_fork()
+    assert encode_pool._pool is None
+    assert encode_pool.encode_pool() is not None
+
+
+def test_a_writer_inside_an_encoding_job_encodes_inline(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "2")
+    pool = encode_pool.encode_pool()
+    assert pool.submit(lambda: PageQueue(lambda c, p: None).pool).result(5) is None
