@@ -22,9 +22,9 @@ def test_pages_are_written_in_submission_order(monkeypatch):
     for i in range(12):
         # later jobs finish first
         q.submit(i % 3, lambda i=i: (time.sleep(0.002 * (12 - i)), i)[1])
+        assert len(q.queue) <= 4  # a submit waits until at most max_in_flight are queued
         if i == 5:
-            q.emit(9, "inline")
-        assert len(q.queue) <= 4
+            q.emit(9, "inline")   # (queued behind them, without waiting)
     q.drain()
     assert written == [(i % 3, i) for i in range(6)] + [(9, "inline")] + \
         [(i % 3, i) for i in range(6, 12)]
