@@ -426,20 +426,6 @@ def test_variable_packed_structs_at_2_2(tmp_path):
         assert [f.bits_per_length for f in fields[1:3]] == [32, 64]
 
 
-def test_pylance_blob_v2_datasets_are_refused_clearly(tmp_path):
-    """pylance 14 turns 2.2 datasets' blob columns into blob v2 (a lance.blob.v2 struct whose
-    file-level description fields carry no ids); lancefmt does not read those yet and says so."""
-    import lance
-
-    import lancefmt
-
-    table = blob_table().select(["big"])
-    uri = str(tmp_path / "ds")
-    lance.write_dataset(table, uri, data_storage_version="2.2")
-    with pytest.raises(lancefmt.UnsupportedFeatureError, match="blob v2"):
-        lancefmt.dataset(uri).to_table()
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 def test_long_values_compressed_one_by_one(tmp_path, version):
     """Full-zip strings under compression=zstd|lz4, or with a value over 32 KiB, are one zstd
