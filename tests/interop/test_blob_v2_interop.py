@@ -96,11 +96,69 @@ def test_take_blobs_rejects_other_columns(pylance_uri):
         ds.take_blobs("blob", indices=[0], ids=[0])
 
 
-def test_pylance_reads_lancefmt_blobs_at_2_2(tmp_path):
-    """lancefmt writes blob v1 at 2.2; pylance validates it and opens every blob."""
+def blob_bytes(files):
+    return [None if f is None else f.readall() for f in files]
+
+
+def test_lancefmt_writes_blob_v2_that_pylance_reads(tmp_path):
+    """At 2.2 lancefmt writes blob v2 (descriptors + packed sidecars); pylance validates it,
+    returns the same descriptors as lancefmt and opens every blob; appends both ways."""
     uri = str(tmp_path / "ds")
-    lancefmt.write_dataset(blob_table(), uri, data_storage_version="2.2")
+    lancefmt.write_dataset(blob_table(), uri, data_storage_version="2.2", max_rows_per_file=3)
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    assert theirs.schema.field("blob").type.extension_name == "lance.blob.v2"
+    assert lancefmt.dataset(uri).to_table().equals(theirs.to_table(), check_metadata=True)
+    assert blob_bytes(theirs.take_blobs("blob", indices=list(range(len(VALUES))))) == VALUES
+
+    more = [b"m" * 3, None, b""]
+    lance.write_dataset(blob_table(more, start=50), uri, mode="append")
+    lancefmt.write_dataset(blob_table(more, start=60), uri, mode="append")
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    expected = VALUES + more + more
+    n = len(expected)
+    assert blob_bytes(theirs.take_blobs("blob", indices=list(range(n)))) == expected
+    ours = lancefmt.dataset(uri)
+    assert ours.to_table().equals(theirs.to_table(), check_metadata=True)
+    assert blob_bytes(ours.take_blobs("blob", indices=list(range(n)))) == expected
+
+
+def test_lancefmt_appends_to_pylance_blob_v2(pylance_uri, tmp_path):
+    import shutil
+
+    uri = str(tmp_path / "copy")
+    shutil.copytree(pylance_uri, uri)
+    before = lance.dataset(uri).count_rows()
+    lancefmt.write_dataset(blob_table([b"new" * 1000, None], start=500), uri, mode="append")
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    files = theirs.take_blobs("blob", indices=[before, before + 1])
+    assert blob_bytes(files) == [b"new" * 1000, None]
+    assert lancefmt.dataset(uri).to_table().equals(theirs.to_table())
+
+
+def test_failed_blob_write_leaves_nothing(tmp_path):
+    uri = str(tmp_path / "ds")
+    good = blob_table().to_batches()[0]
+
+    def batches():
+        yield good
+        raise RuntimeError("source failed")
+
+    reader = pa.RecordBatchReader.from_batches(good.schema, batches())
+    with pytest.raises(RuntimeError):
+        lancefmt.write_dataset(reader, uri, data_storage_version="2.2", max_rows_per_file=3)
+    data = os.path.join(uri, "data")
+    left = [f for _, _, fs in os.walk(data) for f in fs] if os.path.exists(data) else []
+    assert left == []
+
+
+def test_lancefmt_keeps_blob_v1_below_2_2(tmp_path):
+    """At 2.1 (as pylance) blob columns stay blob v1; pylance validates and opens them."""
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(blob_table(), uri, data_storage_version="2.1")
     ds = lance.dataset(uri)
     ds.validate()
-    files = ds.take_blobs("blob", indices=list(range(len(VALUES))))
-    assert [None if f is None else f.readall() for f in files] == VALUES
+    assert ds.schema.field("blob").type == pa.large_binary()
+    assert blob_bytes(ds.take_blobs("blob", indices=list(range(len(VALUES))))) == VALUES
