@@ -460,6 +460,13 @@ class Dataset(DatasetReadAPI):
 
         return take_addresses(self, addresses, columns)
 
+    def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None) -> list:
+        """File-like readers of a blob v2 column's bytes for the selected rows (exactly one of
+        ``ids``, ``addresses``, ``indices``); ``None`` where the blob is null."""
+        from .blobs import take_blobs
+
+        return take_blobs(self, blob_column, ids=ids, addresses=addresses, indices=indices)
+
     def validate(self) -> None:
         """Check that every referenced data and deletion file exists and opens."""
         from .validate import validate_dataset

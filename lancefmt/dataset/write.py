@@ -21,6 +21,7 @@ from ..errors import (
     UnsupportedFeatureError,
 )
 from ..file.writer import LanceFileWriter
+from .blob_v2_write import BlobSidecars, blob_v2_columns, blob_v2_schema, input_schema
 from ..file.schema import arrow_from_fields, fields_from_arrow, storage_schema
 from ..io import open_store
 from ..io.memory_scope import private_memory_options
@@ -122,6 +123,10 @@ class _FileRoller:
         self._writer = None
         self._target = None
         self._bytes = 0
+        self.blob_columns = blob_v2_columns(fields)
+        self.file_schema = arrow_from_fields(fields, schema.metadata) if self.blob_columns \
+            else schema
+        self._sidecars = None
 
     def _open(self):
         self._target = next(self.targets)
@@ -129,14 +134,21 @@ class _FileRoller:
         uri = self._target.data_dir.rstrip("/") + "/" + name
         if self.staging is not None:
             stage_file(self.staging, uri, self.storage_options)
-        self._writer = LanceFileWriter(uri, self.schema, self.version,
-                                       store=open_store(uri, self._target.storage_options),
+        store = open_store(uri, self._target.storage_options)
+        self._writer = LanceFileWriter(uri, self.file_schema, self.version, store=store,
                                        fields=self.fields)
+        if self.blob_columns:
+            self._sidecars = BlobSidecars(store, uri, self.blob_columns)
         self._name, self._uri, self._bytes = name, uri, 0
 
     def _close(self):
         w = self._writer
         self._writer = None
+        if self._sidecars is not None:
+            sidecars, self._sidecars = self._sidecars, None
+            for side in sidecars.close():
+                self.written.append(side)
+                self.written_options.append(self._target.storage_options)
         rows = w.close()
         self.written.append(self._uri)
         self.written_options.append(self._target.storage_options)
@@ -151,8 +163,11 @@ class _FileRoller:
             room = self.max_rows - self._writer.num_rows
             piece = batch.slice(offset, room) if batch.num_rows - offset > room else \
                 (batch.slice(offset) if offset else batch)
+            nbytes = piece.nbytes
+            if self._sidecars is not None:
+                piece = self._sidecars.convert(piece, self.file_schema)
             self._writer.write_batch(piece)
-            self._bytes += piece.nbytes
+            self._bytes += nbytes
             offset += piece.num_rows
             if self._writer.num_rows >= self.max_rows or self._bytes >= self.max_bytes:
                 self._close()
@@ -162,11 +177,24 @@ class _FileRoller:
             if self._writer.num_rows:
                 self._close()
             else:
-                self._writer.abort()
-                self._writer = None
+                self.abort_open_file()
         return self.fragments
 
+    def abort_open_file(self):
+        if self._sidecars is not None:
+            self._sidecars.abort()
+            for side in self._sidecars.uris:
+                delete_files([side], self._target.storage_options)
+            self._sidecars = None
+        self._writer.abort()
+        self._writer = None
+
     def abort(self):
+        if self._sidecars is not None:
+            self._sidecars.abort()
+            for side in self._sidecars.uris:
+                delete_files([side], self._target.storage_options)
+            self._sidecars = None
         if self._writer is not None:
             self._writer.abort()
             self._writer = None
@@ -378,14 +406,18 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
         if initial_bases:
             raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
         header = existing.header
-        fields = _appended_fields(list(header.fields), reader.schema)
+        fields = list(header.fields)
+        blobs = blob_v2_columns(fields)
+        if not blobs:
+            fields = _appended_fields(fields, reader.schema)
         ds_schema = arrow_from_fields(fields, dict(header.schema_metadata) or None)
+        if blobs:
+            ds_schema = input_schema(ds_schema, blobs)
         version = existing.data_storage_version
         _check_storage_version(version)
         bases = [BasePath.from_pb(b) for b in header.base_paths]
         return _Plan(uri, existing, ds_schema, fields, version, bases, _conform(reader, ds_schema))
     new_schema = reader.schema
-    fields = fields_from_arrow(new_schema)
     if existing is not None:  # overwrite keeps the storage version unless one is asked for
         version = _check_storage_version(data_storage_version or existing.data_storage_version)
         if initial_bases:
@@ -394,6 +426,7 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
     else:
         version = _check_storage_version(data_storage_version)
         bases = assign_base_ids([], _bases_of(initial_bases))
+    fields = fields_from_arrow(blob_v2_schema(new_schema, version))
     return _Plan(uri, existing, new_schema, fields, version, bases, reader)
 
 

@@ -27,6 +27,16 @@ BFLOAT16_EXT_NAME = "lance.bfloat16"
 LANCE_JSON_EXT_NAME = "lance.json"
 PRIMARY_KEY_META_KEY = "lance-schema:unenforced-primary-key"
 PACKED_META_KEYS = ("packed", "lance-encoding:packed")
+BLOB_META_KEY = "lance-encoding:blob"
+BLOB_V2_EXT_NAME = "lance.blob.v2"
+# What a blob v2 column stores (one packed-struct column) and what pylance's reads return for
+# it: kind (0 inline in the data file, 1 packed sidecar, 2 dedicated sidecar, 3 external uri),
+# byte range, sidecar id and external uri.
+BLOB_V2_DESCRIPTOR = pa.struct([
+    pa.field("kind", pa.uint8(), False), pa.field("position", pa.uint64(), False),
+    pa.field("size", pa.uint64(), False), pa.field("blob_id", pa.uint32(), False),
+    pa.field("blob_uri", pa.string(), False)])
+BLOB_V2_DESCRIPTOR_META = {BLOB_META_KEY: "true", "lance-encoding:packed": "true"}
 
 _SIMPLE = {
     "null": pa.null(), "bool": pa.bool_(),
@@ -363,9 +373,20 @@ class FieldNode:
         for c in self.children:
             yield from c.walk()
 
+    def is_blob_v2(self) -> bool:
+        """A dataset's blob v2 column (struct<data, uri> named ``lance.blob.v2``): its files
+        store one packed descriptor column per row, which is what reads return."""
+        if self.field.logical_type != "struct":
+            return False
+        name = self.field.extension_name or self.field.metadata.get(EXT_NAME_KEY, b"").decode(
+            "utf-8", "replace")
+        return name == BLOB_V2_EXT_NAME
+
     def is_packed_struct(self) -> bool:
         if self.field.logical_type != "struct":
             return False
+        if self.is_blob_v2():
+            return True
         for key in PACKED_META_KEYS:
             v = self.field.metadata.get(key)
             if v is not None and v.decode("utf-8", "replace").lower() == "true":
@@ -374,8 +395,10 @@ class FieldNode:
 
     def arrow_field(self) -> pa.Field:
         """The Arrow (storage) field: exact type, nullability and metadata."""
-        children = [c.arrow_field() for c in self.children]
         f = self.field
+        if self.is_blob_v2():
+            return pa.field(f.name, BLOB_V2_DESCRIPTOR, f.nullable, BLOB_V2_DESCRIPTOR_META)
+        children = [c.arrow_field() for c in self.children]
         if f.logical_type.startswith("fixed_size_list:struct:") and children:
             raise UnsupportedFeatureError(f"field {f.name!r}: fixed-size lists of structs "
                                           f"(Lance 2.2) are not read yet")
@@ -396,6 +419,12 @@ class FieldNode:
         return pa.field(f.name, dtype, f.nullable, md or None)
 
 
+def _is_blob_descriptor(node: FieldNode) -> bool:
+    md = node.field.metadata
+    return node.field.logical_type == "struct" and md.get(BLOB_META_KEY, b"") == b"true" \
+        and node.is_packed_struct()
+
+
 def field_tree(fields: Iterable[Field]) -> list[FieldNode]:
     """The top-level nodes of a flat pre-order Field list (children in list order).
 
@@ -404,11 +433,13 @@ def field_tree(fields: Iterable[Field]) -> list[FieldNode]:
     nodes: dict[int, FieldNode] = {}
     roots: list[FieldNode] = []
     for f in fields:
-        if f.id == -1 and f.parent_id == -1 and roots and any(
-                k in roots[-1].field.metadata for k in ("lance-encoding:blob", b"lance-encoding:blob")):
-            raise UnsupportedFeatureError(
-                f"field {roots[-1].name!r}: blob v2 descriptions (pylance 2.2 datasets' blob "
-                f"columns) are not read by lancefmt yet")
+        if f.id == -1 and f.parent_id == -1 and roots and _is_blob_descriptor(roots[-1]):
+            # pylance 14 writes a blob v2 column's descriptor fields into the data file's
+            # schema without ids; they are the packed struct's children, in order.
+            if len(roots[-1].children) >= BLOB_V2_DESCRIPTOR.num_fields:
+                raise CorruptFileError(f"field {roots[-1].name!r}: too many blob descriptor fields")
+            roots[-1].children.append(FieldNode(f))
+            continue
         if f.id in nodes:
             raise CorruptFileError(f"duplicate field id {f.id}")
         node = FieldNode(f)
