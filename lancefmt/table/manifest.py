@@ -306,7 +306,12 @@ class ManifestFile:
     @property
     def timestamp(self) -> datetime:
         """Commit time as pylance's ``versions()`` shows it (naive local time, microseconds)."""
-        return timestamp_to_datetime(self.timestamp_ns)
+        ns = self.timestamp_ns
+        try:
+            return timestamp_to_datetime(ns)
+        except (OverflowError, OSError, ValueError):  # beyond what a datetime can hold
+            raise CorruptFileError(f"commit time {ns} ns since the epoch is out of range",
+                                   self.uri) from None
 
     @property
     def data_storage_version(self) -> str:
