@@ -246,7 +246,30 @@ def stage_file(staging: str, uri: str, storage_options=None) -> None:
 
 
 def abort_staged_job(staging: str, storage_options=None, *, settle: float = 0.5,
-                     timeout: float = 60.0) -> list[str]:
+                     timeout: float = 60.0, linger: float = 3.0) -> list[str]:
+    """Abort a distributed write (see :func:`_abort_pass`); then watch the staging prefix for
+    ``linger`` seconds more: a task whose worker was still starting when the job failed may
+    stage files after the first pass cleared everything, so its records are swept again."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    removed = _abort_pass(staging, storage_options, settle, timeout)
+    store = open_store(staging, storage_options)
+    while time.monotonic() < deadline:
+        until = min(deadline, time.monotonic() + linger)
+        late = False
+        while time.monotonic() < until:
+            if any(True for _ in store.list(staging)):
+                late = True
+                break
+            time.sleep(0.1)
+        if not late:
+            break
+        removed += _abort_pass(staging, storage_options, settle, deadline - time.monotonic())
+    return removed
+
+
+def _abort_pass(staging: str, storage_options, settle: float, timeout: float) -> list[str]:
     """Abort a distributed write: stop its tasks from creating more files, wait for the tasks
     still running (each holds a liveness record while it writes, see :func:`staged_task`) to
     stop, and delete every staged file, until no task is live and nothing new appeared for
