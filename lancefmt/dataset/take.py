@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from ..errors import RowOutOfRangeError
 from .context import ScanContext
+from .direct_take import direct_plan
 from .scan import FragmentScan, ScanSpec, _pool, default_threads
 
 # Fewer wanted rows than this are read on the calling thread (pool hand-off costs more).
@@ -85,6 +86,10 @@ def take_from_fragments(ctx: ScanContext, fragments, live_counts: np.ndarray, in
     spec = ScanSpec.build(ctx.schema, columns, None, with_row_id, with_row_address)
     if idx.size == 0:
         return spec.output_schema(ctx.schema).empty_table()
+    if not (spec.with_row_id or spec.with_row_address):
+        plan = direct_plan(ctx, fragments, spec.columns)
+        if plan is not None and plan.live_rows == total:
+            return plan.take(idx)
     starts = np.concatenate([[0], np.cumsum(live_counts)])
     in_order = bool(np.all(idx[1:] >= idx[:-1]))
     order = None if in_order else np.argsort(idx, kind="stable")

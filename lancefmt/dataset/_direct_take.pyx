@@ -1,0 +1,226 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Kernels of the direct take (``direct_take.py``): fixed-width values gathered straight from
+memory-mapped data files, one call per column over every fragment.
+
+A column is described by *segments*: runs of rows whose values lie at a known place. Segment
+``s`` holds the rows ``[starts[s], starts[s + 1])`` (dataset-wide physical row numbers) at
+address ``ptrs[s]``, either flat (``widths[s] == -1``: row ``i`` of the segment is the
+``value_bytes`` bytes at ``ptrs[s] + i * value_bytes``) or as one FastLanes bit-packed block of
+1024 values (``widths[s]`` bits each, words of ``8 * value_bytes`` bits; see ``_fastlanes.pyx``).
+
+:func:`miniblock_segments` cuts a 2.1/2.2 mini-block page into such segments (checking every
+chunk header and block against the chunk it sits in); the caller checks that the segments' bytes
+lie inside the mapped file before it hands their addresses to :func:`gather`, which then only
+has to check the requested rows against the segment table.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.stdint cimport int16_t, int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy
+
+cnp.import_array()
+
+cdef int[8] FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
+
+
+cdef inline int64_t _header_word(const uint8_t* p, int width) noexcept nogil:
+    """A little-endian u16 (2.1) or u32 (2.2) chunk-header word."""
+    if width == 2:
+        return p[0] | (<int64_t>p[1] << 8)
+    return p[0] | (<int64_t>p[1] << 8) | (<int64_t>p[2] << 16) | (<int64_t>p[3] << 24)
+
+
+def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets,
+                       const int64_t[::1] chunk_sizes, const int64_t[::1] value_starts,
+                       int size_width, bint bitpacked, int bits):
+    """Segments of a mini-block page without levels and with one value buffer per chunk:
+    ``(row_starts, byte_offsets, widths)`` with rows counted from the page start and byte
+    offsets into ``data`` (the page's chunk buffer). Bit-packed chunks give one segment per
+    1024-value block (``[width word][128 * width bytes]``), flat chunks one per chunk.
+
+    Chunk ``c`` lies at ``chunk_offsets[c]`` (``chunk_sizes[c]`` bytes) and holds the rows
+    ``value_starts[c]`` up to ``value_starts[c + 1]``; its header is a u16 level count and a
+    u16/u32 (``size_width``) value-buffer size, padded to 8 bytes. Any inconsistency with
+    ``data`` is a ValueError."""
+    cdef Py_ssize_t nch = chunk_offsets.shape[0], size = data.shape[0]
+    if bits not in (8, 16, 32, 64):
+        raise ValueError(f"values of {bits} bits")
+    if size_width not in (2, 4):
+        raise ValueError("bad chunk header width")
+    if chunk_sizes.shape[0] != nch or value_starts.shape[0] != nch + 1:
+        raise ValueError("chunk table arrays disagree in length")
+    cdef int wb = bits // 8
+    cdef Py_ssize_t c, nseg = 0
+    cdef int64_t count, cap = 0
+    for c in range(nch):
+        count = value_starts[c + 1] - value_starts[c]
+        if count < 0 or value_starts[c] < 0:
+            raise ValueError(f"chunk {c} holds a negative number of rows")
+        cap += ((count + 1023) >> 10) if bitpacked else 1
+    row_starts = np.empty(cap, dtype=np.int64)
+    offsets = np.empty(cap, dtype=np.int64)
+    widths = np.empty(cap, dtype=np.int16)
+    cdef int64_t[::1] rs = row_starts
+    cdef int64_t[::1] offs = offsets
+    cdef int16_t[::1] ws = widths
+    cdef const uint8_t* src = &data[0] if size else NULL
+    cdef int64_t s, csize, head, vlen, vstart, pos, g, groups
+    cdef uint64_t w
+    cdef int bad = 0  # 1: chunk outside data, 2: header/values past the chunk, 3: bit width
+    with nogil:
+        for c in range(nch):
+            count = value_starts[c + 1] - value_starts[c]
+            if count == 0:
+                continue
+            s = chunk_offsets[c]
+            csize = chunk_sizes[c]
+            if s < 0 or csize < 0 or s > size or csize > size - s:
+                bad = 1
+                break
+            head = 2 + size_width
+            if head > csize:
+                bad = 2
+                break
+            vlen = _header_word(src + s + 2, size_width)
+            vstart = (head + 7) & ~(<int64_t>7)
+            if vstart + vlen > csize:
+                bad = 2
+                break
+            vstart += s
+            if not bitpacked:
+                if count * wb > vlen:
+                    bad = 2
+                    break
+                rs[nseg] = value_starts[c]
+                offs[nseg] = vstart
+                ws[nseg] = -1
+                nseg += 1
+                continue
+            groups = (count + 1023) >> 10
+            pos = 0
+            for g in range(groups):
+                if pos + wb > vlen:
+                    bad = 2
+                    break
+                w = 0
+                memcpy(&w, src + vstart + pos, wb)
+                if w > <uint64_t>bits:
+                    bad = 3
+                    break
+                if pos + wb + 128 * <int64_t>w > vlen:
+                    bad = 2
+                    break
+                rs[nseg] = value_starts[c] + (g << 10)
+                offs[nseg] = vstart + pos + wb
+                ws[nseg] = <int16_t>w
+                nseg += 1
+                pos += wb + 128 * <int64_t>w
+            if bad:
+                break
+    if bad == 1:
+        raise ValueError(f"chunk {c} lies outside the page data")
+    if bad == 2:
+        raise ValueError(f"chunk {c}: header or values run past the chunk")
+    if bad == 3:
+        raise ValueError(f"chunk {c}: bit width {w} exceeds the {bits}-bit word")
+    return row_starts[:nseg], offsets[:nseg], widths[:nseg]
+
+
+cdef inline uint64_t _word(const uint8_t* p, Py_ssize_t k, int wb) noexcept nogil:
+    cdef uint64_t v = 0
+    memcpy(&v, p + k * wb, wb)
+    return v
+
+
+cdef inline uint64_t _unpack_one(const uint8_t* block, int t, int w, int64_t i) noexcept nogil:
+    """Value ``i`` (0..1023) of a FastLanes block of ``t``-bit words packed at ``w`` bits."""
+    cdef int wb = t >> 3
+    cdef int lanes = 1024 // t
+    cdef int r = <int>(i & 127)
+    cdef int row = 8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)
+    cdef int lane = r % lanes
+    cdef int b = row * w
+    cdef int k = b // t
+    cdef int sh = b % t
+    cdef uint64_t v
+    if w == 0:
+        return 0
+    v = _word(block, k * lanes + lane, wb) >> sh
+    if sh + w > t:
+        v |= _word(block, (k + 1) * lanes + lane, wb) << (t - sh)
+    if w < 64:
+        v &= ((<uint64_t>1) << w) - 1
+    return v
+
+
+cdef inline Py_ssize_t _segment_of(const int64_t* starts, Py_ssize_t nseg,
+                                   int64_t row) noexcept nogil:
+    """The last segment starting at or before ``row`` (``starts[0] <= row < starts[nseg]``)."""
+    cdef Py_ssize_t lo = 0, hi = nseg, mid
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if starts[mid] <= row:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::1] widths,
+           int value_bytes, const int64_t[::1] rows, uint8_t[::1] out,
+           Py_ssize_t lo=0, Py_ssize_t hi=-1):
+    """Write the values of ``rows[lo:hi]`` (any order, repeats allowed) to
+    ``out[lo * value_bytes:hi * value_bytes]``. ``ptrs`` must address the segments' bytes in a
+    buffer the caller keeps alive (checked when the segments were made); the rows are checked
+    here against the segment table, once, before any byte is read. Runs without the GIL."""
+    cdef Py_ssize_t nseg = ptrs.shape[0], n = rows.shape[0]
+    if hi < 0:
+        hi = n
+    if not 0 <= lo <= hi <= n:
+        raise ValueError("bad row range")
+    if starts.shape[0] != nseg + 1 or widths.shape[0] != nseg:
+        raise ValueError("segment arrays disagree in length")
+    if value_bytes not in (1, 2, 4, 8):
+        raise ValueError(f"{value_bytes}-byte values")
+    if out.shape[0] < n * value_bytes:
+        raise ValueError("output too small")
+    if hi == lo:
+        return
+    if nseg == 0:
+        raise ValueError("row outside the column")
+    cdef int t = value_bytes * 8
+    cdef int64_t first = starts[0], total = starts[nseg], row
+    cdef Py_ssize_t k, s = 0, bad = -1
+    cdef int16_t w
+    cdef const int64_t* st = &starts[0]
+    cdef uint8_t* dst = &out[0]
+    cdef uint64_t v
+    for s in range(nseg):  # the table itself: ordered, blocks of at most 1024 rows
+        if st[s + 1] < st[s] or widths[s] < -1 or widths[s] > t or (
+                widths[s] >= 0 and st[s + 1] - st[s] > 1024):
+            raise ValueError(f"segment {s} is malformed")
+    s = 0
+    with nogil:
+        for k in range(lo, hi):  # the one up-front check of every row
+            row = rows[k]
+            if row < first or row >= total:
+                bad = k
+                break
+        if bad < 0:
+            for k in range(lo, hi):
+                row = rows[k]
+                if row < st[s] or row >= st[s + 1]:
+                    if s + 2 <= nseg and st[s + 1] <= row < st[s + 2]:
+                        s += 1  # sorted rows step to the next segment
+                    else:
+                        s = _segment_of(st, nseg, row)
+                w = widths[s]
+                if w < 0:
+                    memcpy(dst + k * value_bytes,
+                           <const uint8_t*>ptrs[s] + (row - st[s]) * value_bytes, value_bytes)
+                else:
+                    v = _unpack_one(<const uint8_t*>ptrs[s], t, w, row - st[s])
+                    memcpy(dst + k * value_bytes, &v, value_bytes)
+    if bad >= 0:
+        raise ValueError(f"row {rows[bad]} outside the column's {total} rows")
