@@ -16,10 +16,16 @@ has to check the requested rows against the segment table.
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int16_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int16_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 cnp.import_array()
+
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) noexcept nogil
+
+# Rows ahead whose bytes are prefetched (the gathers are independent cache misses).
+DEF LOOKAHEAD = 16
 
 cdef int[8] FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
 
@@ -127,15 +133,24 @@ def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets
     return row_starts[:nseg], offsets[:nseg], widths[:nseg]
 
 
-cdef inline uint64_t _word(const uint8_t* p, Py_ssize_t k, int wb) noexcept nogil:
-    cdef uint64_t v = 0
-    memcpy(&v, p + k * wb, wb)
+ctypedef fused word_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+cdef inline word_t _load(const uint8_t* p, Py_ssize_t k, word_t tag) noexcept nogil:
+    """Word ``k`` of ``p`` (little-endian, any alignment)."""
+    cdef word_t v
+    memcpy(&v, p + k * sizeof(word_t), sizeof(word_t))
     return v
 
 
-cdef inline uint64_t _unpack_one(const uint8_t* block, int t, int w, int64_t i) noexcept nogil:
-    """Value ``i`` (0..1023) of a FastLanes block of ``t``-bit words packed at ``w`` bits."""
-    cdef int wb = t >> 3
+cdef inline word_t _unpack_one(const uint8_t* block, int w, int64_t i, word_t tag) noexcept nogil:
+    """Value ``i`` (0..1023) of a FastLanes block of ``word_t`` words packed at ``w`` bits
+    (the word width is a compile-time constant in each specialisation)."""
+    cdef int t = sizeof(word_t) * 8
     cdef int lanes = 1024 // t
     cdef int r = <int>(i & 127)
     cdef int row = 8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)
@@ -143,14 +158,14 @@ cdef inline uint64_t _unpack_one(const uint8_t* block, int t, int w, int64_t i) 
     cdef int b = row * w
     cdef int k = b // t
     cdef int sh = b % t
-    cdef uint64_t v
+    cdef word_t v
     if w == 0:
         return 0
-    v = _word(block, k * lanes + lane, wb) >> sh
+    v = <word_t>(_load(block, k * lanes + lane, tag) >> sh)
     if sh + w > t:
-        v |= _word(block, (k + 1) * lanes + lane, wb) << (t - sh)
-    if w < 64:
-        v &= ((<uint64_t>1) << w) - 1
+        v = <word_t>(v | (_load(block, (k + 1) * lanes + lane, tag) << (t - sh)))
+    if w < t:
+        v = <word_t>(v & ((<word_t>1 << w) - 1))
     return v
 
 
@@ -191,16 +206,13 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
         raise ValueError("row outside the column")
     cdef int t = value_bytes * 8
     cdef int64_t first = starts[0], total = starts[nseg], row
-    cdef Py_ssize_t k, s = 0, bad = -1
-    cdef int16_t w
+    cdef Py_ssize_t k, s, bad = -1
     cdef const int64_t* st = &starts[0]
-    cdef uint8_t* dst = &out[0]
-    cdef uint64_t v
     for s in range(nseg):  # the table itself: ordered, blocks of at most 1024 rows
         if st[s + 1] < st[s] or widths[s] < -1 or widths[s] > t or (
                 widths[s] >= 0 and st[s + 1] - st[s] > 1024):
             raise ValueError(f"segment {s} is malformed")
-    s = 0
+    cdef uint8_t* dst = &out[0]
     with nogil:
         for k in range(lo, hi):  # the one up-front check of every row
             row = rows[k]
@@ -208,19 +220,65 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
                 bad = k
                 break
         if bad < 0:
-            for k in range(lo, hi):
-                row = rows[k]
-                if row < st[s] or row >= st[s + 1]:
-                    if s + 2 <= nseg and st[s + 1] <= row < st[s + 2]:
-                        s += 1  # sorted rows step to the next segment
-                    else:
-                        s = _segment_of(st, nseg, row)
-                w = widths[s]
-                if w < 0:
-                    memcpy(dst + k * value_bytes,
-                           <const uint8_t*>ptrs[s] + (row - st[s]) * value_bytes, value_bytes)
-                else:
-                    v = _unpack_one(<const uint8_t*>ptrs[s], t, w, row - st[s])
-                    memcpy(dst + k * value_bytes, &v, value_bytes)
+            if value_bytes == 1:
+                _run(<uint8_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+            elif value_bytes == 2:
+                _run(<uint16_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+            elif value_bytes == 4:
+                _run(<uint32_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+            else:
+                _run(<uint64_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
     if bad >= 0:
         raise ValueError(f"row {rows[bad]} outside the column's {total} rows")
+
+
+cdef inline const uint8_t* _word_addr(const uint8_t* block, int w, int64_t i,
+                                     word_t tag) noexcept nogil:
+    """Where value ``i`` of a segment starts (its first packed word, or the flat value)."""
+    cdef int t = sizeof(word_t) * 8
+    cdef int lanes = 1024 // t
+    cdef int r
+    if w < 0:
+        return block + i * sizeof(word_t)
+    r = <int>(i & 127)
+    return block + (((8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)) * w // t) * lanes
+                    + r % lanes) * sizeof(word_t)
+
+
+cdef inline Py_ssize_t _seek(const int64_t* st, Py_ssize_t nseg, Py_ssize_t s,
+                             int64_t row) noexcept nogil:
+    """The segment of ``row``, starting from segment ``s`` (the previous row's)."""
+    if st[s] <= row < st[s + 1]:
+        return s
+    if s + 2 <= nseg and st[s + 1] <= row < st[s + 2]:
+        return s + 1  # sorted rows step to the next segment
+    return _segment_of(st, nseg, row)
+
+
+cdef void _run(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
+               const int16_t* widths, const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
+               uint8_t* dst) noexcept nogil:
+    """The gather loop for one word width (rows already checked). The bytes of the row
+    LOOKAHEAD places ahead are prefetched (its segment followed by a second cursor)."""
+    cdef Py_ssize_t k, s = 0, ps = 0
+    cdef int64_t row, prow
+    cdef int16_t w
+    cdef word_t v
+    for k in range(lo, min(lo + LOOKAHEAD, hi)):
+        prow = rows[k]
+        ps = _seek(st, nseg, ps, prow)
+        __builtin_prefetch(_word_addr(<const uint8_t*>ptrs[ps], widths[ps], prow - st[ps], tag))
+    for k in range(lo, hi):
+        if k + LOOKAHEAD < hi:
+            prow = rows[k + LOOKAHEAD]
+            ps = _seek(st, nseg, ps, prow)
+            __builtin_prefetch(_word_addr(<const uint8_t*>ptrs[ps], widths[ps], prow - st[ps],
+                                          tag))
+        row = rows[k]
+        s = _seek(st, nseg, s, row)
+        w = widths[s]
+        if w < 0:
+            v = _load(<const uint8_t*>ptrs[s], row - st[s], tag)
+        else:
+            v = _unpack_one(<const uint8_t*>ptrs[s], w, row - st[s], tag)
+        memcpy(dst + k * sizeof(word_t), &v, sizeof(word_t))
