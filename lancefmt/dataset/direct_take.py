@@ -24,6 +24,9 @@ from .scan import FragmentScan, _pool, default_threads
 
 # Rows x columns from which a take is split across two threads (the kernels release the GIL).
 PARALLEL_MIN_VALUES = 60_000
+# Views with more fragments than this take the general path (the plan opens every data file
+# on the first take; the general path opens only the files a take touches).
+MAX_FRAGMENTS = 2048
 
 
 class _Ineligible(Exception):
@@ -243,6 +246,9 @@ class _Leaf:
 def direct_plan(ctx, fragments, columns):
     """The plan of ``columns`` (a tuple of top-level names) over ``fragments`` for this view,
     made once (None when the general take is needed)."""
+    if len(fragments) > MAX_FRAGMENTS or not ctx.uri or "://" in ctx.uri and \
+            not ctx.uri.startswith("file://"):
+        return None
     key = ("direct take", tuple(pb.id for pb in fragments), tuple(columns))
 
     def make():
