@@ -323,10 +323,47 @@ cdef void _run_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint
                     __builtin_prefetch(base + (rows[j + LOOKAHEAD] - start) * wb)
                 memcpy(&v, base + (rows[j] - start) * wb, sizeof(word_t))
                 memcpy(out + j, &v, sizeof(word_t))
-        else:
+        elif w == 0:
+            v = 0
             for j in range(k, e):
-                if j + LOOKAHEAD < e:
-                    __builtin_prefetch(_word_addr(base, w, rows[j + LOOKAHEAD] - start, tag))
-                v = _unpack_one(base, w, rows[j] - start, tag)
                 memcpy(out + j, &v, sizeof(word_t))
+        else:
+            _unpack_rows(base, w, start, rows, k, e, out)
         k = e
+
+
+cdef inline Py_ssize_t _packed_word(int64_t i, int w, word_t tag) noexcept nogil:
+    """Index of the first word holding value ``i`` of a block packed at ``w`` bits."""
+    cdef int t = sizeof(word_t) * 8
+    cdef int lanes = 1024 // t
+    cdef int r = <int>(i & 127)
+    return (((8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)) * w) // t) * lanes + r % lanes
+
+
+cdef void _unpack_rows(const uint8_t* base, int w, int64_t start, const int64_t* rows,
+                       Py_ssize_t k, Py_ssize_t e, word_t* out) noexcept nogil:
+    """Values of ``rows[k:e]`` (all in the block at ``base``, packed at 0 < w bits): two
+    word loads and shifts per row, no branch on the data (the second word is the first one
+    again when the value sits in one word, so nothing past the block is read)."""
+    cdef int t = sizeof(word_t) * 8
+    cdef int lanes = 1024 // t
+    cdef word_t mask = <word_t>(~(<word_t>0)) if w >= t else <word_t>(((<word_t>1) << w) - 1)
+    cdef Py_ssize_t j, widx, nidx
+    cdef int64_t i
+    cdef int r, b, q, sh
+    cdef word_t lo, hi, v
+    for j in range(k, e):
+        if j + LOOKAHEAD < e:
+            __builtin_prefetch(base + _packed_word(rows[j + LOOKAHEAD] - start, w, lo) *
+                               sizeof(word_t))
+        i = rows[j] - start
+        r = <int>(i & 127)
+        b = (8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)) * w
+        q = b // t
+        sh = b % t
+        widx = q * lanes + r % lanes
+        nidx = widx + lanes if q + 1 < w else widx
+        memcpy(&lo, base + widx * sizeof(word_t), sizeof(word_t))
+        memcpy(&hi, base + nidx * sizeof(word_t), sizeof(word_t))
+        v = <word_t>((lo >> sh) | (<word_t>(hi << 1) << (t - 1 - sh))) & mask
+        memcpy(out + j, &v, sizeof(word_t))
