@@ -25,7 +25,7 @@ cdef extern from *:
     void __builtin_prefetch(const void* addr) noexcept nogil
 
 # Rows ahead whose bytes are prefetched (the gathers are independent cache misses).
-DEF LOOKAHEAD = 32
+DEF LOOKAHEAD = 64
 
 cdef int[8] FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
 
@@ -344,26 +344,34 @@ cdef void _unpack_rows(const uint8_t* base, int w, int64_t start, const int64_t*
                        Py_ssize_t k, Py_ssize_t e, word_t* out) noexcept nogil:
     """Values of ``rows[k:e]`` (all in the block at ``base``, packed at 0 < w bits): two
     word loads and shifts per row, no branch on the data (the second word is the first one
-    again when the value sits in one word, so nothing past the block is read)."""
-    cdef int t = sizeof(word_t) * 8
-    cdef int lanes = 1024 // t
-    cdef word_t mask = <word_t>(~(<word_t>0)) if w >= t else <word_t>(((<word_t>1) << w) - 1)
-    cdef Py_ssize_t j, widx, nidx
-    cdef int64_t i
-    cdef int r, b, q, sh
+    again when the value sits in one word: no extra cache line, nothing past the block).
+    Each row's word positions are computed once, LOOKAHEAD rows ahead (when its words are
+    prefetched), and kept in a ring until the row is read."""
+    cdef unsigned t = sizeof(word_t) * 8
+    cdef unsigned lanes = 1024 // t
+    cdef word_t mask = <word_t>(~(<word_t>0)) if <unsigned>w >= t else \
+        <word_t>(((<word_t>1) << w) - 1)
+    cdef Py_ssize_t j, a
+    cdef uint64_t i
+    cdef unsigned r, b, sh
+    cdef uint32_t[LOOKAHEAD] ring_w, ring_n
+    cdef uint8_t[LOOKAHEAD] ring_s
     cdef word_t lo, hi, v
-    for j in range(k, e):
-        if j + LOOKAHEAD < e:
-            __builtin_prefetch(base + _packed_word(rows[j + LOOKAHEAD] - start, w, lo) *
-                               sizeof(word_t))
-        i = rows[j] - start
-        r = <int>(i & 127)
-        b = (8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)) * w
-        q = b // t
-        sh = b % t
-        widx = q * lanes + r % lanes
-        nidx = widx + lanes if q + 1 < w else widx
-        memcpy(&lo, base + widx * sizeof(word_t), sizeof(word_t))
-        memcpy(&hi, base + nidx * sizeof(word_t), sizeof(word_t))
-        v = <word_t>((lo >> sh) | (<word_t>(hi << 1) << (t - 1 - sh))) & mask
-        memcpy(out + j, &v, sizeof(word_t))
+    for j in range(k, e + LOOKAHEAD):
+        if j - LOOKAHEAD >= k:  # read row j - LOOKAHEAD (then its ring slot is free)
+            a = (j - LOOKAHEAD) & (LOOKAHEAD - 1)
+            memcpy(&lo, base + ring_w[a] * sizeof(word_t), sizeof(word_t))
+            memcpy(&hi, base + ring_n[a] * sizeof(word_t), sizeof(word_t))
+            sh = ring_s[a]
+            v = <word_t>((lo >> sh) | (<word_t>(hi << 1) << (t - 1 - sh))) & mask
+            memcpy(out + j - LOOKAHEAD, &v, sizeof(word_t))
+        if j < e:  # plan row j: its words, prefetched
+            i = <uint64_t>(rows[j] - start)
+            r = <unsigned>(i & 127)
+            b = (8 * <unsigned>FL_ORDER[(r // lanes) * 64 // t] + <unsigned>(i >> 7)) * <unsigned>w
+            sh = b % t
+            a = j & (LOOKAHEAD - 1)
+            ring_w[a] = (b // t) * lanes + r % lanes
+            ring_n[a] = ring_w[a] + (lanes if sh + <unsigned>w > t else 0)
+            ring_s[a] = <uint8_t>sh
+            __builtin_prefetch(base + ring_w[a] * sizeof(word_t))

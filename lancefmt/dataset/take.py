@@ -86,7 +86,7 @@ def take_from_fragments(ctx: ScanContext, fragments, live_counts: np.ndarray, in
     spec = ScanSpec.build(ctx.schema, columns, None, with_row_id, with_row_address)
     if idx.size == 0:
         return spec.output_schema(ctx.schema).empty_table()
-    if not (spec.with_row_id or spec.with_row_address):
+    if spec.columns and not (spec.with_row_id or spec.with_row_address):
         plan = direct_plan(ctx, fragments, spec.columns)
         if plan is not None and plan.live_rows == total:
             return plan.take(idx)
