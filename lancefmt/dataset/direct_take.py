@@ -84,6 +84,7 @@ class DirectTakePlan:
         spec = ScanSpec.build(schema, list(names))
         first = 0
         deleted = []
+        paths = []
         for pb in fragments:
             scan = FragmentScan(ctx, pb, spec)
             plan, nulls = scan._file_plan()
@@ -91,12 +92,15 @@ class DirectTakePlan:
                 raise _Ineligible("column stored in no data file")
             by_name = {c.name: c for c in self.columns}
             for reader, proj, file_names in plan:
+                paths.append(reader.path)
                 _add_file(reader, proj, [by_name[n] for n in file_names], first)
             dv = scan.deletions
             if dv is not None and len(dv):
                 deleted.append(dv.offsets.astype(np.int64) + first)
             first += scan.num_rows
         self.physical_rows = first
+        paths = list(dict.fromkeys(paths))
+        self.paths = ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
         for c in self.columns:
             c.finish(first)
         d = np.concatenate(deleted) if deleted else np.zeros(0, np.int64)
@@ -120,13 +124,16 @@ class DirectTakePlan:
             for c, v in zip(columns, views):
                 gather(c.starts, c.ptrs, c.widths, c.value_bytes, rows, v, lo, hi)
 
-        if n * len(columns) >= PARALLEL_MIN_VALUES and default_threads() > 1:
-            half = n // 2
-            fut = _pool(default_threads()).submit(run, half, n)
-            run(0, half)
-            fut.result()
-        else:
-            run(0, n)
+        try:
+            if n * len(columns) >= PARALLEL_MIN_VALUES and default_threads() > 1:
+                half = n // 2
+                fut = _pool(default_threads()).submit(run, half, n)
+                run(0, half)
+                fut.result()
+            else:
+                run(0, n)
+        except ValueError as e:  # the segment tables disagree with the rows: bad metadata
+            raise CorruptFileError(f"direct take: {e}", self.paths) from None
         arrays = [pa.Array.from_buffers(c.type, n, [None, b]) for c, b in zip(columns, outs)]
         return pa.Table.from_arrays(arrays, schema=self.schema)
 

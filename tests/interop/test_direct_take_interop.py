@@ -110,3 +110,14 @@ def test_corrupt_chunk_is_a_corrupt_file_error(tmp_path, storage_version):
     with pytest.raises(CorruptFileError) as e:
         lancefmt.dataset(uri).take([1, 2000], columns=["i64"])
     assert path.split("/")[-1] in str(e.value)
+
+
+def test_inconsistent_segment_table_is_a_corrupt_file_error(datasets):
+    ours, _, _ = datasets
+    plan = direct_take.DirectTakePlan(ours._ctx, ours._fragment_pbs(), ("i32",))
+    col = plan.columns[0]
+    col.starts = col.starts.copy()
+    col.starts[-1] = col.starts[-2]  # the last segment lost its rows
+    with pytest.raises(CorruptFileError, match="direct take"):
+        plan.take(np.array([plan.live_rows - 1]))
+    assert plan.take(np.array([0])).num_rows == 1
