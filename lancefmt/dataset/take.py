@@ -8,6 +8,9 @@ fixed-width 2.0 pages by row, 2.1/2.2 mini-block chunks or full-zip rows).
 A dataset take groups the indices by fragment with one sort (no Python work per row), reads
 the fragments on the scan thread pool (the decoders release the GIL), and puts the rows back
 in the order asked; unsorted and repeated indices are allowed, as in pylance.
+
+Fixed-width columns of local datasets skip all of that: :mod:`.direct_take` gathers them
+straight from the mapped files with one Cython call per column (planned once per view).
 """
 from __future__ import annotations
 
