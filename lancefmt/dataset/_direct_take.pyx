@@ -24,7 +24,8 @@ cnp.import_array()
 cdef extern from *:
     void __builtin_prefetch(const void* addr) noexcept nogil
 
-# Rows ahead whose bytes are prefetched (the gathers are independent cache misses).
+# Rows ahead whose bytes are prefetched (the gathers are independent cache misses); a power
+# of two (the bit-packed loop keeps a ring of this many rows).
 DEF LOOKAHEAD = 64
 
 cdef int[8] FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
