@@ -8,6 +8,9 @@ fixed-width 2.0 pages by row, 2.1/2.2 mini-block chunks or full-zip rows).
 A dataset take groups the indices by fragment with one sort (no Python work per row), reads
 the fragments on the scan thread pool (the decoders release the GIL), and puts the rows back
 in the order asked; unsorted and repeated indices are allowed, as in pylance.
+
+Fixed-width columns of local datasets skip all of that: :mod:`.direct_take` gathers them
+straight from the mapped files with one Cython call per column (planned once per view).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import pyarrow as pa
 
 from ..errors import RowOutOfRangeError
 from .context import ScanContext
+from .direct_take import direct_plan
 from .scan import FragmentScan, ScanSpec, _pool, default_threads
 
 # Fewer wanted rows than this are read on the calling thread (pool hand-off costs more).
@@ -85,6 +89,10 @@ def take_from_fragments(ctx: ScanContext, fragments, live_counts: np.ndarray, in
     spec = ScanSpec.build(ctx.schema, columns, None, with_row_id, with_row_address)
     if idx.size == 0:
         return spec.output_schema(ctx.schema).empty_table()
+    if spec.columns and not (spec.with_row_id or spec.with_row_address):
+        plan = direct_plan(ctx, fragments, spec.columns)
+        if plan is not None and plan.live_rows == total:
+            return plan.take(idx)
     starts = np.concatenate([[0], np.cumsum(live_counts)])
     in_order = bool(np.all(idx[1:] >= idx[:-1]))
     order = None if in_order else np.argsort(idx, kind="stable")

@@ -35,12 +35,15 @@ def test_take_opens_each_data_file_once_per_view(tmp_path, monkeypatch):
                         lambda *a, **k: opened.append(a[0]) or real(*a, **k))
     for _ in range(3):
         assert ds.take([999, 3, 500]).column("a").to_pylist() == [999, 3, 500]
-    assert sorted(opened) == sorted(set(opened)) and len(opened) == 3  # 3 fragments touched
+    # the direct take plans (and maps) every fragment's file once, on the first take
+    assert sorted(opened) == sorted(set(opened)) and len(opened) == 4
     assert ds.to_table().equals(t)
-    assert len(opened) == 4  # the scan reused them, and opened the 4th once
+    assert len(opened) == 4  # the scan reused them
+    assert ds.take([1, 2], columns=["b"]).column("b").to_pylist() == [2.0, 4.0]
+    assert len(opened) == 4  # so did the plan of other columns
     other = lancefmt.dataset(uri)  # another view has its own cache
     other.take([0])
-    assert len(opened) == 5
+    assert len(opened) == 8
 
 
 def test_take_plans_each_fragment_once_per_view_and_columns(tmp_path, monkeypatch):
@@ -61,7 +64,7 @@ def test_take_plans_each_fragment_once_per_view_and_columns(tmp_path, monkeypatc
     lancefmt.write_dataset(pa.table({"a": [5], "b": [0.5]}), uri, mode="append")
     new = lancefmt.dataset(uri)
     assert new.take([1000, 0]).column("b").to_pylist() == [0.5, 0.0]
-    assert len(plans) == 6
+    assert len(plans) == 7  # the new view's direct take planned its 3 fragments
 
 
 def test_range_row_ids_are_computed_not_decoded():

@@ -1,0 +1,190 @@
+"""The direct take's Cython kernels against a pure-Python twin: gathering rows out of flat and
+FastLanes bit-packed segments, and cutting mini-block chunks into segments (with corrupt
+chunks refused)."""
+import struct
+
+import numpy as np
+import pytest
+
+from lancefmt.dataset._direct_take import gather, miniblock_segments
+from lancefmt.encoding.v2_1._fastlanes import pack
+
+FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
+DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def twin_unpack(block: bytes, t: int, w: int) -> list:
+    """The 1024 values of a FastLanes block, bit by bit (row r of lane l is the logical value
+    ``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l``; each lane an LSB-first stream of T-bit
+    words ``k * lanes + l``)."""
+    lanes = 1024 // t
+    words = [int.from_bytes(block[i * (t // 8):(i + 1) * (t // 8)], "little")
+             for i in range(len(block) // (t // 8))]
+    out = [0] * 1024
+    for lane in range(lanes):
+        stream = sum(words[k * lanes + lane] << (k * t) for k in range(w))
+        for r in range(t):
+            out[FL_ORDER[r // 8] * 16 + (r % 8) * 128 + lane] = (stream >> (r * w)) & ((1 << w) - 1)
+    return out
+
+
+class Segments:
+    """A column of flat and bit-packed segments in one numpy buffer, and its twin values."""
+
+    def __init__(self, t, plan, seed=0):
+        rng = np.random.default_rng(seed)
+        dtype = DTYPES[t]
+        parts, starts, offsets, widths, values = [], [0], [], [], []
+        pos = 0
+        for kind, n in plan:
+            if kind == "flat":
+                vals = rng.integers(0, np.iinfo(dtype).max, n, dtype=dtype, endpoint=True)
+                raw = vals.tobytes()
+                width = -1
+                values.extend(int(v) for v in vals)
+            else:
+                w = kind
+                vals = rng.integers(0, 1 << w, 1024, dtype=np.uint64) if w < 64 else \
+                    rng.integers(0, np.iinfo(np.uint64).max, 1024, dtype=np.uint64, endpoint=True)
+                raw = pack(vals.astype(dtype), t, w).tobytes()
+                width = w
+                values.extend(twin_unpack(raw, t, w)[:n])
+            raw = b"\x00" * 3 + raw  # misaligned on purpose
+            offsets.append(pos + 3)
+            parts.append(raw)
+            pos += len(raw)
+            starts.append(starts[-1] + n)
+            widths.append(width)
+        self.buf = np.frombuffer(b"".join(parts) + b"\x00" * 8, dtype=np.uint8).copy()
+        self.starts = np.array(starts, np.int64)
+        self.ptrs = np.array(offsets, np.uint64) + np.uint64(self.buf.ctypes.data)
+        self.widths = np.array(widths, np.int16)
+        self.values = np.array(values, dtype=np.uint64).astype(dtype)
+        self.t = t
+
+    def gather(self, rows, lo=0, hi=-1):
+        rows = np.ascontiguousarray(rows, np.int64)
+        out = np.zeros(rows.size * (self.t // 8), np.uint8)
+        gather(self.starts, self.ptrs, self.widths, self.t // 8, rows, out, lo, hi)
+        return out.view(DTYPES[self.t])
+
+
+@pytest.mark.parametrize("t", [8, 16, 32, 64])
+def test_gather_matches_the_twin(t):
+    plan = [("flat", 700), (0, 1024), (t, 1024), (3, 1024), ("flat", 1), (t // 2 + 1, 300)]
+    seg = Segments(t, plan, seed=t)
+    n = seg.values.size
+    rng = np.random.default_rng(t)
+    for rows in (np.arange(n), np.sort(rng.choice(n, 500, replace=False)),
+                 rng.integers(0, n, 2000), np.array([n - 1, 0, 0, n - 1, 1723])):
+        assert np.array_equal(seg.gather(rows), seg.values[rows])
+    rows = rng.integers(0, n, 100)
+    part = seg.gather(rows, 10, 60)
+    assert np.array_equal(part[10:60], seg.values[rows[10:60]]) and not part[:10].any()
+
+
+def test_gather_refuses_bad_rows_and_tables():
+    seg = Segments(32, [("flat", 10), (5, 1024)])
+    for bad in ([1034], [-1], [3, 1034]):
+        with pytest.raises(ValueError, match="outside"):
+            seg.gather(bad)
+    out = np.zeros(8, np.uint8)
+    with pytest.raises(ValueError, match="malformed"):  # a width wider than the word
+        gather(seg.starts, seg.ptrs, np.array([-1, 33], np.int16), 4, np.zeros(1, np.int64), out)
+    with pytest.raises(ValueError, match="malformed"):  # a block of more than 1024 rows
+        gather(np.array([0, 1, 1100], np.int64), seg.ptrs, seg.widths, 4,
+               np.zeros(1, np.int64), out)
+    with pytest.raises(ValueError, match="malformed"):  # starts going backwards
+        gather(np.array([0, 10, 5], np.int64), seg.ptrs, seg.widths, 4, np.zeros(1, np.int64), out)
+    with pytest.raises(ValueError, match="disagree"):
+        gather(seg.starts[:-1], seg.ptrs, seg.widths, 4, np.zeros(1, np.int64), out)
+    with pytest.raises(ValueError, match="too small"):
+        gather(seg.starts, seg.ptrs, seg.widths, 4, np.zeros(3, np.int64), out)
+    with pytest.raises(ValueError, match="byte values"):
+        gather(seg.starts, seg.ptrs, seg.widths, 3, np.zeros(1, np.int64), out)
+
+
+def chunk(values_bytes: bytes, size_width: int = 4, pad_to=None) -> bytes:
+    """A mini-block chunk without levels: u16 0, the value-buffer size, padding, values."""
+    head = struct.pack("<H", 0) + (struct.pack("<I", len(values_bytes)) if size_width == 4
+                                   else struct.pack("<H", len(values_bytes)))
+    head += b"\x00" * (-len(head) % 8)
+    body = head + values_bytes
+    return body + b"\x00" * ((pad_to or 0) - len(body) if pad_to else -len(body) % 8)
+
+
+def bitpacked_values(t, widths, rng):
+    out = b""
+    vals = []
+    for w in widths:
+        v = rng.integers(0, 1 << min(w, 63), 1024, dtype=np.uint64).astype(DTYPES[t])
+        raw = pack(v, t, w).tobytes()
+        out += int(w).to_bytes(t // 8, "little") + raw
+        vals.extend(twin_unpack(raw, t, w))
+    return out, vals
+
+
+@pytest.mark.parametrize("size_width", [2, 4])
+def test_miniblock_segments_and_gather_read_each_row(size_width):
+    rng = np.random.default_rng(7)
+    t = 16
+    v0, vals0 = bitpacked_values(t, [3, 16], rng)  # 2048 rows
+    v1, vals1 = bitpacked_values(t, [0], rng)      # 700 rows in a padded block
+    c0, c1 = chunk(v0, size_width), chunk(v1, size_width)
+    data = np.frombuffer(c0 + c1, np.uint8)
+    offsets = np.array([0, len(c0)], np.int64)
+    sizes = np.array([len(c0), len(c1)], np.int64)
+    value_starts = np.array([0, 2048, 2748], np.int64)
+    rs, offs, ws = miniblock_segments(data, offsets, sizes, value_starts, size_width, True, t)
+    assert rs.tolist() == [0, 1024, 2048] and ws.tolist() == [3, 16, 0]
+    starts = np.append(rs, 2748)
+    ptrs = offs.astype(np.uint64) + np.uint64(data.ctypes.data)
+    rows = np.random.default_rng(1).integers(0, 2748, 3000)
+    out = np.zeros(rows.size * 2, np.uint8)
+    gather(starts, ptrs, ws, 2, rows, out)
+    expect = np.array(vals0 + vals1[:700], np.uint16)[rows]
+    assert np.array_equal(out.view(np.uint16), expect)
+    # flat chunks: one segment each
+    flat = np.arange(10, dtype=np.uint16).tobytes()
+    cf = chunk(flat, size_width)
+    rs, offs, ws = miniblock_segments(np.frombuffer(cf, np.uint8), np.array([0], np.int64),
+                                      np.array([len(cf)], np.int64), np.array([0, 10], np.int64),
+                                      size_width, False, 16)
+    assert rs.tolist() == [0] and ws.tolist() == [-1] and offs.tolist() == [8]
+
+
+def test_miniblock_segments_refuse_corrupt_chunks():
+    rng = np.random.default_rng(2)
+    v, _ = bitpacked_values(32, [5], rng)
+    good = chunk(v)
+    data = np.frombuffer(good, np.uint8)
+    args = (np.array([0], np.int64), np.array([len(good)], np.int64), np.array([0, 1024], np.int64))
+
+    def seg(buf, offsets=args[0], sizes=args[1], starts=args[2], bits=32, bitpacked=True):
+        return miniblock_segments(np.frombuffer(buf, np.uint8), offsets, sizes, starts, 4,
+                                  bitpacked, bits)
+
+    assert seg(good)[2].tolist() == [5]
+    with pytest.raises(ValueError, match="outside the page data"):
+        seg(good, sizes=np.array([len(good) + 8], np.int64))
+    with pytest.raises(ValueError, match="outside the page data"):
+        seg(good, offsets=np.array([-8], np.int64))
+    lying = bytearray(good)
+    lying[2:6] = struct.pack("<I", len(good))  # value buffer bigger than the chunk
+    with pytest.raises(ValueError, match="run past the chunk"):
+        seg(bytes(lying))
+    wide = bytearray(good)
+    wide[8:12] = struct.pack("<I", 33)  # a 33-bit width in 32-bit words
+    with pytest.raises(ValueError, match="exceeds"):
+        seg(bytes(wide))
+    short = bytearray(good)
+    short[8:12] = struct.pack("<I", 31)  # a block longer than the value buffer
+    with pytest.raises(ValueError, match="run past the chunk"):
+        seg(bytes(short))
+    with pytest.raises(ValueError, match="run past the chunk"):  # more flat rows than bytes
+        seg(good, starts=np.array([0, 100_000], np.int64), bitpacked=False)
+    with pytest.raises(ValueError, match="negative"):
+        seg(good, starts=np.array([5, 0], np.int64))
+    with pytest.raises(ValueError, match="bits"):
+        seg(good, bits=12)
+    assert data.size == len(good)
