@@ -17,6 +17,7 @@ authority on errors (CorruptFileError naming the file).
 """
 from __future__ import annotations
 
+import os
 import struct
 import threading
 
@@ -28,6 +29,8 @@ from google.protobuf.message import DecodeError
 
 from .._proto import encodings_v2_1_pb2 as enc21, file2_pb2, file_pb2
 from ..file.format import FOOTER_SIZE, MAGIC, PAGE_LAYOUT_URL
+from ..errors import LanceError
+from ..io.store import LocalStore
 from ..table.deletion import DELETION_SCHEMA, deletion_file_kind
 from ..table.naming import deletion_file_name
 from . import _compact_pages as kernels
@@ -109,6 +112,83 @@ def _miniblock_kind(pl):
             return ("var", bool(mb.has_large_chunk), int(offs.flat.bits_per_value),
                     int(mb.num_items))
     return None
+
+
+_COLUMNS: dict = {}
+
+
+def _column_pages(cm_bytes: bytes, data_end: int) -> tuple:
+    """The pages of one ColumnMetadata as ``(meta_pos, meta_len, data_pos, data_len,
+    num_items, wide, bits)``. Files written alike repeat the same column metadata byte for
+    byte (fixed-width columns of equal row counts), so it is parsed once per spelling and
+    data region end."""
+    key = (cm_bytes, data_end)
+    hit = _COLUMNS.get(key)
+    if hit is not None:
+        return hit
+    cm = file2_pb2.ColumnMetadata()
+    try:
+        cm.ParseFromString(cm_bytes)
+    except (DecodeError, RuntimeError):
+        raise ValueError("undecodable column metadata") from None
+    if len(cm.buffer_offsets) or len(cm.buffer_sizes):
+        raise _Unsupported
+    pages = []
+    for pg in cm.pages:
+        offs, sizes = pg.buffer_offsets, pg.buffer_sizes
+        if len(offs) != 2 or len(sizes) != 2 or pg.encoding.WhichOneof("location") != "direct":
+            raise _Unsupported
+        lay = _layout(pg.encoding.direct.encoding)
+        if lay is None:
+            raise _Unsupported
+        kind, wide, bits, items = lay
+        n = pg.length
+        if items != n:
+            raise ValueError("page item count differs from its length")
+        mpos, mlen, dpos, dlen = offs[0], sizes[0], offs[1], sizes[1]
+        if mpos > data_end or mlen > data_end - mpos or dpos > data_end or dlen > data_end - dpos:
+            raise ValueError("page buffer outside the data region")
+        pages.append((mpos, mlen, dpos, dlen, n, wide, bits))
+    out = tuple(pages)
+    if len(_COLUMNS) > 4096:
+        _COLUMNS.clear()
+    _COLUMNS[key] = out
+    return out
+
+
+def _read_local(path: str, size: int) -> bytes:
+    """A local file's bytes with plain ``os`` calls (no file object: most of the cost of
+    reading a 3 KB file); ``size`` is the expected size (0: unknown). A file larger than
+    ``size`` comes back with at least ``size + 1`` bytes (callers compare lengths)."""
+    try:
+        fd = os.open(path, _O_RDONLY)
+    except OSError:
+        raise ValueError(f"cannot open {path}") from None
+    try:
+        if size:
+            return os.read(fd, size + 1)
+        parts = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            parts.append(chunk)
+            if sum(len(p) for p in parts) > MAX_FILE_BYTES:
+                raise ValueError("file too large for the fast path")
+        return b"".join(parts)
+    except OSError:
+        raise ValueError(f"cannot read {path}") from None
+    finally:
+        os.close(fd)
+
+
+_O_RDONLY = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
+def _plain_name(name: str) -> bool:
+    """A bare file name (no directory part, nothing special): safe to join by hand."""
+    return bool(name) and "/" not in name and "\\" not in name and "\x00" not in name and \
+        name not in (".", "..") and ":" not in name
 
 
 _FD_ROWS: dict = {}
@@ -240,7 +320,7 @@ class CompactionReader:
         self.leaf_ids = [ctx.root_ids[n][0] for n in self.names] if self.fast else []
         self.row_ids: list = []
         self.chunks: list = []
-        self.stores: dict = {}
+        self.dirs: dict = {}
         self.fast_fragments = 0
 
     # -- public ---------------------------------------------------------------------------
@@ -252,8 +332,8 @@ class CompactionReader:
                 if self._add_fast(pb):
                     self.fast_fragments += 1
                     return
-            except (_Unsupported, ValueError):
-                pass
+            except (_Unsupported, ValueError, OSError, LanceError):
+                pass  # the general scan reads it (and names whatever is wrong)
             self._rollback(state)
         self._flush()
         scan = FragmentScan(self.ctx, pb, self.spec)
@@ -288,11 +368,22 @@ class CompactionReader:
         self.chunks.append(pa.Table.from_arrays(arrays, schema=self.out_schema))
 
     # -- one fragment ---------------------------------------------------------------------------
-    def _store(self, uri: str, base):
-        store = self.stores.get(base)
-        if store is None:
-            store = self.stores[base] = self.ctx.store_for(uri)
-        return store
+    def _read(self, directory: str, name: str, make_uri, size: int = 0) -> bytes:
+        """The whole file ``name`` of ``directory`` (a resolved data or deletion directory):
+        a plain read for a local directory and a simple file name, else through the store."""
+        d = self.dirs.get(directory)
+        if d is None:
+            uri = make_uri()
+            store = self.ctx.store_for(uri)
+            local = None
+            if isinstance(store, LocalStore):
+                local = store._path(directory).rstrip("/") + "/"
+            d = self.dirs[directory] = (store, local)
+        store, local = d
+        if local is not None and _plain_name(name):
+            return _read_local(local + name, size)
+        uri = make_uri()
+        return store.read(uri)
 
     def _add_fast(self, pb) -> bool:
         files = pb.files
@@ -310,8 +401,9 @@ class CompactionReader:
         except ValueError:
             return False
         base = df.base_id if df.HasField("base_id") else None
-        uri = self.ctx.resolver.data_file_uri(df.path, base)
-        data = self._store(uri, base).read(uri)
+        resolver = self.ctx.resolver
+        data = self._read(resolver.data_dir(base), df.path,
+                          lambda: resolver.data_file_uri(df.path, base), df.file_size_bytes)
         rows = pb.physical_rows
         pages = self._pages(data, df.file_size_bytes, columns, rows)
         live = self._live(pb)
@@ -352,31 +444,8 @@ class CompactionReader:
             p, s = struct.unpack_from("<QQ", data, cmo + 16 * ci)
             if p < cms or s > cmo - p:
                 raise ValueError("column metadata outside its region")
-            cm = file2_pb2.ColumnMetadata()
-            try:
-                cm.ParseFromString(data[p:p + s])
-            except (DecodeError, RuntimeError):
-                raise ValueError("undecodable column metadata") from None
-            if len(cm.buffer_offsets):
-                raise _Unsupported
-            col_pages, total = [], 0
-            for pg in cm.pages:
-                offs, sizes = pg.buffer_offsets, pg.buffer_sizes
-                if len(offs) != 2 or len(sizes) != 2 or pg.encoding.WhichOneof("location") != "direct":
-                    raise _Unsupported
-                lay = _layout(pg.encoding.direct.encoding)
-                if lay is None:
-                    raise _Unsupported
-                kind, wide, bits, items = lay
-                n = pg.length
-                if items != n:
-                    raise ValueError("page item count differs from its length")
-                mpos, mlen, dpos, dlen = offs[0], sizes[0], offs[1], sizes[1]
-                if mpos > cms or mlen > cms - mpos or dpos > cms or dlen > cms - dpos:
-                    raise ValueError("page buffer outside the data region")
-                col_pages.append((mpos, mlen, dpos, dlen, n, wide, bits))
-                total += n
-            if total != rows:
+            col_pages = _column_pages(data[p:p + s], cms)
+            if sum(pg[4] for pg in col_pages) != rows:
                 raise ValueError("pages do not cover the file's rows")
             out.append(col_pages)
         return out
@@ -397,8 +466,9 @@ class CompactionReader:
             return mask
         name = deletion_file_name(pb.id, d.read_version, d.id, kind)
         base = d.base_id if d.HasField("base_id") else None
-        uri = self.ctx.resolver.deletion_file_uri(name, base)
-        raw = self._store(uri, ("deletions", base)).read(uri)
+        resolver = self.ctx.resolver
+        raw = self._read(resolver.deletion_dir(base), name,
+                         lambda: resolver.deletion_file_uri(name, base))
         ss, se, count, codec, vpos, vlen = kernels.ipc_batch(raw, rows)
         if d.num_deleted_rows and count != d.num_deleted_rows:
             raise ValueError("deletion count differs from the manifest")

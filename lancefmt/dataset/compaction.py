@@ -161,7 +161,7 @@ def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
 
     table, meta = _read_group(ds, pbs, stable, options.batch_size, options.num_threads)
     if not table.num_rows:
-        return RewriteGroup([FragmentMetadata.from_bytes(pb.SerializeToString()) for pb in pbs], []), []
+        return RewriteGroup([FragmentMetadata(pb) for pb in pbs], []), []
     frags = write_fragments(table, ds.uri, storage_options=ds.storage_options,
                             base_store_params=ds.base_store_params,
                             max_rows_per_file=max(options.target_rows_per_fragment, table.num_rows),
@@ -175,7 +175,7 @@ def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
             f.pb.inline_created_at_versions = encode_versions(created[start:start + n])
             f.pb.inline_last_updated_at_versions = encode_versions(updated[start:start + n])
             start += n
-    old = [FragmentMetadata.from_bytes(pb.SerializeToString()) for pb in pbs]
+    old = [FragmentMetadata(pb) for pb in pbs]
     return RewriteGroup(old, frags), _data_file_uris(ds, frags)
 
 
