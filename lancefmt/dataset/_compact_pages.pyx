@@ -8,7 +8,7 @@ a whole page (or a whole deletion file) in one call, with the GIL released:
   rep/def levels whose values are flat whole bytes or variable-width (flat offsets), appended
   to an output buffer while dropping deleted rows (``live`` mask);
 * ``ipc_batch``: the single record batch of an Arrow IPC file (a deletion file) located by
-  reading its footer and message flatbuffers;
+  reading its footer and message flatbuffers, after checking the footer's schema;
 * ``live_mask``: deleted row offsets (u32, any order) -> keep mask, refusing duplicates and
   offsets past the fragment.
 
@@ -237,6 +237,8 @@ cdef class _Flat:
             return self.p[pos]
         if nbytes == 2:
             return _u16(self.p + pos)
+        if nbytes == 4:
+            return <int32_t>_u32(self.p + pos)
         return _i64(self.p + pos)
 
     cdef int64_t vector(self, int64_t table, int index, int64_t item, int64_t* count) except -2:
@@ -257,11 +259,11 @@ cdef _Flat _flat(const uint8_t* p, int64_t start, int64_t end):
     return f
 
 
-def ipc_batch(const uint8_t[::1] buf, int64_t max_rows):
-    """The single record batch of an Arrow IPC file holding one non-null column:
-    ``(schema_start, schema_end, rows, codec, values_pos, values_len)`` (positions absolute in
-    ``buf``; codec -1 = uncompressed, 0 = LZ4 frame, 1 = zstd; the schema span is the schema
-    message's flatbuffer, for the caller to check). ValueError when anything is off."""
+def ipc_batch(const uint8_t[::1] buf, int64_t max_rows, bytes name=b"row_id"):
+    """The single record batch of an Arrow IPC file whose schema (in its footer) is one
+    non-null uint32 column ``name``: ``(rows, codec, values_pos, values_len)`` (position
+    absolute in ``buf``; codec -1 = uncompressed, 0 = LZ4 frame, 1 = zstd). ValueError when
+    anything is off."""
     cdef int64_t n = buf.shape[0]
     if n < 18 or bytes(buf[:6]) != b"ARROW1" or bytes(buf[n - 6:]) != b"ARROW1":
         raise ValueError("no ARROW1 magic at both ends")
@@ -310,19 +312,40 @@ def ipc_batch(const uint8_t[::1] buf, int64_t max_rows):
     cdef int64_t vpos = _i64(p + bufs + 16), vlen = _i64(p + bufs + 24)
     if vpos < 0 or vlen < 0 or vpos > blen or vlen > blen - vpos:
         raise ValueError("IPC buffer outside its message body")
-    # the schema message right after the leading magic
-    cdef int64_t so = 8, ss, se
-    if so + 8 > fstart:
-        raise ValueError("no schema message")
-    if _u32(p + so) == 0xFFFFFFFF:
-        ss = so + 8
-        se = ss + <int32_t>_u32(p + so + 4)
-    else:
-        ss = so + 4
-        se = ss + <int32_t>_u32(p + so)
-    if se < ss or se > off:
-        raise ValueError("schema message outside the file")
-    return ss, se, rows, codec, me + vpos, vlen
+    _check_schema(foot, foot.ref(root, 1), name)
+    return rows, codec, me + vpos, vlen
+
+
+cdef int _check_schema(_Flat f, int64_t schema, bytes name) except -1:
+    """The footer's schema is exactly one non-null ``uint32`` field called ``name``, without
+    children, dictionary or metadata (Lance's deletion file schema)."""
+    cdef int64_t n, fields, field, s, ln, t
+    if schema < 0:
+        raise ValueError("IPC footer without a schema")
+    if f.ref(schema, 2) >= 0:
+        raise ValueError("deletion file schema carries metadata")
+    fields = f.vector(schema, 1, 4, &n)
+    if n != 1:
+        raise ValueError(f"deletion file schema has {n} fields, expected 1")
+    field = fields + f.u32(fields)
+    s = f.ref(field, 0)
+    if s < 0:
+        raise ValueError("unnamed deletion file column")
+    ln = f.u32(s)
+    if ln != len(name) or s + 4 + ln > f.end or bytes(f.p[s + 4:s + 4 + ln]) != name:
+        raise ValueError("the deletion file column is not row_id")
+    if f.scalar(field, 1, 1) != 0:
+        raise ValueError("the deletion file column is nullable")
+    if f.scalar(field, 2, 1) != 2:  # Type union: Int
+        raise ValueError("the deletion file column is not an integer")
+    t = f.ref(field, 3)
+    if t < 0 or f.scalar(t, 0, 4) != 32 or f.scalar(t, 1, 1) != 0:
+        raise ValueError("the deletion file column is not uint32")
+    cdef int64_t nc
+    f.vector(field, 5, 4, &nc)
+    if nc or f.ref(field, 4) >= 0 or f.ref(field, 6) >= 0:
+        raise ValueError("the deletion file column has children, a dictionary or metadata")
+    return 0
 
 
 def live_mask(const uint8_t[::1] offsets_le, int64_t count, int64_t num_rows):

@@ -31,7 +31,7 @@ from .._proto import encodings_v2_1_pb2 as enc21, file2_pb2, file_pb2
 from ..file.format import FOOTER_SIZE, MAGIC, PAGE_LAYOUT_URL
 from ..errors import LanceError
 from ..io.store import LocalStore
-from ..table.deletion import DELETION_SCHEMA, deletion_file_kind
+from ..table.deletion import deletion_file_kind
 from ..table.naming import deletion_file_name
 from . import _compact_pages as kernels
 from .scan import ROW_ID, FragmentScan, load_deletions
@@ -208,23 +208,6 @@ def _descriptor_rows(fd_bytes: bytes) -> int:
             _FD_ROWS.clear()
         _FD_ROWS[fd_bytes] = rows
     return rows
-
-
-_SCHEMAS: dict = {}
-
-
-def _deletion_schema_ok(schema_bytes: bytes) -> bool:
-    """The deletion file's schema message is Lance's (checked with pyarrow once per spelling)."""
-    ok = _SCHEMAS.get(schema_bytes)
-    if ok is None:
-        try:
-            msg = b"\xff\xff\xff\xff" + struct.pack("<i", len(schema_bytes)) + schema_bytes
-            schema = pa.ipc.read_schema(pa.py_buffer(msg))
-            ok = schema.equals(DELETION_SCHEMA, check_metadata=True)
-        except (pa.ArrowException, ValueError, OSError):
-            ok = False
-        _SCHEMAS[schema_bytes] = ok
-    return ok
 
 
 # -- output buffers ------------------------------------------------------------------------------
@@ -469,11 +452,9 @@ class CompactionReader:
         resolver = self.ctx.resolver
         raw = self._read(resolver.deletion_dir(base), name,
                          lambda: resolver.deletion_file_uri(name, base))
-        ss, se, count, codec, vpos, vlen = kernels.ipc_batch(raw, rows)
+        count, codec, vpos, vlen = kernels.ipc_batch(raw, rows)
         if d.num_deleted_rows and count != d.num_deleted_rows:
             raise ValueError("deletion count differs from the manifest")
-        if not _deletion_schema_ok(bytes(raw[ss:se])):
-            raise _Unsupported
         values = memoryview(raw)[vpos:vpos + vlen]
         if codec >= 0:
             values = _decompress(values, codec, count * 4)

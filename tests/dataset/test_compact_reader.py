@@ -95,6 +95,10 @@ def test_pylance_written_inputs_compact_as_pylance_does(tmp_path, version):
     pds.delete("id % 3 = 0 or id = 41")
     pds.delete("id >= 80 and id < 120")
     shutil.copytree(a, b)
+    fast, slow, n_fast = _live(lancefmt.dataset(a))
+    assert fast.equals(slow)
+    # pylance's small 2.1/2.2 files and its deletion files take the fast path too
+    assert n_fast == (0 if version == "2.0" else len(lancefmt.dataset(a)._fragment_pbs()))
     lancefmt.dataset(a).optimize.compact_files()
     lance.dataset(b).optimize.compact_files()
     ours, theirs = lance.dataset(a), lance.dataset(b)
@@ -175,6 +179,17 @@ def test_deletion_offset_past_the_fragment_is_corrupt(tmp_path):
     # 5 offsets (as the manifest says) but one beyond the fragment's 10 rows
     bad = deletion_file_bytes(DeletionVector(np.array([0, 2, 4, 6, 12], np.uint32), "arrow"))
     open(victim, "wb").write(bad)
+    assert os.path.basename(victim) in _compact_error(uri)
+
+
+def test_deletion_file_of_another_schema_is_corrupt(tmp_path):
+    uri = _corrupt_dataset(tmp_path)
+    victim = sorted(glob.glob(os.path.join(uri, "_deletions", "*.arrow")))[0]
+    sink = pa.BufferOutputStream()
+    batch = pa.record_batch({"row_id": pa.array([0, 2, 4, 6, 8], pa.int64())})
+    with pa.ipc.new_file(sink, batch.schema) as w:
+        w.write_batch(batch)
+    open(victim, "wb").write(sink.getvalue().to_pybytes())
     assert os.path.basename(victim) in _compact_error(uri)
 
 
