@@ -122,6 +122,48 @@ def miniblock_fixed(const uint8_t[::1] buf, int64_t meta_pos, int64_t meta_len,
     return o // width
 
 
+def chunk_values(const uint8_t[::1] buf, int64_t meta_pos, int64_t meta_len, int64_t data_pos,
+                 int64_t data_len, int64_t num_items, bint wide):
+    """Per chunk of a mini-block page without rep/def levels: (value-buffer start absolute in
+    ``buf``, its size, value count), each buffer checked to lie inside its chunk; for codecs
+    decoded by the batch kernels of :mod:`lancefmt.encoding.v2_1._fastlanes`."""
+    cdef int mw = 4 if wide else 2
+    _check_range(meta_pos, meta_len, buf.shape[0])
+    _check_range(data_pos, data_len, buf.shape[0])
+    if meta_len % mw or num_items < 0:
+        raise ValueError("bad mini-block chunk table")
+    cdef int64_t nchunks = meta_len // mw
+    if nchunks == 0 and num_items:
+        raise ValueError(f"{num_items} items but no chunks")
+    starts = np.empty(nchunks, dtype=np.int64)
+    sizes = np.empty(nchunks, dtype=np.int64)
+    counts = np.empty(nchunks, dtype=np.int64)
+    cdef int64_t[::1] st = starts, sz = sizes, ct = counts
+    cdef const uint8_t* meta = &buf[0] + meta_pos
+    cdef const uint8_t* data = &buf[0] + data_pos
+    cdef int64_t c, done = 0, pos = 0, count = 0, size = 0, vsize
+    cdef int bad = 0
+    with nogil:
+        for c in range(nchunks):
+            if _chunk(meta, c, nchunks, wide, num_items, &done, &pos, &count, &size) < 0 \
+                    or size > data_len - pos:
+                bad = 1
+                break
+            vsize = _u32(data + pos + 2) if wide else _u16(data + pos + 2)
+            if vsize > size - 8:
+                bad = 1
+                break
+            st[c] = data_pos + pos + 8
+            sz[c] = vsize
+            ct[c] = count
+            done += count
+            pos += size
+    if bad or done != num_items:
+        raise ValueError(f"chunk table inconsistent with the page's {num_items} items / "
+                         f"{data_len} bytes")
+    return starts, sizes, counts
+
+
 def miniblock_variable(const uint8_t[::1] buf, int64_t meta_pos, int64_t meta_len,
                        int64_t data_pos, int64_t data_len, int64_t num_items, bint wide,
                        int offset_bits, const uint8_t[::1] live, int64_t live_off,
@@ -197,6 +239,45 @@ def miniblock_variable(const uint8_t[::1] buf, int64_t meta_pos, int64_t meta_le
         raise ValueError(f"chunk {c}: variable-width offsets out of order or past the buffer")
     if done != num_items:
         raise ValueError(f"chunks hold {done} items, the page {num_items}")
+    return k
+
+
+def append_variable(const int64_t[::1] offsets, const uint8_t[::1] values,
+                    const uint8_t[::1] live, int64_t live_off, int64_t[::1] out_offsets,
+                    int64_t out_n, uint8_t[::1] out):
+    """Append the live items of decoded variable-width values (``offsets`` into ``values``)
+    after the first ``out_n`` items of (``out_offsets``, ``out``); returns the new count."""
+    cdef int64_t n = offsets.shape[0] - 1, i, k = out_n, a, b
+    if n < 0:
+        raise ValueError("no offsets")
+    cdef bint all_live = live.shape[0] == 0
+    if not all_live and (live_off < 0 or live_off + n > live.shape[0]):
+        raise ValueError("deletion mask does not cover the page")
+    if out_n < 0 or out_offsets.shape[0] - 1 - out_n < n:
+        raise ValueError("offset buffer too small")
+    cdef int64_t bpos = out_offsets[out_n]
+    if offsets[0] < 0 or offsets[n] > values.shape[0] or bpos < 0 or \
+            out.shape[0] - bpos < offsets[n] - offsets[0]:
+        raise ValueError("values outside their buffers")
+    cdef const uint8_t* src = &values[0] if values.shape[0] else NULL
+    cdef uint8_t* dst = &out[0] if out.shape[0] else NULL
+    cdef const uint8_t* lv = &live[0] if not all_live else NULL
+    cdef int bad = 0
+    with nogil:
+        for i in range(n):
+            a = offsets[i]
+            b = offsets[i + 1]
+            if b < a or b > offsets[n]:
+                bad = 1
+                break
+            if all_live or lv[live_off + i]:
+                if b > a:
+                    memcpy(dst + bpos, src + a, b - a)
+                bpos += b - a
+                k += 1
+                out_offsets[k] = bpos
+    if bad:
+        raise ValueError(f"value {i}: offsets out of order")
     return k
 
 

@@ -9,8 +9,8 @@ distinct encoding, and every page is decoded by one Cython call that also drops 
 rows, appending straight into per-column output buffers (:mod:`._compact_pages`).
 
 Handled: data files of version 2.1/2.2 holding the wanted columns in one file, top-level
-fixed-width (flat, whole bytes) and string/binary (variable, flat offsets) columns written
-as mini-block pages without rep/def levels (no nulls); Arrow-IPC deletion files (roaring ones
+fixed-width (flat whole bytes, or inline bit-packed) and string/binary (variable with flat
+offsets, optionally under FSST) columns written as mini-block pages without rep/def levels (no nulls); Arrow-IPC deletion files (roaring ones
 go through the general loader). Any other fragment -- and any fragment whose bytes do not
 check out -- is read by the general scan (:class:`.scan.FragmentScan`), which stays the
 authority on errors (CorruptFileError naming the file).
@@ -33,6 +33,8 @@ from ..errors import LanceError
 from ..io.store import LocalStore
 from ..table.deletion import deletion_file_kind
 from ..table.naming import deletion_file_name
+from ..encoding.v2_1 import _fastlanes, _fsst, _gather
+from ..encoding.v2_1.compressive import _FsstTable
 from . import _compact_pages as kernels
 from .scan import ROW_ID, FragmentScan, load_deletions
 
@@ -70,8 +72,9 @@ _LAYOUTS: dict = {}
 
 
 def _layout(any_bytes: bytes):
-    """``("fixed", wide, bits, num_items)`` / ``("var", wide, offset_bits, num_items)`` for the
-    page encodings the kernels decode; None for anything else."""
+    """``(kind, wide, bits, num_items)`` for the page encodings decoded here: kind "fixed"
+    (flat, ``bits`` per value), "bitpack" (inline bit-packing of ``bits``-bit words) or "var"
+    (variable width, ``bits``-bit offsets); None for anything else."""
     hit = _LAYOUTS.get(any_bytes, _LAYOUTS)
     if hit is not _LAYOUTS:
         return hit
@@ -83,7 +86,7 @@ def _layout(any_bytes: bytes):
             pl = enc21.PageLayout()
             pl.ParseFromString(a.value)
             out = _miniblock_kind(pl)
-    except (DecodeError, RuntimeError, ValueError):
+    except (DecodeError, RuntimeError, ValueError, LanceError):
         out = None
     if len(_LAYOUTS) > 4096:
         _LAYOUTS.clear()
@@ -101,16 +104,25 @@ def _miniblock_kind(pl):
         return None
     vc = mb.value_compression
     kind = vc.WhichOneof("compression")
+    if kind == "inline_bitpacking" and not vc.inline_bitpacking.HasField("values") and \
+            vc.inline_bitpacking.uncompressed_bits_per_value in (8, 16, 32, 64):
+        return ("bitpack", bool(mb.has_large_chunk),
+                int(vc.inline_bitpacking.uncompressed_bits_per_value), int(mb.num_items), None)
     if kind == "flat" and not vc.flat.HasField("data"):
         bits = int(vc.flat.bits_per_value)
-        return ("fixed", bool(mb.has_large_chunk), bits, int(mb.num_items)) \
+        return ("fixed", bool(mb.has_large_chunk), bits, int(mb.num_items), None) \
             if bits and bits % 8 == 0 else None
+    table = None
+    if kind == "fsst":  # FSST over variable-width values: the symbol table parsed here once
+        table = _FsstTable(bytes(vc.fsst.symbol_table), None)
+        vc = vc.fsst.values
+        kind = vc.WhichOneof("compression")
     if kind == "variable" and not vc.variable.HasField("values"):
         offs = vc.variable.offsets
         if offs.WhichOneof("compression") == "flat" and not offs.flat.HasField("data") and \
                 offs.flat.bits_per_value in (32, 64):
-            return ("var", bool(mb.has_large_chunk), int(offs.flat.bits_per_value),
-                    int(mb.num_items))
+            return ("var" if table is None else "fsst", bool(mb.has_large_chunk),
+                    int(offs.flat.bits_per_value), int(mb.num_items), table)
     return None
 
 
@@ -119,7 +131,7 @@ _COLUMNS: dict = {}
 
 def _column_pages(cm_bytes: bytes, data_end: int) -> tuple:
     """The pages of one ColumnMetadata as ``(meta_pos, meta_len, data_pos, data_len,
-    num_items, wide, bits)``. Files written alike repeat the same column metadata byte for
+    num_items, wide, bits, kind, extra)``. Files written alike repeat the same column metadata byte for
     byte (fixed-width columns of equal row counts), so it is parsed once per spelling and
     data region end."""
     key = (cm_bytes, data_end)
@@ -141,14 +153,14 @@ def _column_pages(cm_bytes: bytes, data_end: int) -> tuple:
         lay = _layout(pg.encoding.direct.encoding)
         if lay is None:
             raise _Unsupported
-        kind, wide, bits, items = lay
+        kind, wide, bits, items, extra = lay
         n = pg.length
         if items != n:
             raise ValueError("page item count differs from its length")
         mpos, mlen, dpos, dlen = offs[0], sizes[0], offs[1], sizes[1]
         if mpos > data_end or mlen > data_end - mpos or dpos > data_end or dlen > data_end - dpos:
             raise ValueError("page buffer outside the data region")
-        pages.append((mpos, mlen, dpos, dlen, n, wide, bits))
+        pages.append((mpos, mlen, dpos, dlen, n, wide, bits, kind, extra))
     out = tuple(pages)
     if len(_COLUMNS) > 4096:
         _COLUMNS.clear()
@@ -228,12 +240,28 @@ class _FixedOut:
         return True
 
     def decode(self, data, page, live, live_off):
-        meta_pos, meta_len, data_pos, data_len, num_items, wide, bits = page
+        meta_pos, meta_len, data_pos, data_len, num_items, wide, bits, kind, _ = page
         if bits != self.width * 8:
             raise _Unsupported
-        self.n = kernels.miniblock_fixed(data, meta_pos, meta_len, data_pos, data_len,
-                                         num_items, wide, self.width, live, live_off,
-                                         self.buf, self.n)
+        if kind == "fixed":
+            self.n = kernels.miniblock_fixed(data, meta_pos, meta_len, data_pos, data_len,
+                                             num_items, wide, self.width, live, live_off,
+                                             self.buf, self.n)
+            return
+        if kind != "bitpack":
+            raise _Unsupported
+        starts, sizes, counts = kernels.chunk_values(data, meta_pos, meta_len, data_pos,
+                                                     data_len, num_items, wide)
+        words = _fastlanes.decode_inline_chunks(np.frombuffer(data, dtype=np.uint8), starts,
+                                                sizes, counts, bits)
+        if words.size != num_items:
+            raise ValueError("bit-packed chunks hold the wrong number of values")
+        if live.size:
+            words = words[live[live_off:live_off + num_items].view(bool)]
+        raw = words.view(np.uint8)
+        at = self.n * self.width
+        self.buf[at:at + raw.size] = raw
+        self.n += words.size
 
     def finish(self) -> pa.Array:
         values = pa.py_buffer(self.buf[:self.n * self.width].copy())
@@ -265,10 +293,33 @@ class _VariableOut:
             self.data = grown
 
     def decode(self, data, page, live, live_off):
-        meta_pos, meta_len, data_pos, data_len, num_items, wide, bits = page
+        meta_pos, meta_len, data_pos, data_len, num_items, wide, bits, kind, table = page
+        if kind == "fsst":
+            self._decode_fsst(data, page, live, live_off)
+            return
+        if kind != "var":
+            raise _Unsupported
         self.n = kernels.miniblock_variable(data, meta_pos, meta_len, data_pos, data_len,
                                             num_items, wide, bits, live, live_off,
                                             self.offsets, self.n, self.data)
+
+    def _decode_fsst(self, data, page, live, live_off):
+        meta_pos, meta_len, data_pos, data_len, num_items, wide, bits, _, table = page
+        starts, sizes, counts = kernels.chunk_values(data, meta_pos, meta_len, data_pos,
+                                                     data_len, num_items, wide)
+        offs, values = _gather.decode_variable_chunks(np.frombuffer(data, dtype=np.uint8),
+                                                      starts, sizes, counts, bits)
+        if table.compressed:
+            offs, values, bad = _fsst.fsst_decode(values, offs, table.symbols, table.lens)
+            if bad != -1:
+                raise ValueError(f"FSST string {bad} holds an unknown code")
+        if offs.size != num_items + 1:
+            raise ValueError("FSST chunks hold the wrong number of values")
+        if not self.fits(int(offs[-1])):
+            raise _Unsupported
+        self.reserve(num_items, int(offs[-1]))
+        self.n = kernels.append_variable(offs, values, live, live_off, self.offsets, self.n,
+                                         self.data)
 
     def finish(self) -> pa.Array:
         offs = self.offsets[:self.n + 1]
@@ -506,6 +557,25 @@ def _small(pb) -> bool:
         0 < df.file_size_bytes <= MAX_FILE_BYTES
 
 
+COALESCE_ROWS = 1 << 16
+
+
+def _coalesced(batches, schema) -> list:
+    """Tables of about ``COALESCE_ROWS`` rows, each one chunk: the writer then encodes a few
+    large batches, not one per tiny fragment (its per-batch work dominated compacting
+    thousands of them); joining run by run bounds the extra copy (and string offsets)."""
+    out, run, rows = [], [], 0
+    for b in batches:
+        run.append(b)
+        rows += b.num_rows
+        if rows >= COALESCE_ROWS:
+            out.append(pa.Table.from_batches(run, schema=schema).combine_chunks())
+            run, rows = [], 0
+    if run:
+        out.append(pa.Table.from_batches(run, schema=schema).combine_chunks())
+    return out
+
+
 def read_live_rows(ctx, pbs, spec, with_row_id: bool, threads=None) -> pa.Table:
     """The live rows of fragments ``pbs`` in order (``_rowid`` last when ``with_row_id``):
     runs of small fragments through :class:`CompactionReader`, runs of others through the
@@ -518,12 +588,8 @@ def read_live_rows(ctx, pbs, spec, with_row_id: bool, threads=None) -> pa.Table:
 
     def scan_run():
         reader._flush()
-        batches = list(scan_batches(ctx, run, spec, threads=threads))
-        if batches:
-            # one chunk per run: the writer then encodes a few large batches, not one per
-            # tiny fragment (its per-batch work dominated compacting thousands of them)
-            reader.chunks.append(pa.Table.from_batches(batches, schema=reader.out_schema)
-                                 .combine_chunks())
+        reader.chunks.extend(_coalesced(scan_batches(ctx, run, spec, threads=threads),
+                                        reader.out_schema))
         run.clear()
 
     for pb in pbs:

@@ -73,6 +73,24 @@ def test_stable_row_ids_on_the_fast_path(tmp_path):
     assert ds.to_table(with_row_id=True).equals(before)
 
 
+def test_roaring_deletions_and_larger_fragments(tmp_path, monkeypatch):
+    from lancefmt.dataset import compact_reader
+
+    uri = str(tmp_path / "d")
+    ds = lancefmt.write_dataset(_rows(0, 12000), uri, max_rows_per_file=6000)
+    ds.delete("id < 5500 or id = 7000")  # fragment 0: a roaring (.bin) deletion file
+    kinds = sorted(os.path.splitext(p)[1] for p in os.listdir(os.path.join(uri, "_deletions")))
+    assert kinds == [".arrow", ".bin"]
+    fast, slow, n_fast = _live(ds)
+    assert fast.equals(slow) and n_fast == 2
+    # files above the fast path's size bound go through the (threaded) general scan
+    monkeypatch.setattr(compact_reader, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(compact_reader, "COALESCE_ROWS", 1000)
+    spec = ScanSpec.build(ds.schema, ds.schema.names)
+    general = read_live_rows(ds._ctx, ds._fragment_pbs(), spec, False)
+    assert general.equals(slow)
+
+
 def test_nulls_and_other_layouts_fall_back(tmp_path):
     uri = str(tmp_path / "d")
     ds = lancefmt.write_dataset(_rows(0, 90, nulls=True), uri, max_rows_per_file=30)
