@@ -106,6 +106,19 @@ for _kind in KINDS:
     setattr(FileWriteV21Size, f"track_size_ratio_{_kind}", _make_track(_kind))
 
 
+def timed_writers(table, directory):
+    """(ours, peer): each writes ``table`` as one file in ``directory`` and removes it, so
+    repeated timings measure the write alone."""
+    def run(write, name):
+        def once():
+            path = os.path.join(directory, name)
+            write(path, table)
+            os.remove(path)
+        return once
+
+    return run(write_ours, "ours.lance"), run(write_pylance, "pylance.lance")
+
+
 class FileWriteV21Speed:
     timeout = 900
     number = 1
@@ -116,19 +129,7 @@ class FileWriteV21Speed:
         import lancefmt.file.writer  # noqa: F401
 
         self.table = speed_table()
-        self.dir = scratch_dir("file_write_v21_speed")
-
-        def ours():
-            p = os.path.join(self.dir, "ours.lance")
-            write_ours(p, self.table)
-            os.remove(p)
-
-        def peer():
-            p = os.path.join(self.dir, "pylance.lance")
-            write_pylance(p, self.table)
-            os.remove(p)
-
-        self.ours, self.peer = ours, peer
+        self.ours, self.peer = timed_writers(self.table, scratch_dir("file_write_v21_speed"))
 
     def time_lancefmt_write_2_2(self):
         self.ours()

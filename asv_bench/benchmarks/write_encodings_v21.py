@@ -10,7 +10,7 @@ import os
 import pyarrow as pa
 
 from .common import scratch_dir, speedup
-from .file_write_v21 import column_data_bytes, size_table, write_ours, write_pylance
+from .file_write_v21 import column_data_bytes, size_table, timed_writers, write_ours, write_pylance
 
 ROWS = 300_000
 
@@ -23,18 +23,7 @@ class WriteStringsV22:
     def setup(self):
         self.table = pa.table({"urls": size_table(ROWS).column("urls")})
         self.dir = scratch_dir("write_encodings_v21")
-
-        def ours():
-            p = os.path.join(self.dir, "ours.lance")
-            write_ours(p, self.table)
-            os.remove(p)
-
-        def peer():
-            p = os.path.join(self.dir, "pylance.lance")
-            write_pylance(p, self.table)
-            os.remove(p)
-
-        self.ours, self.peer = ours, peer
+        self.ours, self.peer = timed_writers(self.table, self.dir)
 
     def time_lancefmt_write_urls(self):
         self.ours()

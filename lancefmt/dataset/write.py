@@ -111,9 +111,11 @@ class _FileRoller:
     """Writes a batch stream into data files, rolling over at the row/byte limits."""
 
     def __init__(self, schema: pa.Schema, fields, version: str, targets, storage_options,
-                 max_rows: int, max_bytes: int, staging: str | None = None):
+                 max_rows: int, max_bytes: int, staging: str | None = None,
+                 staging_open: bool = False):
         self.schema, self.fields, self.version = schema, fields, version
         self.staging = staging
+        self.staging_open = staging_open
         self.targets = itertools.cycle(targets)
         self.storage_options = storage_options
         self.max_rows, self.max_bytes = max_rows, max_bytes
@@ -133,7 +135,7 @@ class _FileRoller:
         name = data_file_name()
         uri = self._target.data_dir.rstrip("/") + "/" + name
         if self.staging is not None:
-            stage_file(self.staging, uri, self.storage_options)
+            stage_file(self.staging, uri, self.storage_options, require_open=self.staging_open)
         store = open_store(uri, self._target.storage_options)
         self._writer = LanceFileWriter(uri, self.file_schema, self.version, store=store,
                                        fields=self.fields)
@@ -232,15 +234,34 @@ def staging_uri(dataset_uri: str, job_id: str) -> str:
 
 
 ABORTED_MARKER = "ABORTED"
+OPEN_MARKER = "OPEN"
 
 
-def stage_file(staging: str, uri: str, storage_options=None) -> None:
+def open_staged_job(staging: str, storage_options=None) -> None:
+    """Mark a distributed write job open (driver side, before any task runs). Tasks staged with
+    ``require_open`` refuse to start or stage a file once the marker is gone, that is after the
+    job's commit or abort cleared its records: a task whose worker started late, or a
+    speculative attempt still running at the commit, then leaves nothing behind."""
+    open_store(staging, storage_options).put(child(staging, OPEN_MARKER), b"")
+
+
+def _job_closed(store, staging: str, require_open: bool) -> bool:
+    if store.exists(child(staging, ABORTED_MARKER)):
+        return True
+    return require_open and not store.exists(child(staging, OPEN_MARKER))
+
+
+def _refuse(staging: str):
+    return CommitConflictError(f"the write job staged at {staging} was aborted or has finished")
+
+
+def stage_file(staging: str, uri: str, storage_options=None, *, require_open: bool = False) -> None:
     """Record ``uri`` under the job's staging prefix *before* the file is created, so the job's
     abort can find files of tasks that died or whose results Spark discarded. Refuses (and so
-    stops the task) once the job has been aborted."""
+    stops the task) once the job has been aborted (or, with ``require_open``, has finished)."""
     store = open_store(staging, storage_options)
-    if store.exists(child(staging, ABORTED_MARKER)):
-        raise CommitConflictError(f"the write job staged at {staging} was aborted")
+    if _job_closed(store, staging, require_open):
+        raise _refuse(staging)
     name = uri.rstrip("/").rsplit("/", 1)[-1] + ".pending"
     store.put(child(staging, name), uri.encode("utf-8"))
 
@@ -305,25 +326,30 @@ LIVE_SUFFIX = ".live"
 
 
 @contextlib.contextmanager
-def staged_task(staging: str | None, storage_options=None):
+def staged_task(staging: str | None, storage_options=None, *, require_open: bool = False):
     """Mark one task of a staged job as live while it writes. The record goes up *before* the
     abort marker is checked, so an abort either sees the task (and waits for it) or the task
-    sees the abort (and stops before creating anything)."""
+    sees the abort (and stops before creating anything). A task that is refused removes its
+    record and, where the job's records are all gone, the directories it recreated."""
     if staging is None:
         yield
         return
     store = open_store(staging, storage_options)
     record = child(staging, uuid.uuid4().hex + LIVE_SUFFIX)
     store.put(record, b"")
+    refused = False
     try:
-        if store.exists(child(staging, ABORTED_MARKER)):
-            raise CommitConflictError(f"the write job staged at {staging} was aborted")
+        if _job_closed(store, staging, require_open):
+            refused = True
+            raise _refuse(staging)
         yield
     finally:
         try:
             store.delete(record)
         except OSError:
             pass
+        if refused:
+            _remove_empty_dirs(staging)
 
 
 def staged_files(staging: str, storage_options=None) -> list[str]:
@@ -344,8 +370,14 @@ def clear_staging(staging: str, storage_options=None) -> None:
     store = open_store(staging, storage_options)
     for info in store.list(staging):
         store.delete(info.uri)
+    _remove_empty_dirs(staging)
+
+
+def _remove_empty_dirs(staging: str) -> None:
+    """Local directories do not vanish with their last file: remove the job's staging directory
+    and the staging root if they are empty (another job's records keep the root)."""
     proto, path = split_uri(staging)
-    if proto == "file":  # local directories do not vanish with their last file
+    if proto == "file":
         for d in (path, os.path.dirname(path)):
             try:
                 os.rmdir(d)
@@ -454,14 +486,15 @@ def _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_
 
 
 def _write_files(plan: _Plan, target_bases, max_rows_per_file, max_bytes_per_file, storage_options,
-                 base_store_params=None, target_offset: int = 0, staging: str | None = None):
+                 base_store_params=None, target_offset: int = 0, staging: str | None = None,
+                 staging_open: bool = False):
     if int(max_rows_per_file) <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     targets = _targets(plan.uri, plan.bases, target_bases, storage_options, base_store_params)
     shift = int(target_offset) % len(targets)
     targets = targets[shift:] + targets[:shift]
     roller = _FileRoller(plan.schema, plan.fields, plan.storage_version, targets, storage_options,
-                         int(max_rows_per_file), int(max_bytes_per_file), staging)
+                         int(max_rows_per_file), int(max_bytes_per_file), staging, staging_open)
     try:
         for batch in plan.reader:
             roller.write(batch)
@@ -478,6 +511,7 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     initial_bases=None, storage_options: dict | None = None,
                     base_store_params: dict | None = None,
                     target_offset: int = 0, staging: str | None = None,
+                    staging_open: bool = False,
                     manifest_store=None) -> list[FragmentMetadata]:
     """Write data files for ``data`` and return their fragments (ids 0); commit nothing.
 
@@ -486,7 +520,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
     ``target_offset`` is where the round-robin over ``target_bases`` starts: distributed
     writers pass their task number so that their first files spread over all bases.
     ``staging`` (a URI from :func:`staging_uri`) records every data file before it is created,
-    so a distributed job can clean up after tasks that died.
+    so a distributed job can clean up after tasks that died; with ``staging_open`` the job
+    was opened by :func:`open_staged_job` and the task refuses to write once it is closed.
     """
     storage_options = _dataset_options(uri, storage_options)
     uri = normalize_uri(uri)
@@ -494,9 +529,10 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
         mode = "overwrite"
     plan = _plan(data, uri, mode, schema, data_storage_version, initial_bases, storage_options,
                  manifest_store)
-    with staged_task(staging, storage_options):
+    with staged_task(staging, storage_options, require_open=staging_open):
         fragments, _ = _write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                    storage_options, base_store_params, target_offset, staging)
+                                    storage_options, base_store_params, target_offset, staging,
+                                    staging_open)
     return fragments
 
 

@@ -65,6 +65,10 @@ def query_identity(options) -> str:
 class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
     """The sink of one streaming query (micro-batch mode, append output mode)."""
 
+    # one staging prefix serves every micro-batch of the query, so there is no per-job marker:
+    # a later batch's commit (or a restart) sweeps what a late task of an earlier one staged
+    staging_open = False
+
     def __init__(self, options: WriteOptions, mode: str, schema: pa.Schema, bases: list,
                  query_id: str):
         super().__init__(options, mode, 0, schema, bases)

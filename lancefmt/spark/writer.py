@@ -70,6 +70,10 @@ def _check_appendable(source: pa.Schema, target: pa.Schema, uri: str) -> None:
 class LanceWriter(DataSourceArrowWriter):
     """One Spark write job; pickled to the executors and to the committing driver process."""
 
+    # the job is opened on the driver before its tasks run (see open_staged_job): a task that
+    # starts after the commit or abort closed it writes nothing
+    staging_open = True
+
     def __init__(self, options: WriteOptions, mode: str, read_version: int, schema: pa.Schema,
                  bases: list):
         self.options = options
@@ -82,7 +86,16 @@ class LanceWriter(DataSourceArrowWriter):
 
     @classmethod
     def plan(cls, options: WriteOptions, spark_schema: StructType, overwrite: bool) -> "LanceWriter":
-        """Pin the write against the latest version (driver side, at planning time)."""
+        """Pin the write against the latest version (driver side, at planning time), and open
+        the job's staging area."""
+        from ..dataset.write import open_staged_job
+
+        writer = cls._pinned(options, spark_schema, overwrite)
+        open_staged_job(writer._staging(), options.storage_options)
+        return writer
+
+    @classmethod
+    def _pinned(cls, options: WriteOptions, spark_schema: StructType, overwrite: bool) -> "LanceWriter":
         from ..dataset import dataset
 
         data = _data_columns(spark_schema)
@@ -126,7 +139,8 @@ class LanceWriter(DataSourceArrowWriter):
                                     mode="append" if self.mode == APPEND else "overwrite",
                                     storage_options=self.options.storage_options,
                                     manifest_store=self.options.manifest_store,
-                                    target_offset=_task_number(), staging=self._staging(), **kwargs)
+                                    target_offset=_task_number(), staging=self._staging(),
+                                    staging_open=self.staging_open, **kwargs)
         return LanceCommitMessage(fragments, self._file_uris(fragments), counted[0])
 
     def _staging(self) -> str:

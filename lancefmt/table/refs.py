@@ -163,24 +163,34 @@ def encode_tag(tag: Tag) -> bytes:
 def list_tags(dataset_uri: str, *, store=None, storage_options=None) -> dict[str, Tag]:
     """Every tag of the dataset, by name (sorted)."""
     store = store or open_store(dataset_uri, storage_options)
+    return _list_refs(store, child(dataset_uri, TAGS_DIR), lambda stem: stem, decode_tag)
+
+
+def _list_refs(store, directory: str, name_of, decode) -> dict:
+    """The refs stored as ``<name>.json`` files in ``directory``, decoded, by name (sorted)."""
     out = {}
-    for info in store.list(child(dataset_uri, TAGS_DIR)):
+    for info in store.list(directory):
         if info.is_dir or not info.name.endswith(".json"):
             continue
-        name = info.name[:-5]
-        out[name] = decode_tag(name, store.read(info.uri), info.uri)
+        name = name_of(info.name[:-5])
+        out[name] = decode(name, store.read(info.uri), info.uri)
     return dict(sorted(out.items()))
+
+
+def _read_ref(store, uri: str, what: str, decode):
+    """The ref stored at ``uri``; :class:`DatasetNotFoundError` naming ``what`` if missing."""
+    try:
+        data = store.read(uri)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise DatasetNotFoundError(what) from None
+    return decode(data, uri)
 
 
 def read_tag(dataset_uri: str, name: str, *, store=None, storage_options=None) -> Tag:
     """The tag ``name``; :class:`DatasetNotFoundError` if there is no such tag."""
     store = store or open_store(dataset_uri, storage_options)
-    uri = tag_uri(dataset_uri, name)
-    try:
-        data = store.read(uri)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise DatasetNotFoundError(f"dataset {dataset_uri} has no tag {name!r}") from None
-    return decode_tag(name, data, uri)
+    return _read_ref(store, tag_uri(dataset_uri, name), f"dataset {dataset_uri} has no tag {name!r}",
+                     lambda data, uri: decode_tag(name, data, uri))
 
 
 def create_tag(dataset_uri: str, name: str, version: int, *, manifest_size: int,
@@ -255,23 +265,14 @@ def decode_branch(name: str, data: bytes, path=None) -> Branch:
 def list_branches(dataset_uri: str, *, store=None, storage_options=None) -> dict[str, Branch]:
     """Every branch of the dataset, by name (sorted)."""
     store = store or open_store(dataset_uri, storage_options)
-    out = {}
-    for info in store.list(child(dataset_uri, BRANCHES_DIR)):
-        if info.is_dir or not info.name.endswith(".json"):
-            continue
-        name = unquote(info.name[:-5])
-        out[name] = decode_branch(name, store.read(info.uri), info.uri)
-    return dict(sorted(out.items()))
+    return _list_refs(store, child(dataset_uri, BRANCHES_DIR), unquote, decode_branch)
 
 
 def read_branch(dataset_uri: str, name: str, *, store=None, storage_options=None) -> Branch:
     store = store or open_store(dataset_uri, storage_options)
-    uri = branch_file_uri(dataset_uri, name)
-    try:
-        data = store.read(uri)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise DatasetNotFoundError(f"dataset {dataset_uri} has no branch {name!r}") from None
-    return decode_branch(name, data, uri)
+    return _read_ref(store, branch_file_uri(dataset_uri, name),
+                     f"dataset {dataset_uri} has no branch {name!r}",
+                     lambda data, uri: decode_branch(name, data, uri))
 
 
 # -- version references -----------------------------------------------------------------------

@@ -219,6 +219,41 @@ def test_staging_records_let_an_abort_find_every_file(tmp_path):
     assert sorted(os.listdir(os.path.join(uri, "data"))) == before
 
 
+def test_a_task_of_a_closed_job_writes_nothing(tmp_path):
+    """A job opened on the driver (open_staged_job) is closed by its commit or abort clearing
+    its records: a task that starts afterwards (its worker started late) or stages a file
+    afterwards (a speculative attempt) is refused and leaves no file and no directory."""
+    import os
+
+    from lancefmt.dataset.write import (OPEN_MARKER, abort_staged_job, clear_staging,
+                                        open_staged_job, staging_uri)
+    from lancefmt.errors import CommitConflictError
+
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(2), uri)
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+    staging = staging_uri(uri, "job-open")
+    open_staged_job(staging)
+    assert os.path.exists(os.path.join(staging, OPEN_MARKER))
+    frags = lancefmt.write_fragments(table(4), uri, max_rows_per_file=2, staging=staging,
+                                     staging_open=True)
+    assert len(frags) == 2
+    clear_staging(staging)  # the job's commit: the job is closed
+    for closer in ("commit", "abort"):
+        if closer == "abort":
+            open_staged_job(staging)
+            abort_staged_job(staging, settle=0.05, linger=0.1)
+        data_now = sorted(os.listdir(os.path.join(uri, "data")))
+        with pytest.raises(CommitConflictError, match="aborted or has finished"):
+            lancefmt.write_fragments(table(4), uri, max_rows_per_file=2, staging=staging,
+                                     staging_open=True)
+        assert sorted(os.listdir(os.path.join(uri, "data"))) == data_now
+        assert not os.path.exists(os.path.join(uri, "_lancefmt_staging"))
+    # the same late task of a job that never had the marker (a streaming query's) still runs
+    lancefmt.write_fragments(table(2), uri, staging=staging)
+    assert len(os.listdir(os.path.join(uri, "data"))) == len(before) + 3
+
+
 def test_abort_waits_for_a_stalled_task(tmp_path):
     """A task that stalls longer than the abort's settle time between two files still has its
     files removed: the abort waits while the task's liveness record is up, and the task stops
