@@ -23,7 +23,8 @@ from ..table.fragment import FragmentMetadata
 from ..table.rowids import encode_row_ids, encode_versions
 from ..table.rowids.meta import load_created_at_versions, load_last_updated_at_versions
 from ..table.transaction import Rewrite, RewriteGroup
-from .scan import ScanSpec, load_deletions, scan_batches
+from .compact_reader import read_live_rows
+from .scan import ScanSpec, load_deletions
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
 DEFAULT_THRESHOLD = 0.1
@@ -136,8 +137,8 @@ def _read_group(ds, pbs, stable: bool, batch_size, threads=None):
     """Live rows of ``pbs`` in order, and (row ids, created, updated versions) if stable."""
     spec = ScanSpec.build(ds.schema, ds.schema.names, with_row_id=stable,
                           batch_size=batch_size)
-    # the fragments are read concurrently by the shared scan pool, in order
-    batches = list(scan_batches(ds._ctx, pbs, spec, threads=threads))
+    # small fragments file by file on the lean path, others by the shared scan pool; in order
+    table = read_live_rows(ds._ctx, pbs, spec, stable, threads)
     created, updated = [], []
     for pb in pbs if stable else ():
         dv = load_deletions(ds._ctx, pb)
@@ -148,38 +149,10 @@ def _read_group(ds, pbs, stable: bool, batch_size, threads=None):
             if v is None:
                 v = np.ones(pb.physical_rows, dtype=np.uint64)
             out.append(v[kept] if kept is not None else v)
-    schema = spec.output_schema(ds.schema)
-    table = pa.Table.from_batches(_coalesce(batches, schema), schema=schema) if batches \
-        else schema.empty_table()
     if not stable:
         return table, None
     ids = table.column("_rowid").to_numpy()
     return table.drop_columns(["_rowid"]), (ids, np.concatenate(created), np.concatenate(updated))
-
-
-COALESCE_ROWS = 1 << 16
-
-
-def _coalesce(batches, schema) -> list:
-    """Runs of small batches joined into batches of about ``COALESCE_ROWS`` rows: the writer
-    then encodes a few large batches, not one per tiny input fragment (its per-batch work
-    dominated compacting thousands of them). Joining run by run bounds the extra copy."""
-    out, run, rows = [], [], 0
-    for b in batches:
-        run.append(b)
-        rows += b.num_rows
-        if rows >= COALESCE_ROWS:
-            out.append(_join(run, schema))
-            run, rows = [], 0
-    if run:
-        out.append(_join(run, schema))
-    return out
-
-
-def _join(run, schema):
-    if len(run) == 1:
-        return run[0]
-    return pa.Table.from_batches(run, schema=schema).combine_chunks().to_batches()[0]
 
 
 def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
@@ -188,7 +161,7 @@ def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
 
     table, meta = _read_group(ds, pbs, stable, options.batch_size, options.num_threads)
     if not table.num_rows:
-        return RewriteGroup([FragmentMetadata.from_bytes(pb.SerializeToString()) for pb in pbs], []), []
+        return RewriteGroup([FragmentMetadata(pb) for pb in pbs], []), []
     frags = write_fragments(table, ds.uri, storage_options=ds.storage_options,
                             base_store_params=ds.base_store_params,
                             max_rows_per_file=max(options.target_rows_per_fragment, table.num_rows),
@@ -202,7 +175,7 @@ def _rewrite_group(ds, pbs, options: CompactionOptions, stable: bool):
             f.pb.inline_created_at_versions = encode_versions(created[start:start + n])
             f.pb.inline_last_updated_at_versions = encode_versions(updated[start:start + n])
             start += n
-    old = [FragmentMetadata.from_bytes(pb.SerializeToString()) for pb in pbs]
+    old = [FragmentMetadata(pb) for pb in pbs]
     return RewriteGroup(old, frags), _data_file_uris(ds, frags)
 
 
