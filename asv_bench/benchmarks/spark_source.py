@@ -21,6 +21,8 @@ lance time (target >= 0.67).
 ``python -m benchmarks.spark_source [--versions 2.0 2.2] [--repeat N]`` (from asv_bench/, what
 ``make bench-spark`` runs) prints every number in one run: per repetition, lance and Parquet run
 back to back; it reports the best-time ratio and the range of the per-repetition ratios.
+``--reference`` adds the same reads through :mod:`.spark_arrow_reference` (a Python source that
+decodes nothing): Parquet / reference is the most any Python data source can reach.
 """
 import argparse
 import os
@@ -86,6 +88,11 @@ def fixtures(rows=ROWS):
         open(marker, "w").close()
     paths = {"parquet": os.path.join(root, "data.parquet")}
     paths.update({v: os.path.join(root, f"data-{v}.lance") for v in VERSIONS})
+    paths["arrow"] = os.path.join(root, "data.arrow")
+    if not os.path.exists(paths["arrow"]):
+        from .spark_arrow_reference import write_arrow_file
+
+        write_arrow_file(_table(rows), paths["arrow"])
     return paths
 
 
@@ -117,6 +124,16 @@ class Runs:
             if columns:
                 reader = reader.option("columns", columns)
             row = reader.load(self.paths[version]).selectExpr("count(*) AS n", "sum(x) AS sx").collect()[0]
+            return row.n, round(row.sx, 6)
+        return run
+
+    def read_arrow_reference(self, columns=None):
+        """The ceiling of any Python data source (see :mod:`.spark_arrow_reference`)."""
+        def run():
+            reader = self.spark.read.format("arrow_reference").option("path", self.paths["arrow"])
+            if columns:
+                reader = reader.option("columns", columns)
+            row = reader.load().selectExpr("count(*) AS n", "sum(x) AS sx").collect()[0]
             return row.n, round(row.sx, 6)
         return run
 
@@ -246,13 +263,28 @@ def main(argv=None):
                         help="storage versions, space- or comma-separated (default: 2.0 2.2)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", choices=("read", "write"), help="measure only reads or writes")
+    parser.add_argument("--reference", action="store_true",
+                        help="also read through a Python source that only hands over ready-made "
+                             "Arrow batches: the ceiling of any Python data source")
     args = parser.parse_args(argv)
     paths = fixtures()
     spark = _session()
     runs = Runs(spark, paths)
+    if args.reference:
+        from .spark_arrow_reference import register
+
+        register(spark)
     print(f"{ROWS:,} rows (int64, float64, int32, string), local[{PARTITIONS}], "
           f"{args.repeat} interleaved repetitions; ratio = parquet time / lance time")
     try:
+        if args.reference and args.only != "write":
+            for name, columns in (("read", None), ("read columns=x", "x")):
+                ref = runs.read_arrow_reference(columns)
+                assert ref() == runs.read_parquet()(), "reference source and parquet disagree"
+                ours, peer, ratios = paired(ref, runs.read_parquet(), args.repeat)
+                print(f"ref  {name:15s} arrow {ours:6.3f} s  parquet {peer:6.3f} s  "
+                      f"ratio {peer / ours:4.2f} (per repetition {min(ratios):.2f}-{max(ratios):.2f}; "
+                      f"the ceiling of a Python data source)", flush=True)
         for version in [v for arg in args.versions for v in arg.split(",") if v]:
             cases = (("read", "read", lambda v=version: (runs.read_lance(v), runs.read_parquet())),
                      ("read columns=x", "read",
