@@ -178,6 +178,44 @@ class Runs:
         return None
 
 
+def _cpu_seconds(jvm_pid):
+    """CPU seconds (user + system) used so far by the JVM and by all its descendant processes
+    (Spark's Python daemons and workers), from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children, used = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        pid = int(name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        used[pid] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    python, stack = 0, list(children.get(jvm_pid, []))
+    while stack:
+        pid = stack.pop()
+        python += used.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return used.get(jvm_pid, 0) / tick, python / tick
+
+
+def cpu_per_query(spark, run, repeat):
+    """Median (JVM, Python workers) CPU seconds of ``run()``: robust where wall times are not
+    (a busy machine stretches every wait of the many processes of a Python-source query)."""
+    pid = spark.sparkContext._gateway.proc.pid
+    jvm, python = [], []
+    for _ in range(repeat):
+        j0, p0 = _cpu_seconds(pid)
+        run()
+        j1, p1 = _cpu_seconds(pid)
+        jvm.append(j1 - j0)
+        python.append(p1 - p0)
+    return sorted(jvm)[len(jvm) // 2], sorted(python)[len(python) // 2]
+
+
 def paired(ours, peer, repeat):
     """Interleaved runs: (best ours, best peer, [peer/ours per repetition])."""
     ours(), peer()  # warm-up
@@ -256,6 +294,12 @@ class SparkWrite(_SparkBench):
     track_write_ratio.unit = "parquet time / lance time"
 
 
+def _print_cpu(spark, label, ours_name, ours, peer, repeat):
+    (oj, op), (pj, pp) = cpu_per_query(spark, ours, repeat), cpu_per_query(spark, peer, repeat)
+    print(f"{label:20s} cpu: {ours_name} jvm {oj:.2f} s + python {op:.2f} s = {oj + op:.2f} s; "
+          f"parquet jvm {pj:.2f} s + python {pp:.2f} s = {pj + pp:.2f} s", flush=True)
+
+
 def main(argv=None):
     """Every number in one run (one SparkSession), per storage version."""
     parser = argparse.ArgumentParser(description="lance source/sink vs Spark Parquet")
@@ -263,6 +307,8 @@ def main(argv=None):
                         help="storage versions, space- or comma-separated (default: 2.0 2.2)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", choices=("read", "write"), help="measure only reads or writes")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also print the median CPU seconds of each read (JVM + Python workers)")
     parser.add_argument("--reference", action="store_true",
                         help="also read through a Python source that only hands over ready-made "
                              "Arrow batches: the ceiling of any Python data source")
@@ -285,6 +331,8 @@ def main(argv=None):
                 print(f"ref  {name:15s} arrow {ours:6.3f} s  parquet {peer:6.3f} s  "
                       f"ratio {peer / ours:4.2f} (per repetition {min(ratios):.2f}-{max(ratios):.2f}; "
                       f"the ceiling of a Python data source)", flush=True)
+                if args.cpu:
+                    _print_cpu(spark, f"ref  {name}", "arrow", ref, runs.read_parquet(), args.repeat)
         for version in [v for arg in args.versions for v in arg.split(",") if v]:
             cases = (("read", "read", lambda v=version: (runs.read_lance(v), runs.read_parquet())),
                      ("read columns=x", "read",
@@ -304,6 +352,8 @@ def main(argv=None):
                 print(f"{version}  {name:15s} lance {ours:6.3f} s  parquet {peer:6.3f} s  "
                       f"ratio {peer / ours:4.2f} (per repetition {min(ratios):.2f}-{max(ratios):.2f}; "
                       f"target {TARGETS[name]}: {verdict})", flush=True)
+                if args.cpu and kind == "read":
+                    _print_cpu(spark, f"{version}  {name}", "lance", *make(), args.repeat)
     finally:
         runs.close()
         spark.stop()
