@@ -12,7 +12,6 @@ import os
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 NAME = "arrow_reference"
 _SPARK_TYPES = {"int64": "bigint", "double": "double", "int32": "int", "string": "string"}
@@ -26,52 +25,52 @@ def write_arrow_file(table: pa.Table, path: str, batch_rows: int = 1 << 17) -> N
     os.replace(tmp, path)
 
 
-class _Part(InputPartition):
-    def __init__(self, index, count):
-        super().__init__(index)
-        self.index, self.count = index, count
+def source_class():
+    """The data source class. Made here, not at import (asv imports every benchmark module, and
+    pyspark is not a bench dependency); classes made in a function are pickled by value, so
+    Spark's workers need not import this module."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+    class Part(InputPartition):
+        def __init__(self, index, count):
+            super().__init__(index)
+            self.index, self.count = index, count
 
-class _Reader(DataSourceReader):
-    def __init__(self, path, columns, partitions):
-        self.path, self.columns, self.partitions_ = path, columns, partitions
+    class Reader(DataSourceReader):
+        def __init__(self, path, columns, partitions):
+            self.path, self.columns, self.count = path, columns, partitions
 
-    def partitions(self):
-        return [_Part(i, self.partitions_) for i in range(self.partitions_)]
+        def partitions(self):
+            return [Part(i, self.count) for i in range(self.count)]
 
-    def read(self, part):
-        source = ipc.open_file(pa.memory_map(self.path))
-        n = source.num_record_batches
-        for i in range(part.index * n // part.count, (part.index + 1) * n // part.count):
-            batch = source.get_batch(i)
-            yield batch.select(self.columns) if self.columns else batch
+        def read(self, part):
+            source = ipc.open_file(pa.memory_map(self.path))
+            n = source.num_record_batches
+            for i in range(part.index * n // part.count, (part.index + 1) * n // part.count):
+                batch = source.get_batch(i)
+                yield batch.select(self.columns) if self.columns else batch
 
+    class ArrowReferenceSource(DataSource):
+        """``spark.read.format("arrow_reference").option("path", ...)[.option("columns", "x")]``"""
 
-class ArrowReferenceSource(DataSource):
-    """``spark.read.format("arrow_reference").option("path", ...)[.option("columns", "x")]``"""
+        @classmethod
+        def name(cls):
+            return NAME
 
-    @classmethod
-    def name(cls):
-        return NAME
+        def _columns(self):
+            cols = self.options.get("columns")
+            return [c for c in cols.split(",") if c] if cols else None
 
-    def _columns(self):
-        cols = self.options.get("columns")
-        return [c for c in cols.split(",") if c] if cols else None
+        def schema(self):
+            fields = ipc.open_file(pa.memory_map(self.options["path"])).schema
+            cols = self._columns() or fields.names
+            return ", ".join(f"{c} {_SPARK_TYPES[str(fields.field(c).type)]}" for c in cols)
 
-    def schema(self):
-        fields = ipc.open_file(pa.memory_map(self.options["path"])).schema
-        cols = self._columns() or fields.names
-        return ", ".join(f"{c} {_SPARK_TYPES[str(fields.field(c).type)]}" for c in cols)
+        def reader(self, schema):
+            return Reader(self.options["path"], self._columns(), int(self.options.get("partitions", 2)))
 
-    def reader(self, schema):
-        return _Reader(self.options["path"], self._columns(), int(self.options.get("partitions", 2)))
+    return ArrowReferenceSource
 
 
 def register(spark) -> None:
-    """Register the source; pickled by value, so Spark's workers need not import this module."""
-    import sys
-
-    from pyspark import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    spark.dataSource.register(ArrowReferenceSource)
+    spark.dataSource.register(source_class())
