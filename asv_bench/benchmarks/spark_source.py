@@ -21,6 +21,8 @@ lance time (target >= 0.67).
 ``python -m benchmarks.spark_source [--versions 2.0 2.2] [--repeat N]`` (from asv_bench/, what
 ``make bench-spark`` runs) prints every number in one run: per repetition, lance and Parquet run
 back to back; it reports the best-time ratio and the range of the per-repetition ratios.
+``--reference`` adds the same reads through :mod:`.spark_arrow_reference` (a Python source that
+decodes nothing): Parquet / reference is the most any Python data source can reach.
 """
 import argparse
 import os
@@ -86,6 +88,11 @@ def fixtures(rows=ROWS):
         open(marker, "w").close()
     paths = {"parquet": os.path.join(root, "data.parquet")}
     paths.update({v: os.path.join(root, f"data-{v}.lance") for v in VERSIONS})
+    paths["arrow"] = os.path.join(root, "data.arrow")
+    if not os.path.exists(paths["arrow"]):
+        from .spark_arrow_reference import write_arrow_file
+
+        write_arrow_file(_table(rows), paths["arrow"])
     return paths
 
 
@@ -117,6 +124,16 @@ class Runs:
             if columns:
                 reader = reader.option("columns", columns)
             row = reader.load(self.paths[version]).selectExpr("count(*) AS n", "sum(x) AS sx").collect()[0]
+            return row.n, round(row.sx, 6)
+        return run
+
+    def read_arrow_reference(self, columns=None):
+        """The ceiling of any Python data source (see :mod:`.spark_arrow_reference`)."""
+        def run():
+            reader = self.spark.read.format("arrow_reference").option("path", self.paths["arrow"])
+            if columns:
+                reader = reader.option("columns", columns)
+            row = reader.load().selectExpr("count(*) AS n", "sum(x) AS sx").collect()[0]
             return row.n, round(row.sx, 6)
         return run
 
@@ -159,6 +176,44 @@ class Runs:
         if what == "read" and self.read_lance(version)() != self.read_parquet()():
             return "lance and parquet give different answers"
         return None
+
+
+def _cpu_seconds(jvm_pid):
+    """CPU seconds (user + system) used so far by the JVM and by all its descendant processes
+    (Spark's Python daemons and workers), from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children, used = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        pid = int(name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        used[pid] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    python, stack = 0, list(children.get(jvm_pid, []))
+    while stack:
+        pid = stack.pop()
+        python += used.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return used.get(jvm_pid, 0) / tick, python / tick
+
+
+def cpu_per_query(spark, run, repeat):
+    """Median (JVM, Python workers) CPU seconds of ``run()``: robust where wall times are not
+    (a busy machine stretches every wait of the many processes of a Python-source query)."""
+    pid = spark.sparkContext._gateway.proc.pid
+    jvm, python = [], []
+    for _ in range(repeat):
+        j0, p0 = _cpu_seconds(pid)
+        run()
+        j1, p1 = _cpu_seconds(pid)
+        jvm.append(j1 - j0)
+        python.append(p1 - p0)
+    return sorted(jvm)[len(jvm) // 2], sorted(python)[len(python) // 2]
 
 
 def paired(ours, peer, repeat):
@@ -239,19 +294,45 @@ class SparkWrite(_SparkBench):
     track_write_ratio.unit = "parquet time / lance time"
 
 
+def _print_cpu(spark, label, ours_name, ours, peer, repeat):
+    (oj, op), (pj, pp) = cpu_per_query(spark, ours, repeat), cpu_per_query(spark, peer, repeat)
+    print(f"{label:20s} cpu: {ours_name} jvm {oj:.2f} s + python {op:.2f} s = {oj + op:.2f} s; "
+          f"parquet jvm {pj:.2f} s + python {pp:.2f} s = {pj + pp:.2f} s", flush=True)
+
+
 def main(argv=None):
     """Every number in one run (one SparkSession), per storage version."""
     parser = argparse.ArgumentParser(description="lance source/sink vs Spark Parquet")
     parser.add_argument("--versions", nargs="+", default=list(VERSIONS),
                         help="storage versions, space- or comma-separated (default: 2.0 2.2)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", choices=("read", "write"), help="measure only reads or writes")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also print the median CPU seconds of each read (JVM + Python workers)")
+    parser.add_argument("--reference", action="store_true",
+                        help="also read through a Python source that only hands over ready-made "
+                             "Arrow batches: the ceiling of any Python data source")
     args = parser.parse_args(argv)
     paths = fixtures()
     spark = _session()
     runs = Runs(spark, paths)
+    if args.reference:
+        from .spark_arrow_reference import register
+
+        register(spark)
     print(f"{ROWS:,} rows (int64, float64, int32, string), local[{PARTITIONS}], "
           f"{args.repeat} interleaved repetitions; ratio = parquet time / lance time")
     try:
+        if args.reference and args.only != "write":
+            for name, columns in (("read", None), ("read columns=x", "x")):
+                ref = runs.read_arrow_reference(columns)
+                assert ref() == runs.read_parquet()(), "reference source and parquet disagree"
+                ours, peer, ratios = paired(ref, runs.read_parquet(), args.repeat)
+                print(f"ref  {name:15s} arrow {ours:6.3f} s  parquet {peer:6.3f} s  "
+                      f"ratio {peer / ours:4.2f} (per repetition {min(ratios):.2f}-{max(ratios):.2f}; "
+                      f"the ceiling of a Python data source)", flush=True)
+                if args.cpu:
+                    _print_cpu(spark, f"ref  {name}", "arrow", ref, runs.read_parquet(), args.repeat)
         for version in [v for arg in args.versions for v in arg.split(",") if v]:
             cases = (("read", "read", lambda v=version: (runs.read_lance(v), runs.read_parquet())),
                      ("read columns=x", "read",
@@ -259,6 +340,8 @@ def main(argv=None):
                      ("write", "write", lambda v=version: (runs.write_lance(v), runs.write_parquet())))
             checked = {}
             for name, kind, make in cases:
+                if args.only and kind != args.only:
+                    continue
                 if kind not in checked:
                     checked[kind] = runs.supported(version, kind)
                 if checked[kind]:
@@ -269,6 +352,8 @@ def main(argv=None):
                 print(f"{version}  {name:15s} lance {ours:6.3f} s  parquet {peer:6.3f} s  "
                       f"ratio {peer / ours:4.2f} (per repetition {min(ratios):.2f}-{max(ratios):.2f}; "
                       f"target {TARGETS[name]}: {verdict})", flush=True)
+                if args.cpu and kind == "read":
+                    _print_cpu(spark, f"{version}  {name}", "lance", *make(), args.repeat)
     finally:
         runs.close()
         spark.stop()
