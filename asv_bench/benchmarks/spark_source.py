@@ -245,6 +245,7 @@ def main(argv=None):
     parser.add_argument("--versions", nargs="+", default=list(VERSIONS),
                         help="storage versions, space- or comma-separated (default: 2.0 2.2)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", choices=("read", "write"), help="measure only reads or writes")
     args = parser.parse_args(argv)
     paths = fixtures()
     spark = _session()
@@ -259,6 +260,8 @@ def main(argv=None):
                      ("write", "write", lambda v=version: (runs.write_lance(v), runs.write_parquet())))
             checked = {}
             for name, kind, make in cases:
+                if args.only and kind != args.only:
+                    continue
                 if kind not in checked:
                     checked[kind] = runs.supported(version, kind)
                 if checked[kind]:
