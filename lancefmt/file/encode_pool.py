@@ -3,11 +3,14 @@
 Page encoding spends its time in Cython kernels and numpy/pyarrow calls that release the GIL,
 so columns encode side by side. A :class:`PageQueue` keeps the pages of one file in the order
 they were submitted (the file's bytes do not depend on thread timing) and bounds how many are
-in flight (memory stays bounded per writer). ``LANCEFMT_WRITE_THREADS=1`` encodes inline.
+in flight (memory stays bounded per writer). ``LANCEFMT_WRITE_THREADS=1`` encodes inline;
+:func:`encode_threads` sets the count for the writers one thread opens (the Spark sink's
+``encode_threads`` option: Spark already runs a task per core).
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,7 +19,25 @@ MAX_THREADS = 4
 THREAD_PREFIX = "lancefmt-encode"
 
 
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def encode_threads(count: int | None):
+    """Writers opened by this thread inside the block encode on ``count`` threads (1: inline;
+    None: the default, ``LANCEFMT_WRITE_THREADS`` or up to MAX_THREADS cores)."""
+    previous = getattr(_local, "count", None)
+    _local.count = None if count is None else max(1, int(count))
+    try:
+        yield
+    finally:
+        _local.count = previous
+
+
 def _thread_count() -> int:
+    chosen = getattr(_local, "count", None)
+    if chosen is not None:
+        return chosen
     raw = os.environ.get("LANCEFMT_WRITE_THREADS")
     try:
         if raw:

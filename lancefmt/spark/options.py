@@ -234,6 +234,7 @@ class WriteOptions:
     max_retries: int = 20
     storage_options: dict | None = field(default=None, hash=False)
     manifest_store: str | None = None  # external manifest store URI (sqlite:///path)
+    encode_threads: int | None = None  # threads encoding pages per task (None: encode_pool's)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "WriteOptions":
@@ -251,6 +252,7 @@ class WriteOptions:
             max_retries=_positive_int("max_retries", opts.get("max_retries"), 20, minimum=0),
             storage_options=storage_options(options),
             manifest_store=manifest_store_uri(opts.get("manifest_store")),
+            encode_threads=_positive_int("encode_threads", opts.get("encode_threads"), None),
         )
 
     def fragment_kwargs(self) -> dict:

@@ -121,6 +121,7 @@ class LanceWriter(DataSourceArrowWriter):
     # -- executors --------------------------------------------------------------------------
     def write(self, iterator):
         from ..dataset import write_fragments
+        from ..file.encode_pool import encode_threads
 
         caster = BatchCaster(self.schema)
         counted = [0]
@@ -135,12 +136,13 @@ class LanceWriter(DataSourceArrowWriter):
         kwargs = self.options.fragment_kwargs()
         if self.mode == CREATE and self.bases:
             kwargs["initial_bases"] = self.bases
-        fragments = write_fragments(reader, self.options.uri,
-                                    mode="append" if self.mode == APPEND else "overwrite",
-                                    storage_options=self.options.storage_options,
-                                    manifest_store=self.options.manifest_store,
-                                    target_offset=_task_number(), staging=self._staging(),
-                                    staging_open=self.staging_open, **kwargs)
+        with encode_threads(self.options.encode_threads):
+            fragments = write_fragments(reader, self.options.uri,
+                                        mode="append" if self.mode == APPEND else "overwrite",
+                                        storage_options=self.options.storage_options,
+                                        manifest_store=self.options.manifest_store,
+                                        target_offset=_task_number(), staging=self._staging(),
+                                        staging_open=self.staging_open, **kwargs)
         return LanceCommitMessage(fragments, self._file_uris(fragments), counted[0])
 
     def _staging(self) -> str:

@@ -60,6 +60,25 @@ def test_inline_mode_has_no_pool(monkeypatch):
     assert written == ["a"]
 
 
+def test_encode_threads_overrides_the_environment_for_this_thread_only(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "3")
+    seen = {}
+
+    def other_thread():
+        seen["other"] = PageQueue(lambda col, page: None).pool
+
+    with encode_pool.encode_threads(1):
+        assert PageQueue(lambda col, page: None).pool is None
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        with encode_pool.encode_threads(2):
+            assert PageQueue(lambda col, page: None).pool._max_workers == 2
+        assert PageQueue(lambda col, page: None).pool is None
+    assert seen["other"] is not None and seen["other"]._max_workers == 3
+    assert PageQueue(lambda col, page: None).pool._max_workers == 3
+
+
 def _table(n=150_000, seed=5):
     rng = np.random.default_rng(seed)
     return pa.table({"a": pa.array(rng.integers(0, 1 << 20, n)),

@@ -47,6 +47,10 @@ def test_write_options(tmp_path):
     assert [(b.path, b.name, b.is_dataset_root) for b in o.initial_bases] == [("/b", "hot", False), ("/c", None, False)]
     assert o.fragment_kwargs() == {"max_rows_per_file": 10, "target_bases": ["hot", 2]}
     assert WriteOptions.parse({"path": "x"}).fragment_kwargs() == {}
+    assert WriteOptions.parse({"path": "x"}).encode_threads is None
+    assert WriteOptions.parse({"path": "x", "encode_threads": "1"}).encode_threads == 1
+    with pytest.raises(InvalidArgumentError, match="encode_threads"):
+        WriteOptions.parse({"path": "x", "encode_threads": "0"})
     with pytest.raises(InvalidArgumentError, match="unknown initial base key"):
         WriteOptions.parse({"path": "x", "initial_bases": '[{"path": "/b", "nme": "x"}]'})
     with pytest.raises(InvalidArgumentError, match="JSON list"):

@@ -241,3 +241,24 @@ def test_sink_and_source_with_an_external_manifest_store(spark, tmp_path):
     assert ms.get_latest_version(os.path.abspath(uri)).version == 2  # committed through it
     got = spark.read.format("lance").option("manifest_store", store).load(uri)
     assert got.count() == 2_000 and stats(uri) == (2_000, sum(range(2_000)))
+
+
+@pytest.mark.parametrize("version,threads", [("2.0", None), ("2.1", 1), ("2.2", None), ("2.2", 1)])
+def test_every_storage_version_and_encode_threads_read_equal_by_pylance(spark, tmp_path, version,
+                                                                       threads):
+    # strings sharing a prefix in pages over 32 KiB: FSST pages in 2.1 / 2.2
+    uri = str(tmp_path / "ds")
+    df = spark.range(0, 20_000, numPartitions=2).selectExpr(
+        "id", "CAST(id % 1000 AS INT) AS k", "concat('name-', CAST(id % 5000 AS STRING)) AS s")
+    writer = df.write.format("lance").mode("overwrite").option("data_storage_version", version)
+    if threads is not None:
+        writer = writer.option("encode_threads", threads)
+    writer.save(uri)
+    ds = lance.dataset(uri)
+    assert ds.data_storage_version == version
+    got = ds.to_table().sort_by("id")
+    ids = np.arange(20_000)
+    assert got.schema.names == ["id", "k", "s"]
+    want = pa.Table.from_arrays([pa.array(ids, pa.int64()), pa.array(ids % 1000, pa.int32()),
+                                 pa.array([f"name-{i % 5000}" for i in ids])], schema=got.schema)
+    assert got.equals(want)

@@ -2,8 +2,9 @@
 """FSST string compression: the symbol-table builder's counting pass and the encoder.
 
 A table holds up to 255 symbols of 1 to 8 bytes (code = index, code 255 escapes one literal
-byte). Matching is greedy longest-first: symbols of 2+ bytes are chained per first two bytes,
-longest first, and single-byte symbols sit in a 256-entry table. The builder (see
+byte). Matching is greedy longest-first: symbols of 2+ bytes sit in a hash table on (symbol,
+length), a 64 Ki table per first two bytes says which lengths exist (at most 7 probes, each
+short), and single-byte symbols sit in a 256-entry table. The builder (see
 :mod:`.fsst_encoder`) repeatedly compresses a sample with the current table, counting how
 often each code and each pair of consecutive codes occurs (:func:`count_codes`), and keeps the
 candidates (codes and concatenated pairs) of the largest gain = count * length, as in the FSST
@@ -14,7 +15,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int16_t, int64_t, uint8_t, uint32_t, uint64_t
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 cnp.import_array()
 
@@ -22,13 +23,21 @@ cdef enum:
     NCODES = 512     # 0..254 symbols, 256 + b: the literal byte b
 
 
+cdef enum:
+    HASH_BITS = 11   # 2048 slots for at most 255 symbols: short probe runs
+    HASH_SLOTS = 1 << HASH_BITS
+
+
 cdef struct Table:
     uint64_t vals[255]
     uint8_t lens[255]
     int nsym
     int16_t single[256]
-    int16_t head[65536]
-    int16_t nxt[255]
+    # bit (L - 2) set: some symbol of length L (2..8) starts with these two bytes, so only
+    # lengths that can match are looked up (a chain per two-byte prefix degenerates when many
+    # symbols share it, e.g. "name-1", "name-12", ...)
+    uint8_t lengths[65536]
+    int16_t slots[HASH_SLOTS]   # open addressing on (symbol, length): code or -1
 
 
 cdef inline uint64_t _mask(int length) noexcept nogil:
@@ -37,33 +46,40 @@ cdef inline uint64_t _mask(int length) noexcept nogil:
     return ((<uint64_t>1) << (8 * length)) - 1
 
 
+cdef inline int _slot(uint64_t value, int length) noexcept nogil:
+    return <int>(((value ^ (<uint64_t>length << 59)) * <uint64_t>0x9E3779B97F4A7C15) >> (64 - HASH_BITS))
+
+
 cdef int _load_table(Table* t, const uint64_t[::1] vals, const uint8_t[::1] lens) except -1:
     cdef int n = vals.shape[0]
-    cdef int i, length
-    cdef int key
+    cdef int i, h, c, length
     if n > 255 or lens.shape[0] != n:
         raise ValueError("an FSST table holds at most 255 symbols, one length each")
     t.nsym = n
     for i in range(256):
         t.single[i] = -1
-    for i in range(65536):
-        t.head[i] = -1
+    memset(t.lengths, 0, sizeof(t.lengths))
+    for i in range(HASH_SLOTS):
+        t.slots[i] = -1
     for i in range(n):
         if lens[i] < 1 or lens[i] > 8:
             raise ValueError("FSST symbol lengths are 1..8")
         t.vals[i] = vals[i] & _mask(lens[i])
         t.lens[i] = lens[i]
-        t.nxt[i] = -1
-    # chains longest first: insert by ascending length, each at the head
-    for length in range(2, 9):
-        for i in range(n):
-            if t.lens[i] == length:
-                key = <int>(t.vals[i] & 0xFFFF)
-                t.nxt[i] = t.head[key]
-                t.head[key] = i
     for i in range(n):
-        if t.lens[i] == 1 and t.single[t.vals[i] & 0xFF] == -1:
-            t.single[t.vals[i] & 0xFF] = i
+        length = t.lens[i]
+        if length == 1:
+            if t.single[t.vals[i] & 0xFF] == -1:
+                t.single[t.vals[i] & 0xFF] = i
+            continue
+        t.lengths[t.vals[i] & 0xFFFF] |= <uint8_t>(1 << (length - 2))
+        h = _slot(t.vals[i], length)
+        while True:
+            c = t.slots[h]
+            if c < 0 or (t.lens[c] == length and t.vals[c] == t.vals[i]):
+                t.slots[h] = i   # a repeated symbol: the later code, as any decodes the same
+                break
+            h = (h + 1) & (HASH_SLOTS - 1)
     return 0
 
 
@@ -71,19 +87,31 @@ cdef inline int _match(const Table* t, const uint8_t* p, int64_t remaining,
                        const uint8_t* buf_end, int* used) noexcept nogil:
     """The code of the longest symbol at ``p`` (256 + byte when only an escape fits)."""
     cdef uint64_t w = 0
-    cdef int c, length
+    cdef uint64_t key
+    cdef int c, h, length
+    cdef unsigned int bits
     if p + 8 <= buf_end:
         memcpy(&w, p, 8)
     else:
         memcpy(&w, p, buf_end - p)
     if remaining >= 2:
-        c = t.head[w & 0xFFFF]
-        while c >= 0:
-            length = t.lens[c]
-            if length <= remaining and (w & _mask(length)) == t.vals[c]:
-                used[0] = length
-                return c
-            c = t.nxt[c]
+        bits = t.lengths[w & 0xFFFF]
+        if remaining < 8:
+            bits &= (1u << (remaining - 1)) - 1   # lengths 2..remaining
+        length = 8
+        while bits:
+            if bits & (1u << (length - 2)):
+                bits &= ~(1u << (length - 2))
+                key = w & _mask(length)
+                h = _slot(key, length)
+                c = t.slots[h]
+                while c >= 0:
+                    if t.lens[c] == length and t.vals[c] == key:
+                        used[0] = length
+                        return c
+                    h = (h + 1) & (HASH_SLOTS - 1)
+                    c = t.slots[h]
+            length -= 1
     used[0] = 1
     c = t.single[w & 0xFF]
     if c >= 0:

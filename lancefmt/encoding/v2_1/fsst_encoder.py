@@ -171,6 +171,9 @@ class FsstMiniBlockEncoder:
     def chunk_count(self, s):
         return self.inner.chunk_count(s)
 
+    def page_chunks(self, large):
+        return self.inner.page_chunks(large)
+
     def chunk_value_bytes(self, s, e):
         return self.inner.chunk_value_bytes(s, e)
 

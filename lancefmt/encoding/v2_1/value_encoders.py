@@ -102,6 +102,17 @@ class VariableEncoder:
         hi = int(np.searchsorted(self.cum, self.cum[s] + TARGET, side="right")) - 1
         return max(1, min(MAX_VALUES, _pow2_floor(hi - s)))
 
+    def page_chunks(self, large: bool):
+        """The page's chunks (bytes, metadata words) built in one Cython pass, or None when a
+        value is too big for a chunk (the general path then decides)."""
+        from ._chunk_writer import assemble_variable
+
+        return assemble_variable(np.ascontiguousarray(self.block.data, dtype=np.uint8),
+                                 np.ascontiguousarray(self.offsets, dtype=np.int64),
+                                 self.width, large, TARGET, MAX_VALUES,
+                                 (1 << 32) - 1 if large else 65535,
+                                 (1 << 32) * 8 if large else 32768)
+
     def chunk_value_bytes(self, s, e):
         size = self.width * (e - s + 1) + int(self.offsets[e] - self.offsets[s])
         return [size + (-size) % self.width]

@@ -85,3 +85,50 @@ def test_incompressible_pages_are_left_plain():
     block = value_block(pa.array([rng.integers(0, 256, 64, dtype=np.uint8).tobytes()
                                   for _ in range(1000)], pa.binary()))
     assert fe.compress_block(block) is None
+
+
+def _greedy_twin(data: bytes, vals, lens) -> bytes:
+    """Pure-Python greedy longest match, for checking. Among equal symbols the later code
+    (the first for single bytes) is used; any of them decodes the same."""
+    codes = {}
+    for i, (v, n) in enumerate(zip(vals, lens)):
+        sym = int(v).to_bytes(8, "little")[:int(n)]
+        if n > 1 or sym not in codes:
+            codes[sym] = i
+    out, p = bytearray(), 0
+    while p < len(data):
+        for n in range(min(8, len(data) - p), 0, -1):
+            c = codes.get(data[p:p + n])
+            if c is not None:
+                out.append(c)
+                p += n
+                break
+        else:
+            out += bytes([255, data[p]])
+            p += 1
+    return bytes(out)
+
+
+def _symbols(words):
+    vals = np.array([int.from_bytes(w, "little") for w in words], dtype=np.uint64)
+    return vals, np.array([len(w) for w in words], dtype=np.uint8)
+
+
+def test_many_symbols_sharing_a_prefix_match_longest_first():
+    # "name-1", "name-12", ...: every symbol starts with "na" (one long chain per prefix before)
+    words = [b"na", b"name-", b"e-"] + [f"me-{i}".encode()[:8] for i in range(120)] + \
+        [f"name-{i}".encode()[:8] for i in range(120)]
+    vals, lens = _symbols(words)
+    text = b"".join(f"name-{i % 300}".encode() for i in range(2000))
+    offs, data = fsst_encode(np.frombuffer(text, np.uint8), np.array([0, len(text)]), vals, lens)
+    assert data.tobytes() == _greedy_twin(text, vals, lens)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=8), min_size=1, max_size=255),
+       st.binary(max_size=200))
+def test_encoder_is_greedy_longest_match(words, text):
+    words = (words + words[:3])[:255]   # repeated symbols too
+    vals, lens = _symbols(words)
+    offs, data = fsst_encode(np.frombuffer(text, np.uint8), np.array([0, len(text)]), vals, lens)
+    assert data.tobytes() == _greedy_twin(text, vals, lens)
