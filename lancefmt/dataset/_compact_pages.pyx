@@ -66,20 +66,30 @@ cdef int _chunk(const uint8_t* meta, int64_t c, int64_t nchunks, bint wide, int6
     return 0
 
 
+cdef int64_t _chunk_count(int64_t buf_len, int64_t meta_pos, int64_t meta_len, int64_t data_pos,
+                          int64_t data_len, int64_t num_items, bint wide) except -1:
+    """How many chunks a mini-block page's chunk table lists, after checking that the table and
+    the chunks lie inside the file and that they can hold ``num_items``."""
+    cdef int mw = 4 if wide else 2
+    _check_range(meta_pos, meta_len, buf_len)
+    _check_range(data_pos, data_len, buf_len)
+    if meta_len % mw or num_items < 0:
+        raise ValueError("bad mini-block chunk table")
+    if meta_len == 0 and num_items:
+        raise ValueError(f"{num_items} items but no chunks")
+    return meta_len // mw
+
+
 def miniblock_fixed(const uint8_t[::1] buf, int64_t meta_pos, int64_t meta_len,
                     int64_t data_pos, int64_t data_len, int64_t num_items, bint wide, int width,
                     const uint8_t[::1] live, int64_t live_off, uint8_t[::1] out, int64_t out_n):
     """Append the live values of a flat mini-block page (``width`` bytes each) to ``out``
     after its first ``out_n`` values; ``live`` (empty: every row) is indexed from
     ``live_off``. Returns the new value count of ``out``."""
-    cdef int mw = 4 if wide else 2
-    _check_range(meta_pos, meta_len, buf.shape[0])
-    _check_range(data_pos, data_len, buf.shape[0])
-    if meta_len % mw or width <= 0 or num_items < 0:
+    if width <= 0:
         raise ValueError("bad mini-block chunk table")
-    cdef int64_t nchunks = meta_len // mw
-    if nchunks == 0 and num_items:
-        raise ValueError(f"{num_items} items but no chunks")
+    cdef int64_t nchunks = _chunk_count(buf.shape[0], meta_pos, meta_len, data_pos, data_len,
+                                        num_items, wide)
     cdef bint all_live = live.shape[0] == 0
     if not all_live and (live_off < 0 or live_off + num_items > live.shape[0]):
         raise ValueError("deletion mask does not cover the page")
@@ -127,14 +137,8 @@ def chunk_values(const uint8_t[::1] buf, int64_t meta_pos, int64_t meta_len, int
     """Per chunk of a mini-block page without rep/def levels: (value-buffer start absolute in
     ``buf``, its size, value count), each buffer checked to lie inside its chunk; for codecs
     decoded by the batch kernels of :mod:`lancefmt.encoding.v2_1._fastlanes`."""
-    cdef int mw = 4 if wide else 2
-    _check_range(meta_pos, meta_len, buf.shape[0])
-    _check_range(data_pos, data_len, buf.shape[0])
-    if meta_len % mw or num_items < 0:
-        raise ValueError("bad mini-block chunk table")
-    cdef int64_t nchunks = meta_len // mw
-    if nchunks == 0 and num_items:
-        raise ValueError(f"{num_items} items but no chunks")
+    cdef int64_t nchunks = _chunk_count(buf.shape[0], meta_pos, meta_len, data_pos, data_len,
+                                        num_items, wide)
     starts = np.empty(nchunks, dtype=np.int64)
     sizes = np.empty(nchunks, dtype=np.int64)
     counts = np.empty(nchunks, dtype=np.int64)
@@ -172,15 +176,11 @@ def miniblock_variable(const uint8_t[::1] buf, int64_t meta_pos, int64_t meta_le
     offsets of ``offset_bits`` bits from the value buffer's start, then the bytes) after the
     first ``out_n`` values: ``offsets[out_n]`` is where the bytes continue in ``out``.
     Returns the new value count."""
-    cdef int mw = 4 if wide else 2
     cdef int ow = offset_bits // 8
-    _check_range(meta_pos, meta_len, buf.shape[0])
-    _check_range(data_pos, data_len, buf.shape[0])
-    if meta_len % mw or offset_bits not in (32, 64) or num_items < 0:
+    if offset_bits not in (32, 64):
         raise ValueError("bad mini-block chunk table")
-    cdef int64_t nchunks = meta_len // mw
-    if nchunks == 0 and num_items:
-        raise ValueError(f"{num_items} items but no chunks")
+    cdef int64_t nchunks = _chunk_count(buf.shape[0], meta_pos, meta_len, data_pos, data_len,
+                                        num_items, wide)
     cdef bint all_live = live.shape[0] == 0
     if not all_live and (live_off < 0 or live_off + num_items > live.shape[0]):
         raise ValueError("deletion mask does not cover the page")
