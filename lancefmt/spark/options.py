@@ -234,7 +234,7 @@ class WriteOptions:
     max_retries: int = 20
     storage_options: dict | None = field(default=None, hash=False)
     manifest_store: str | None = None  # external manifest store URI (sqlite:///path)
-    encode_threads: int | None = None  # threads encoding pages per task (None: encode_pool's)
+    encode_threads: int | None = None  # threads encoding pages per task (None: the task's cores)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "WriteOptions":

@@ -136,7 +136,8 @@ class LanceWriter(DataSourceArrowWriter):
         kwargs = self.options.fragment_kwargs()
         if self.mode == CREATE and self.bases:
             kwargs["initial_bases"] = self.bases
-        with encode_threads(self.options.encode_threads):
+        threads = self.options.encode_threads or task_encode_threads()
+        with encode_threads(threads):
             fragments = write_fragments(reader, self.options.uri,
                                         mode="append" if self.mode == APPEND else "overwrite",
                                         storage_options=self.options.storage_options,
@@ -201,6 +202,29 @@ class LanceWriter(DataSourceArrowWriter):
     @staticmethod
     def _written(messages) -> list[str]:
         return [u for m in messages if m is not None for u in m.files]
+
+
+def task_encode_threads() -> int | None:
+    """Encoding threads for this Spark task when the ``encode_threads`` option is not set: the
+    cores Spark gave the task (``spark.task.cpus``, usually 1: Spark already runs a task per
+    core, and an encode pool per task would compete with the other tasks and with the JVM
+    threads feeding them for those cores); None (the process default, which also honours
+    ``LANCEFMT_WRITE_THREADS``) outside a task or when that variable is set."""
+    import os
+
+    if os.environ.get("LANCEFMT_WRITE_THREADS"):
+        return None
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        return None
+    ctx = TaskContext.get()
+    if ctx is None:
+        return None
+    try:
+        return max(1, int(ctx.cpus()))
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _task_number() -> int:

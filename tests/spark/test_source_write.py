@@ -262,3 +262,20 @@ def test_every_storage_version_and_encode_threads_read_equal_by_pylance(spark, t
     want = pa.Table.from_arrays([pa.array(ids, pa.int64()), pa.array(ids % 1000, pa.int32()),
                                  pa.array([f"name-{i % 5000}" for i in ids])], schema=got.schema)
     assert got.equals(want)
+
+
+def test_tasks_encode_on_their_own_cores_unless_told(spark, monkeypatch):
+    from lancefmt.spark.writer import task_encode_threads
+
+    monkeypatch.delenv("LANCEFMT_WRITE_THREADS", raising=False)
+    assert task_encode_threads() is None  # the driver: not a task, the process default
+    cpus = int(spark.sparkContext.getConf().get("spark.task.cpus", "1"))
+
+    def probe(_):
+        from lancefmt.spark.writer import task_encode_threads as threads
+
+        yield threads()
+
+    assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(probe).collect() == [cpus, cpus]
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "3")
+    assert task_encode_threads() is None
