@@ -297,57 +297,18 @@ cdef void _run(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* p
         memcpy(dst + k * sizeof(word_t), &v, sizeof(word_t))
 
 
-cdef inline void _prefetch_row(const uint8_t* base, int w, int64_t i,
-                               word_t tag) noexcept nogil:
-    """Prefetch the bytes of value ``i`` of a segment: the flat value, or both packed words
-    when the value straddles two (they sit ``lanes`` words apart, on another cache line)."""
-    cdef unsigned t = sizeof(word_t) * 8
-    cdef unsigned lanes = 1024 // t
-    cdef unsigned r, b
-    cdef Py_ssize_t word
-    if w < 0:
-        __builtin_prefetch(base + i * sizeof(word_t))
-        return
-    if w == 0:
-        return
-    r = <unsigned>(i & 127)
-    b = (8 * <unsigned>FL_ORDER[(r // lanes) * 64 // t] + <unsigned>(i >> 7)) * <unsigned>w
-    word = (b // t) * lanes + r % lanes
-    __builtin_prefetch(base + word * sizeof(word_t))
-    if b % t + <unsigned>w > t:
-        __builtin_prefetch(base + (word + lanes) * sizeof(word_t))
-
-
-cdef inline void _prefetch_upto(const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
-                                const int16_t* widths, const int64_t* rows, Py_ssize_t* pk,
-                                Py_ssize_t* ps, Py_ssize_t upto, word_t tag) noexcept nogil:
-    """Advance the prefetch cursor (row ``pk[0]`` in segment ``ps[0]``) to ``upto``, across
-    segment boundaries: mini-block pages hold only a few wanted rows per 1024-row block, so a
-    prefetch confined to the current segment would leave most rows unprefetched."""
-    cdef int64_t row
-    while pk[0] < upto:
-        row = rows[pk[0]]
-        ps[0] = _seek(st, nseg, ps[0], row)
-        _prefetch_row(<const uint8_t*>ptrs[ps[0]], widths[ps[0]], row - st[ps[0]], tag)
-        pk[0] += 1
-
-
 cdef void _run_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
                       const int16_t* widths, const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
                       uint8_t* dst) noexcept nogil:
     """The gather loop for ascending rows: segment by segment, a tight loop over the rows
-    falling in each, with one prefetch cursor LOOKAHEAD rows ahead across segments."""
-    cdef Py_ssize_t k = lo, j, e, s = 0, pk = lo, ps = 0
+    falling in each (prefetching LOOKAHEAD rows ahead within the segment)."""
+    cdef Py_ssize_t k = lo, j, e, s = 0
     cdef int64_t start, stop
     cdef const uint8_t* base
     cdef int16_t w
-    cdef word_t v, lo_w, hi_w, mask
+    cdef word_t v
     cdef word_t* out = <word_t*>dst
-    cdef unsigned t = sizeof(word_t) * 8
-    cdef unsigned lanes = 1024 // t
-    cdef unsigned r, b, sh
-    cdef uint64_t i
-    cdef Py_ssize_t word
+    cdef int wb = sizeof(word_t)
     while k < hi:
         s = _seek(st, nseg, s, rows[k])
         start = st[s]
@@ -359,29 +320,59 @@ cdef void _run_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint
             e += 1
         if w < 0:
             for j in range(k, e):
-                _prefetch_upto(st, nseg, ptrs, widths, rows, &pk, &ps, min(j + LOOKAHEAD, hi),
-                               tag)
-                memcpy(&v, base + (rows[j] - start) * sizeof(word_t), sizeof(word_t))
-                out[j] = v
+                if j + LOOKAHEAD < e:
+                    __builtin_prefetch(base + (rows[j + LOOKAHEAD] - start) * wb)
+                memcpy(&v, base + (rows[j] - start) * wb, sizeof(word_t))
+                memcpy(out + j, &v, sizeof(word_t))
         elif w == 0:
+            v = 0
             for j in range(k, e):
-                out[j] = 0
+                memcpy(out + j, &v, sizeof(word_t))
         else:
-            # two word loads and shifts per row, no branch on the data (the second word is
-            # the first one again when the value sits in one word: nothing past the block)
-            mask = <word_t>(~(<word_t>0)) if <unsigned>w >= t else \
-                <word_t>(((<word_t>1) << w) - 1)
-            for j in range(k, e):
-                _prefetch_upto(st, nseg, ptrs, widths, rows, &pk, &ps, min(j + LOOKAHEAD, hi),
-                               tag)
-                i = <uint64_t>(rows[j] - start)
-                r = <unsigned>(i & 127)
-                b = (8 * <unsigned>FL_ORDER[(r // lanes) * 64 // t] + <unsigned>(i >> 7)) * \
-                    <unsigned>w
-                sh = b % t
-                word = (b // t) * lanes + r % lanes
-                memcpy(&lo_w, base + word * sizeof(word_t), sizeof(word_t))
-                word += lanes if sh + <unsigned>w > t else 0
-                memcpy(&hi_w, base + word * sizeof(word_t), sizeof(word_t))
-                out[j] = <word_t>((lo_w >> sh) | (<word_t>(hi_w << 1) << (t - 1 - sh))) & mask
+            _unpack_rows(base, w, start, rows, k, e, out)
         k = e
+
+
+cdef inline Py_ssize_t _packed_word(int64_t i, int w, word_t tag) noexcept nogil:
+    """Index of the first word holding value ``i`` of a block packed at ``w`` bits."""
+    cdef int t = sizeof(word_t) * 8
+    cdef int lanes = 1024 // t
+    cdef int r = <int>(i & 127)
+    return (((8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)) * w) // t) * lanes + r % lanes
+
+
+cdef void _unpack_rows(const uint8_t* base, int w, int64_t start, const int64_t* rows,
+                       Py_ssize_t k, Py_ssize_t e, word_t* out) noexcept nogil:
+    """Values of ``rows[k:e]`` (all in the block at ``base``, packed at 0 < w bits): two
+    word loads and shifts per row, no branch on the data (the second word is the first one
+    again when the value sits in one word: no extra cache line, nothing past the block).
+    Each row's word positions are computed once, LOOKAHEAD rows ahead (when its words are
+    prefetched), and kept in a ring until the row is read."""
+    cdef unsigned t = sizeof(word_t) * 8
+    cdef unsigned lanes = 1024 // t
+    cdef word_t mask = <word_t>(~(<word_t>0)) if <unsigned>w >= t else \
+        <word_t>(((<word_t>1) << w) - 1)
+    cdef Py_ssize_t j, a
+    cdef uint64_t i
+    cdef unsigned r, b, sh
+    cdef uint32_t[LOOKAHEAD] ring_w, ring_n
+    cdef uint8_t[LOOKAHEAD] ring_s
+    cdef word_t lo, hi, v
+    for j in range(k, e + LOOKAHEAD):
+        if j - LOOKAHEAD >= k:  # read row j - LOOKAHEAD (then its ring slot is free)
+            a = (j - LOOKAHEAD) & (LOOKAHEAD - 1)
+            memcpy(&lo, base + ring_w[a] * sizeof(word_t), sizeof(word_t))
+            memcpy(&hi, base + ring_n[a] * sizeof(word_t), sizeof(word_t))
+            sh = ring_s[a]
+            v = <word_t>((lo >> sh) | (<word_t>(hi << 1) << (t - 1 - sh))) & mask
+            memcpy(out + j - LOOKAHEAD, &v, sizeof(word_t))
+        if j < e:  # plan row j: its words, prefetched
+            i = <uint64_t>(rows[j] - start)
+            r = <unsigned>(i & 127)
+            b = (8 * <unsigned>FL_ORDER[(r // lanes) * 64 // t] + <unsigned>(i >> 7)) * <unsigned>w
+            sh = b % t
+            a = j & (LOOKAHEAD - 1)
+            ring_w[a] = (b // t) * lanes + r % lanes
+            ring_n[a] = ring_w[a] + (lanes if sh + <unsigned>w > t else 0)
+            ring_s[a] = <uint8_t>sh
+            __builtin_prefetch(base + ring_w[a] * sizeof(word_t))
