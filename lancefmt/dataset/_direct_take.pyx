@@ -346,8 +346,8 @@ cdef void _unpack_rows(const uint8_t* base, int w, int64_t start, const int64_t*
     """Values of ``rows[k:e]`` (all in the block at ``base``, packed at 0 < w bits): two
     word loads and shifts per row, no branch on the data (the second word is the first one
     again when the value sits in one word: no extra cache line, nothing past the block).
-    Each row's word positions are computed once, LOOKAHEAD rows ahead (when its words are
-    prefetched), and kept in a ring until the row is read."""
+    Each row's word positions are computed once, up to LOOKAHEAD rows ahead (when its words
+    are prefetched), and kept in a ring until the row is read."""
     cdef unsigned t = sizeof(word_t) * 8
     cdef unsigned lanes = 1024 // t
     cdef word_t mask = <word_t>(~(<word_t>0)) if <unsigned>w >= t else \
@@ -358,14 +358,17 @@ cdef void _unpack_rows(const uint8_t* base, int w, int64_t start, const int64_t*
     cdef uint32_t[LOOKAHEAD] ring_w, ring_n
     cdef uint8_t[LOOKAHEAD] ring_s
     cdef word_t lo, hi, v
-    for j in range(k, e + LOOKAHEAD):
-        if j - LOOKAHEAD >= k:  # read row j - LOOKAHEAD (then its ring slot is free)
-            a = (j - LOOKAHEAD) & (LOOKAHEAD - 1)
+    # rows read lag the planned ones by ``lag`` (at most the ring size; no more than the
+    # block's row count, so a block with few wanted rows costs no idle turns)
+    cdef Py_ssize_t lag = min(<Py_ssize_t>LOOKAHEAD, e - k)
+    for j in range(k, e + lag):
+        if j - lag >= k:  # read row j - lag (then its ring slot may be reused)
+            a = (j - lag) & (LOOKAHEAD - 1)
             memcpy(&lo, base + ring_w[a] * sizeof(word_t), sizeof(word_t))
             memcpy(&hi, base + ring_n[a] * sizeof(word_t), sizeof(word_t))
             sh = ring_s[a]
             v = <word_t>((lo >> sh) | (<word_t>(hi << 1) << (t - 1 - sh))) & mask
-            memcpy(out + j - LOOKAHEAD, &v, sizeof(word_t))
+            memcpy(out + j - lag, &v, sizeof(word_t))
         if j < e:  # plan row j: its words, prefetched
             i = <uint64_t>(rows[j] - start)
             r = <unsigned>(i & 127)

@@ -125,9 +125,10 @@ class DirectTakePlan:
                 gather(c.starts, c.ptrs, c.widths, c.value_bytes, rows, v, lo, hi)
 
         try:
-            if n * len(columns) >= PARALLEL_MIN_VALUES and default_threads() > 1:
+            threads = default_threads() if n * len(columns) >= PARALLEL_MIN_VALUES else 1
+            if threads > 1:
                 half = n // 2
-                fut = _pool(default_threads()).submit(run, half, n)
+                fut = _pool(threads).submit(run, half, n)
                 run(0, half)
                 fut.result()
             else:

@@ -71,12 +71,14 @@ class Segments:
 
 @pytest.mark.parametrize("t", [8, 16, 32, 64])
 def test_gather_matches_the_twin(t):
-    plan = [("flat", 700), (0, 1024), (t, 1024), (3, 1024), ("flat", 1), (t // 2 + 1, 300)]
+    plan = [("flat", 700), (0, 1024), (t, 1024), (3, 1024), ("flat", 1), (t // 2 + 1, 300),
+            (t - 2, 1024), ("flat", 40), (t - 1, 1024)]  # t - 2, t - 1: most values straddle
     seg = Segments(t, plan, seed=t)
     n = seg.values.size
     rng = np.random.default_rng(t)
     for rows in (np.arange(n), np.sort(rng.choice(n, 500, replace=False)),
-                 rng.integers(0, n, 2000), np.array([n - 1, 0, 0, n - 1, 1723])):
+                 rng.integers(0, n, 2000), np.sort(rng.integers(0, n, 3000)),
+                 np.array([n - 1, 0, 0, n - 1, 1723])):
         assert np.array_equal(seg.gather(rows), seg.values[rows])
     rows = rng.integers(0, n, 100)
     part = seg.gather(rows, 10, 60)
