@@ -141,35 +141,6 @@ ctypedef fused word_t:
     uint64_t
 
 
-cdef inline word_t _load(const uint8_t* p, Py_ssize_t k, word_t tag) noexcept nogil:
-    """Word ``k`` of ``p`` (little-endian, any alignment)."""
-    cdef word_t v
-    memcpy(&v, p + k * sizeof(word_t), sizeof(word_t))
-    return v
-
-
-cdef inline word_t _unpack_one(const uint8_t* block, int w, int64_t i, word_t tag) noexcept nogil:
-    """Value ``i`` (0..1023) of a FastLanes block of ``word_t`` words packed at ``w`` bits
-    (the word width is a compile-time constant in each specialisation)."""
-    cdef int t = sizeof(word_t) * 8
-    cdef int lanes = 1024 // t
-    cdef int r = <int>(i & 127)
-    cdef int row = 8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)
-    cdef int lane = r % lanes
-    cdef int b = row * w
-    cdef int k = b // t
-    cdef int sh = b % t
-    cdef word_t v
-    if w == 0:
-        return 0
-    v = <word_t>(_load(block, k * lanes + lane, tag) >> sh)
-    if sh + w > t:
-        v = <word_t>(v | (_load(block, (k + 1) * lanes + lane, tag) << (t - sh)))
-    if w < t:
-        v = <word_t>(v & ((<word_t>1 << w) - 1))
-    return v
-
-
 cdef inline Py_ssize_t _segment_of(const int64_t* starts, Py_ssize_t nseg,
                                    int64_t row) noexcept nogil:
     """The last segment starting at or before ``row`` (``starts[0] <= row < starts[nseg]``)."""
@@ -181,6 +152,16 @@ cdef inline Py_ssize_t _segment_of(const int64_t* starts, Py_ssize_t nseg,
         else:
             hi = mid
     return lo
+
+
+cdef inline Py_ssize_t _seek(const int64_t* st, Py_ssize_t nseg, Py_ssize_t s,
+                             int64_t row) noexcept nogil:
+    """The segment of ``row``, starting from segment ``s`` (the previous row's)."""
+    if st[s] <= row < st[s + 1]:
+        return s
+    if s + 2 <= nseg and st[s + 1] <= row < st[s + 2]:
+        return s + 1  # sorted rows step to the next segment
+    return _segment_of(st, nseg, row)
 
 
 def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::1] widths,
@@ -209,10 +190,12 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
     cdef int64_t first = starts[0], total = starts[nseg], row
     cdef Py_ssize_t k, s, bad = -1
     cdef const int64_t* st = &starts[0]
+    cdef bint flat = True
     for s in range(nseg):  # the table itself: ordered, blocks of at most 1024 rows
         if st[s + 1] < st[s] or widths[s] < -1 or widths[s] > t or (
                 widths[s] >= 0 and st[s + 1] - st[s] > 1024):
             raise ValueError(f"segment {s} is malformed")
+        flat = flat and widths[s] < 0
     cdef uint8_t* dst = &out[0]
     cdef bint ascending = True
     with nogil:
@@ -223,89 +206,37 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
                 break
             if k > lo and row < rows[k - 1]:
                 ascending = False
-        if bad < 0 and ascending:
+        if bad < 0 and flat and ascending:
             if value_bytes == 1:
-                _run_sorted(<uint8_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_flat_sorted(<uint8_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
             elif value_bytes == 2:
-                _run_sorted(<uint16_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_flat_sorted(<uint16_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
             elif value_bytes == 4:
-                _run_sorted(<uint32_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_flat_sorted(<uint32_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
             else:
-                _run_sorted(<uint64_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_flat_sorted(<uint64_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
         elif bad < 0:
             if value_bytes == 1:
-                _run(<uint8_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint8_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
             elif value_bytes == 2:
-                _run(<uint16_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint16_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
             elif value_bytes == 4:
-                _run(<uint32_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint32_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
             else:
-                _run(<uint64_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint64_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
     if bad >= 0:
         raise ValueError(f"row {rows[bad]} outside the column's {total} rows")
 
 
-cdef inline const uint8_t* _word_addr(const uint8_t* block, int w, int64_t i,
-                                     word_t tag) noexcept nogil:
-    """Where value ``i`` of a segment starts (its first packed word, or the flat value)."""
-    cdef int t = sizeof(word_t) * 8
-    cdef int lanes = 1024 // t
-    cdef int r
-    if w < 0:
-        return block + i * sizeof(word_t)
-    r = <int>(i & 127)
-    return block + (((8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)) * w // t) * lanes
-                    + r % lanes) * sizeof(word_t)
-
-
-cdef inline Py_ssize_t _seek(const int64_t* st, Py_ssize_t nseg, Py_ssize_t s,
-                             int64_t row) noexcept nogil:
-    """The segment of ``row``, starting from segment ``s`` (the previous row's)."""
-    if st[s] <= row < st[s + 1]:
-        return s
-    if s + 2 <= nseg and st[s + 1] <= row < st[s + 2]:
-        return s + 1  # sorted rows step to the next segment
-    return _segment_of(st, nseg, row)
-
-
-cdef void _run(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
-               const int16_t* widths, const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
-               uint8_t* dst) noexcept nogil:
-    """The gather loop for one word width (rows already checked). The bytes of the row
-    LOOKAHEAD places ahead are prefetched (its segment followed by a second cursor)."""
-    cdef Py_ssize_t k, s = 0, ps = 0
-    cdef int64_t row, prow
-    cdef int16_t w
-    cdef word_t v
-    for k in range(lo, min(lo + LOOKAHEAD, hi)):
-        prow = rows[k]
-        ps = _seek(st, nseg, ps, prow)
-        __builtin_prefetch(_word_addr(<const uint8_t*>ptrs[ps], widths[ps], prow - st[ps], tag))
-    for k in range(lo, hi):
-        if k + LOOKAHEAD < hi:
-            prow = rows[k + LOOKAHEAD]
-            ps = _seek(st, nseg, ps, prow)
-            __builtin_prefetch(_word_addr(<const uint8_t*>ptrs[ps], widths[ps], prow - st[ps],
-                                          tag))
-        row = rows[k]
-        s = _seek(st, nseg, s, row)
-        w = widths[s]
-        if w < 0:
-            v = _load(<const uint8_t*>ptrs[s], row - st[s], tag)
-        else:
-            v = _unpack_one(<const uint8_t*>ptrs[s], w, row - st[s], tag)
-        memcpy(dst + k * sizeof(word_t), &v, sizeof(word_t))
-
-
-cdef void _run_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
-                      const int16_t* widths, const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
-                      uint8_t* dst) noexcept nogil:
-    """The gather loop for ascending rows: segment by segment, a tight loop over the rows
-    falling in each (prefetching LOOKAHEAD rows ahead within the segment)."""
+cdef void _run_flat_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
+                           const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
+                           uint8_t* dst) noexcept nogil:
+    """Ascending rows of flat segments only (2.0 plain pages): segment by segment, a tight
+    copy loop over the rows falling in each, prefetching LOOKAHEAD rows ahead (the long
+    segments make the per-segment restart free, and the loop is cheaper than the ring)."""
     cdef Py_ssize_t k = lo, j, e, s = 0
     cdef int64_t start, stop
     cdef const uint8_t* base
-    cdef int16_t w
     cdef word_t v
     cdef word_t* out = <word_t*>dst
     cdef int wb = sizeof(word_t)
@@ -314,68 +245,79 @@ cdef void _run_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint
         start = st[s]
         stop = st[s + 1]
         base = <const uint8_t*>ptrs[s]
-        w = widths[s]
         e = k + 1
         while e < hi and rows[e] < stop:
             e += 1
-        if w < 0:
-            for j in range(k, e):
-                if j + LOOKAHEAD < e:
-                    __builtin_prefetch(base + (rows[j + LOOKAHEAD] - start) * wb)
-                memcpy(&v, base + (rows[j] - start) * wb, sizeof(word_t))
-                memcpy(out + j, &v, sizeof(word_t))
-        elif w == 0:
-            v = 0
-            for j in range(k, e):
-                memcpy(out + j, &v, sizeof(word_t))
-        else:
-            _unpack_rows(base, w, start, rows, k, e, out)
+        for j in range(k, e):
+            if j + LOOKAHEAD < e:
+                __builtin_prefetch(base + (rows[j + LOOKAHEAD] - start) * wb)
+            memcpy(&v, base + (rows[j] - start) * wb, sizeof(word_t))
+            memcpy(out + j, &v, sizeof(word_t))
         k = e
 
 
-cdef inline Py_ssize_t _packed_word(int64_t i, int w, word_t tag) noexcept nogil:
-    """Index of the first word holding value ``i`` of a block packed at ``w`` bits."""
-    cdef int t = sizeof(word_t) * 8
-    cdef int lanes = 1024 // t
-    cdef int r = <int>(i & 127)
-    return (((8 * FL_ORDER[(r // lanes) * 64 // t] + <int>(i >> 7)) * w) // t) * lanes + r % lanes
+cdef uint64_t[1] _ZERO_WORD = [0]
 
 
-cdef void _unpack_rows(const uint8_t* base, int w, int64_t start, const int64_t* rows,
-                       Py_ssize_t k, Py_ssize_t e, word_t* out) noexcept nogil:
-    """Values of ``rows[k:e]`` (all in the block at ``base``, packed at 0 < w bits): two
-    word loads and shifts per row, no branch on the data (the second word is the first one
-    again when the value sits in one word: no extra cache line, nothing past the block).
-    Each row's word positions are computed once, up to LOOKAHEAD rows ahead (when its words
-    are prefetched), and kept in a ring until the row is read."""
+cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
+                    const int16_t* widths, const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
+                    uint8_t* dst) noexcept nogil:
+    """The gather loop for rows in any order (already checked), flat and bit-packed segments
+    alike. A planning cursor runs LOOKAHEAD rows ahead of the reads, across segment
+    boundaries: for its row it finds the segment, works out the one or two words holding the
+    value (their addresses, the shift and the mask) and prefetches them into a ring slot;
+    the read of a row is then two loads, shifts and a mask, with no branch on the data."""
     cdef unsigned t = sizeof(word_t) * 8
     cdef unsigned lanes = 1024 // t
-    cdef word_t mask = <word_t>(~(<word_t>0)) if <unsigned>w >= t else \
-        <word_t>(((<word_t>1) << w) - 1)
-    cdef Py_ssize_t j, a
+    cdef word_t ones = <word_t>(~(<word_t>0))
+    cdef const uint8_t* ring_lo[LOOKAHEAD]
+    cdef const uint8_t* ring_hi[LOOKAHEAD]
+    cdef word_t[LOOKAHEAD] ring_mask
+    cdef uint8_t[LOOKAHEAD] ring_sh
+    cdef Py_ssize_t lag = min(<Py_ssize_t>LOOKAHEAD, hi - lo)
+    cdef Py_ssize_t j, a, s = 0
+    cdef const uint8_t* base
+    cdef const uint8_t* p
     cdef uint64_t i
-    cdef unsigned r, b, sh
-    cdef uint32_t[LOOKAHEAD] ring_w, ring_n
-    cdef uint8_t[LOOKAHEAD] ring_s
-    cdef word_t lo, hi, v
-    # rows read lag the planned ones by ``lag`` (at most the ring size; no more than the
-    # block's row count, so a block with few wanted rows costs no idle turns)
-    cdef Py_ssize_t lag = min(<Py_ssize_t>LOOKAHEAD, e - k)
-    for j in range(k, e + lag):
-        if j - lag >= k:  # read row j - lag (then its ring slot may be reused)
+    cdef unsigned r, b, sh, w
+    cdef int16_t ws
+    cdef word_t lo_w, hi_w, v
+    cdef word_t* out = <word_t*>dst
+    for j in range(lo, hi + lag):
+        if j - lag >= lo:  # read row j - lag
             a = (j - lag) & (LOOKAHEAD - 1)
-            memcpy(&lo, base + ring_w[a] * sizeof(word_t), sizeof(word_t))
-            memcpy(&hi, base + ring_n[a] * sizeof(word_t), sizeof(word_t))
-            sh = ring_s[a]
-            v = <word_t>((lo >> sh) | (<word_t>(hi << 1) << (t - 1 - sh))) & mask
+            memcpy(&lo_w, ring_lo[a], sizeof(word_t))
+            memcpy(&hi_w, ring_hi[a], sizeof(word_t))
+            sh = ring_sh[a]
+            v = <word_t>((lo_w >> sh) | (<word_t>(hi_w << 1) << (t - 1 - sh))) & ring_mask[a]
             memcpy(out + j - lag, &v, sizeof(word_t))
-        if j < e:  # plan row j: its words, prefetched
-            i = <uint64_t>(rows[j] - start)
-            r = <unsigned>(i & 127)
-            b = (8 * <unsigned>FL_ORDER[(r // lanes) * 64 // t] + <unsigned>(i >> 7)) * <unsigned>w
-            sh = b % t
+        if j < hi:  # plan row j
+            s = _seek(st, nseg, s, rows[j])
+            i = <uint64_t>(rows[j] - st[s])
+            base = <const uint8_t*>ptrs[s]
+            ws = widths[s]
             a = j & (LOOKAHEAD - 1)
-            ring_w[a] = (b // t) * lanes + r % lanes
-            ring_n[a] = ring_w[a] + (lanes if sh + <unsigned>w > t else 0)
-            ring_s[a] = <uint8_t>sh
-            __builtin_prefetch(base + ring_w[a] * sizeof(word_t))
+            if ws < 0:
+                p = base + i * sizeof(word_t)
+                ring_lo[a] = p
+                ring_hi[a] = p
+                ring_sh[a] = 0
+                ring_mask[a] = ones
+            elif ws == 0:
+                ring_lo[a] = <const uint8_t*>_ZERO_WORD
+                ring_hi[a] = <const uint8_t*>_ZERO_WORD
+                ring_sh[a] = 0
+                ring_mask[a] = 0
+                continue
+            else:
+                w = <unsigned>ws
+                r = <unsigned>(i & 127)
+                b = (8 * <unsigned>FL_ORDER[(r // lanes) * 64 // t] + <unsigned>(i >> 7)) * w
+                sh = b % t
+                p = base + ((b // t) * lanes + r % lanes) * sizeof(word_t)
+                ring_lo[a] = p
+                ring_hi[a] = p + (lanes * sizeof(word_t) if sh + w > t else 0)
+                ring_sh[a] = <uint8_t>sh
+                ring_mask[a] = ones if w >= t else <word_t>(((<word_t>1) << w) - 1)
+                __builtin_prefetch(ring_hi[a])
+            __builtin_prefetch(p)

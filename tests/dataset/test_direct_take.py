@@ -85,6 +85,18 @@ def test_gather_matches_the_twin(t):
     assert np.array_equal(part[10:60], seg.values[rows[10:60]]) and not part[:10].any()
 
 
+@pytest.mark.parametrize("t", [8, 64])
+def test_gather_of_flat_only_columns_matches_the_twin(t):
+    """Ascending rows of a column with flat segments only take the plain copy loop; any other
+    order takes the ring loop: both agree with the twin."""
+    seg = Segments(t, [("flat", 700), ("flat", 1), ("flat", 2000), ("flat", 40)], seed=t)
+    n = seg.values.size
+    rng = np.random.default_rng(t)
+    for rows in (np.arange(n), np.sort(rng.choice(n, 500, replace=False)),
+                 np.sort(rng.integers(0, n, 3000)), rng.integers(0, n, 2000), np.arange(n)[::-1]):
+        assert np.array_equal(seg.gather(rows), seg.values[rows])
+
+
 def test_gather_refuses_bad_rows_and_tables():
     seg = Segments(32, [("flat", 10), (5, 1024)])
     for bad in ([1034], [-1], [3, 1034]):
