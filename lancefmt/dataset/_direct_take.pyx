@@ -276,11 +276,13 @@ cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64
     cdef uint8_t[LOOKAHEAD] ring_sh
     cdef Py_ssize_t lag = min(<Py_ssize_t>LOOKAHEAD, hi - lo)
     cdef Py_ssize_t j, a, s = 0
-    cdef const uint8_t* base
+    cdef int64_t row, start = 0, stop = 0  # the planning cursor's segment (none yet)
+    cdef word_t mask = 0
+    cdef int16_t ws = 0
+    cdef const uint8_t* base = NULL
     cdef const uint8_t* p
     cdef uint64_t i
     cdef unsigned r, b, sh, w
-    cdef int16_t ws
     cdef word_t lo_w, hi_w, v
     cdef word_t* out = <word_t*>dst
     for j in range(lo, hi + lag):
@@ -292,22 +294,29 @@ cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64
             v = <word_t>((lo_w >> sh) | (<word_t>(hi_w << 1) << (t - 1 - sh))) & ring_mask[a]
             memcpy(out + j - lag, &v, sizeof(word_t))
         if j < hi:  # plan row j
-            s = _seek(st, nseg, s, rows[j])
-            i = <uint64_t>(rows[j] - st[s])
-            base = <const uint8_t*>ptrs[s]
-            ws = widths[s]
+            row = rows[j]
+            if row < start or row >= stop:  # another segment: load its description
+                s = _seek(st, nseg, s, row)
+                start = st[s]
+                stop = st[s + 1]
+                base = <const uint8_t*>ptrs[s]
+                ws = widths[s]
+                mask = ones if ws < 0 or ws >= <int16_t>t else <word_t>(((<word_t>1) << ws) - 1)
+                if ws == 0:
+                    base = <const uint8_t*>_ZERO_WORD
+                    mask = 0
+            i = <uint64_t>(row - start)
             a = j & (LOOKAHEAD - 1)
+            ring_mask[a] = mask
             if ws < 0:
                 p = base + i * sizeof(word_t)
                 ring_lo[a] = p
                 ring_hi[a] = p
                 ring_sh[a] = 0
-                ring_mask[a] = ones
             elif ws == 0:
-                ring_lo[a] = <const uint8_t*>_ZERO_WORD
-                ring_hi[a] = <const uint8_t*>_ZERO_WORD
+                ring_lo[a] = base
+                ring_hi[a] = base
                 ring_sh[a] = 0
-                ring_mask[a] = 0
                 continue
             else:
                 w = <unsigned>ws
@@ -318,6 +327,5 @@ cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64
                 ring_lo[a] = p
                 ring_hi[a] = p + (lanes * sizeof(word_t) if sh + w > t else 0)
                 ring_sh[a] = <uint8_t>sh
-                ring_mask[a] = ones if w >= t else <word_t>(((<word_t>1) << w) - 1)
                 __builtin_prefetch(ring_hi[a])
             __builtin_prefetch(p)
