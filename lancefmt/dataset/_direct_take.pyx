@@ -19,6 +19,8 @@ cimport numpy as cnp
 from libc.stdint cimport int16_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from lancefmt.encoding.v2_1._chunk_header cimport CHUNK_OUTSIDE, CHUNK_OVERRUN, chunk_values
+
 cnp.import_array()
 
 cdef extern from *:
@@ -29,13 +31,6 @@ cdef extern from *:
 DEF LOOKAHEAD = 64
 
 cdef int[8] FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
-
-
-cdef inline int64_t _header_word(const uint8_t* p, int width) noexcept nogil:
-    """A little-endian u16 (2.1) or u32 (2.2) chunk-header word."""
-    if width == 2:
-        return p[0] | (<int64_t>p[1] << 8)
-    return p[0] | (<int64_t>p[1] << 8) | (<int64_t>p[2] << 16) | (<int64_t>p[3] << 24)
 
 
 def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets,
@@ -72,32 +67,21 @@ def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets
     cdef int64_t[::1] offs = offsets
     cdef int16_t[::1] ws = widths
     cdef const uint8_t* src = &data[0] if size else NULL
-    cdef int64_t s, csize, head, vlen, vstart, pos, g, groups
+    cdef int64_t vlen, vstart, pos, g, groups
     cdef uint64_t w
-    cdef int bad = 0  # 1: chunk outside data, 2: header/values past the chunk, 3: bit width
+    cdef int bad = 0  # CHUNK_OUTSIDE, CHUNK_OVERRUN, or 3: a bit width past the word
     with nogil:
         for c in range(nch):
             count = value_starts[c + 1] - value_starts[c]
             if count == 0:
                 continue
-            s = chunk_offsets[c]
-            csize = chunk_sizes[c]
-            if s < 0 or csize < 0 or s > size or csize > size - s:
-                bad = 1
+            bad = chunk_values(src, size, chunk_offsets[c], chunk_sizes[c], size_width, &vstart,
+                               &vlen)
+            if bad:
                 break
-            head = 2 + size_width
-            if head > csize:
-                bad = 2
-                break
-            vlen = _header_word(src + s + 2, size_width)
-            vstart = (head + 7) & ~(<int64_t>7)
-            if vstart + vlen > csize:
-                bad = 2
-                break
-            vstart += s
             if not bitpacked:
                 if count * wb > vlen:
-                    bad = 2
+                    bad = CHUNK_OVERRUN
                     break
                 rs[nseg] = value_starts[c]
                 offs[nseg] = vstart
@@ -108,7 +92,7 @@ def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets
             pos = 0
             for g in range(groups):
                 if pos + wb > vlen:
-                    bad = 2
+                    bad = CHUNK_OVERRUN
                     break
                 w = 0
                 memcpy(&w, src + vstart + pos, wb)
@@ -116,7 +100,7 @@ def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets
                     bad = 3
                     break
                 if pos + wb + 128 * <int64_t>w > vlen:
-                    bad = 2
+                    bad = CHUNK_OVERRUN
                     break
                 rs[nseg] = value_starts[c] + (g << 10)
                 offs[nseg] = vstart + pos + wb
@@ -125,9 +109,9 @@ def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets
                 pos += wb + 128 * <int64_t>w
             if bad:
                 break
-    if bad == 1:
+    if bad == CHUNK_OUTSIDE:
         raise ValueError(f"chunk {c} lies outside the page data")
-    if bad == 2:
+    if bad == CHUNK_OVERRUN:
         raise ValueError(f"chunk {c}: header or values run past the chunk")
     if bad == 3:
         raise ValueError(f"chunk {c}: bit width {w} exceeds the {bits}-bit word")

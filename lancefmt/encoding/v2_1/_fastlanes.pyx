@@ -17,6 +17,8 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
+from lancefmt.encoding.v2_1._chunk_header cimport CHUNK_OK, CHUNK_OUTSIDE, chunk_values
+
 cnp.import_array()
 
 ctypedef fused word_t:
@@ -483,13 +485,6 @@ def decode_ool_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
     return out
 
 
-cdef inline int64_t _chunk_word(const uint8_t* p, int width) noexcept nogil:
-    """A little-endian u16 (2.1) or u32 (2.2) chunk-header word."""
-    if width == 2:
-        return p[0] | (<int64_t>p[1] << 8)
-    return p[0] | (<int64_t>p[1] << 8) | (<int64_t>p[2] << 16) | (<int64_t>p[3] << 24)
-
-
 def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offsets,
                         const int64_t[::1] chunk_sizes, const int64_t[::1] value_starts,
                         const int64_t[::1] rows, int size_width, bint bitpacked, int bits):
@@ -521,7 +516,8 @@ def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offset
     cdef uint8_t* dst = <uint8_t*>cnp.PyArray_DATA(out)
     cdef const uint8_t* src = &data[0]
     cdef Py_ssize_t k, c = 0, cached_c = -1, cached_g = -1, g
-    cdef int64_t row, s, csize, head, vlen, vstart, i, pos
+    cdef int64_t row, vlen, vstart, i, pos
+    cdef int r
     cdef uint64_t w = 0, v
     cdef uint64_t[1024] scratch
     cdef const uint8_t* p = NULL
@@ -534,21 +530,14 @@ def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offset
                 break
             while c + 1 < nch and value_starts[c + 1] <= row:
                 c += 1
-            s = chunk_offsets[c]
-            csize = chunk_sizes[c]
-            if s < 0 or csize < 0 or s > size or csize > size - s or row < value_starts[c]:
+            if row < value_starts[c]:
                 bad = 2
                 break
-            head = 2 + size_width
-            if head > csize:
-                bad = 3
+            r = chunk_values(src, size, chunk_offsets[c], chunk_sizes[c], size_width, &vstart,
+                             &vlen)
+            if r != CHUNK_OK:
+                bad = 2 if r == CHUNK_OUTSIDE else 3
                 break
-            vlen = _chunk_word(src + s + 2, size_width)
-            vstart = (head + 7) & ~(<int64_t>7)
-            if vstart + vlen > csize:
-                bad = 3
-                break
-            vstart += s
             i = row - value_starts[c]
             if not bitpacked:
                 if (i + 1) * wb > vlen:
