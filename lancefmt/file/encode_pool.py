@@ -15,6 +15,8 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ..errors import InvalidArgumentError
+
 MAX_THREADS = 4
 THREAD_PREFIX = "lancefmt-encode"
 
@@ -38,13 +40,17 @@ def _thread_count() -> int:
     chosen = getattr(_local, "count", None)
     if chosen is not None:
         return chosen
-    raw = os.environ.get("LANCEFMT_WRITE_THREADS")
+    raw = os.environ.get("LANCEFMT_WRITE_THREADS", "").strip()
+    if not raw:
+        return max(1, min(MAX_THREADS, os.cpu_count() or 1))
     try:
-        if raw:
-            return max(1, int(raw))
+        count = int(raw)
     except ValueError:
-        pass
-    return max(1, min(MAX_THREADS, os.cpu_count() or 1))
+        count = 0
+    if count < 1:  # a typo must not quietly leave the writer on some other thread count
+        raise InvalidArgumentError(f"LANCEFMT_WRITE_THREADS must be a whole number of threads "
+                                   f"(1 or more), not {raw!r}")
+    return count
 
 
 _pool = None

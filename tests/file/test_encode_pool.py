@@ -134,3 +134,22 @@ def test_a_writer_inside_an_encoding_job_encodes_inline(monkeypatch):
     monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "2")
     pool = encode_pool.encode_pool()
     assert pool.submit(lambda: PageQueue(lambda c, p: None).pool).result(5) is None
+
+
+@pytest.mark.parametrize("raw", ["two", "0", "-3", "1.5"])
+def test_a_bad_thread_count_is_a_clear_error(monkeypatch, tmp_path, raw):
+    """A typo in LANCEFMT_WRITE_THREADS fails the write with an error naming the variable,
+    instead of quietly encoding on some other number of threads."""
+    import lancefmt
+    from lancefmt.errors import InvalidArgumentError, LanceError
+
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", raw)
+    with pytest.raises(InvalidArgumentError, match="LANCEFMT_WRITE_THREADS") as info:
+        lancefmt.write_dataset(pa.table({"a": [1, 2, 3]}), str(tmp_path / "d"))
+    assert isinstance(info.value, (LanceError, ValueError))
+    assert not [p for p in (tmp_path / "d").rglob("*") if p.is_file()]  # nothing left behind
+
+
+def test_a_blank_thread_count_means_the_default(monkeypatch):
+    monkeypatch.setenv("LANCEFMT_WRITE_THREADS", " ")
+    assert encode_pool._thread_count() >= 1
