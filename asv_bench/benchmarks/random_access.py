@@ -132,7 +132,7 @@ class Take:
 
     def track_parquet_ratio(self, paths, version, rows):
         return speedup(lambda: self.ours.take(self.idx), lambda: self.parquet.take(self.idx),
-                       repeat=5)
+                       repeat=9)
 
     track_take_ratio.unit = "pylance time / lancefmt time"
     track_parquet_ratio.unit = "parquet time / lancefmt time"

@@ -26,6 +26,13 @@ cnp.import_array()
 cdef extern from *:
     void __builtin_prefetch(const void* addr) noexcept nogil
 
+cdef extern from *:
+    """
+    /* a demand load of one byte that the compiler keeps (its value is not used) */
+    static inline void lancefmt_touch(const void *p) { (void)*(const volatile unsigned char *)p; }
+    """
+    void _touch "lancefmt_touch"(const void* p) noexcept nogil
+
 # Rows ahead whose bytes are prefetched (the gathers are independent cache misses); a power
 # of two (the bit-packed loop keeps a ring of this many rows).
 DEF LOOKAHEAD = 64
@@ -181,7 +188,7 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
             raise ValueError(f"segment {s} is malformed")
         flat = flat and widths[s] < 0
     cdef uint8_t* dst = &out[0]
-    cdef bint ascending = True
+    cdef bint ascending = True, dense
     with nogil:
         for k in range(lo, hi):  # the one up-front check of every row
             row = rows[k]
@@ -190,6 +197,8 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
                 break
             if k > lo and row < rows[k - 1]:
                 ascending = False
+        # ascending rows, 16 or more per 1024-row block on average
+        dense = ascending and bad < 0 and (hi - lo) * 64 >= rows[hi - 1] - rows[lo] + 1
         if bad < 0 and flat and ascending:
             if value_bytes == 1:
                 _run_flat_sorted(<uint8_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
@@ -201,13 +210,17 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
                 _run_flat_sorted(<uint64_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
         elif bad < 0:
             if value_bytes == 1:
-                _run_ring(<uint8_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint8_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
+                          dense)
             elif value_bytes == 2:
-                _run_ring(<uint16_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint16_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
+                          dense)
             elif value_bytes == 4:
-                _run_ring(<uint32_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint32_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
+                          dense)
             else:
-                _run_ring(<uint64_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst)
+                _run_ring(<uint64_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
+                          dense)
     if bad >= 0:
         raise ValueError(f"row {rows[bad]} outside the column's {total} rows")
 
@@ -245,12 +258,14 @@ cdef uint64_t[1] _ZERO_WORD = [0]
 
 cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
                     const int16_t* widths, const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
-                    uint8_t* dst) noexcept nogil:
+                    uint8_t* dst, bint dense) noexcept nogil:
     """The gather loop for rows in any order (already checked), flat and bit-packed segments
     alike. A planning cursor runs LOOKAHEAD rows ahead of the reads, across segment
     boundaries: for its row it finds the segment, works out the one or two words holding the
     value (their addresses, the shift and the mask) and prefetches them into a ring slot;
-    the read of a row is then two loads, shifts and a mask, with no branch on the data."""
+    the read of a row is then two loads, shifts and a mask, with no branch on the data.
+    ``dense``: the rows ascend, many per block (the cursor then touches each page of a
+    bit-packed block as it enters it)."""
     cdef unsigned t = sizeof(word_t) * 8
     cdef unsigned lanes = 1024 // t
     cdef word_t ones = <word_t>(~(<word_t>0))
@@ -259,7 +274,7 @@ cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64
     cdef word_t[LOOKAHEAD] ring_mask
     cdef uint8_t[LOOKAHEAD] ring_sh
     cdef Py_ssize_t lag = min(<Py_ssize_t>LOOKAHEAD, hi - lo)
-    cdef Py_ssize_t j, a, s = 0
+    cdef Py_ssize_t j, a, q, s = 0
     cdef int64_t row, start = 0, stop = 0  # the planning cursor's segment (none yet)
     cdef word_t mask = 0
     cdef int16_t ws = 0
@@ -289,6 +304,15 @@ cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64
                 if ws == 0:
                     base = <const uint8_t*>_ZERO_WORD
                     mask = 0
+                elif ws > 0 and dense:
+                    # one load per page of the block (dense ascending rows read most of it):
+                    # the page walks start here rather than at the first prefetch into each
+                    # page (measured: ~10% off a dense sorted take after the caches went cold)
+                    q = 0
+                    while q < 128 * <Py_ssize_t>ws:
+                        _touch(base + q)
+                        q += 4096
+                    _touch(base + 128 * <Py_ssize_t>ws - 1)
             i = <uint64_t>(row - start)
             a = j & (LOOKAHEAD - 1)
             ring_mask[a] = mask
