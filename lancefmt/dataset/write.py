@@ -24,6 +24,7 @@ from ..file.writer import LanceFileWriter
 from .blob_v2_write import BlobSidecars, blob_v2_columns, blob_v2_schema, input_schema
 from ..file.schema import arrow_from_fields, fields_from_arrow, storage_schema
 from ..io import open_store
+from ..io.store import LocalStore
 from ..io.memory_scope import private_memory_options
 from ..io.uri import check_relative, child, normalize_uri, split_uri
 from ..table.base_paths import BasePath, BasePathResolver, assign_base_ids
@@ -217,12 +218,41 @@ def _data_file(name: str, writer: LanceFileWriter, base_id):
 
 
 def delete_files(uris, storage_options=None) -> None:
-    """Best-effort removal of files this process wrote (after a failed write or commit)."""
+    """Best-effort removal of files this process (or a job's tasks) wrote, after a failed
+    write, commit or job; with the temporary files a local write of them leaves behind when
+    its process dies before renaming the temp into place (``.tmp_<name>_<hex>`` beside it)."""
+    uris = list(uris)
     for u in uris:
         try:
             open_store(u, storage_options).delete(u)
         except OSError:
             pass
+    _delete_local_temps(uris, storage_options)
+
+
+def _delete_local_temps(uris, storage_options) -> None:
+    """Remove ``.tmp_<name>_*`` beside each local ``uris`` entry (data file names are unique to
+    their write, so such a temp belongs to it and to nothing else): one listing per directory."""
+    by_dir: dict = {}
+    for u in uris:
+        store = open_store(u, storage_options)
+        if isinstance(store, LocalStore):
+            parent, _, name = u.rstrip("/").rpartition("/")
+            by_dir.setdefault(parent, (store, set()))[1].add(name)
+    for parent, (store, names) in by_dir.items():
+        try:
+            entries = store.list(parent)
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir or not e.name.startswith(".tmp_"):
+                continue
+            stem = e.name[len(".tmp_"):].rpartition("_")[0]
+            if stem in names:
+                try:
+                    store.delete(child(parent, e.name))
+                except OSError:
+                    pass
 
 
 STAGING_DIR = "_lancefmt_staging"

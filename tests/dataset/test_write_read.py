@@ -219,6 +219,33 @@ def test_staging_records_let_an_abort_find_every_file(tmp_path):
     assert sorted(os.listdir(os.path.join(uri, "data"))) == before
 
 
+def test_an_abort_removes_the_temp_file_of_a_task_killed_mid_write(tmp_path):
+    """A task killed while writing a local data file leaves the file's temporary
+    (``.tmp_<name>_<hex>``, never renamed into place) beside the name it staged: the job's abort
+    removes it with the staged files, and leaves other temporaries alone."""
+    import os
+    import uuid
+
+    from lancefmt.dataset.write import abort_staged_job, stage_file, staging_uri
+    from lancefmt.table.naming import data_file_name
+
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(table(2), uri)
+    data = os.path.join(uri, "data")
+    before = sorted(os.listdir(data))
+    staging = staging_uri(uri, "job-killed")
+    name = data_file_name()
+    stage_file(staging, uri + "/data/" + name)  # staged, then the process died mid-write
+    torn = f".tmp_{name}_{uuid.uuid4().hex}"
+    with open(os.path.join(data, torn), "wb") as f:
+        f.write(b"LANC" * 100)
+    other = f".tmp_{data_file_name()}_{uuid.uuid4().hex}"  # another writer's, not this job's
+    with open(os.path.join(data, other), "wb") as f:
+        f.write(b"x")
+    abort_staged_job(staging, settle=0.05, linger=0.1)
+    assert sorted(os.listdir(data)) == sorted(before + [other])
+
+
 def test_a_task_of_a_closed_job_writes_nothing(tmp_path):
     """A job opened on the driver (open_staged_job) is closed by its commit or abort clearing
     its records: a task that starts afterwards (its worker started late) or stages a file
