@@ -138,6 +138,37 @@ class Take:
     track_parquet_ratio.unit = "parquet time / lancefmt time"
 
 
+class ShuffledTake:
+    """The same takes with the indices in random order (a shuffled training read asks for
+    rows this way): lancefmt vs pylance. No target; reported beside the sorted takes."""
+    params = (VERSIONS, [1_000, 100_000])
+    param_names = ["data_storage_version", "rows"]
+    timeout = 1800
+    number = 1
+    repeat = 7
+
+    def setup_cache(self):
+        return fixtures()
+
+    def setup(self, paths, version, rows):
+        import lance
+
+        import lancefmt
+
+        self.ours = lancefmt.dataset(paths[version])
+        self.peer = lance.dataset(paths[version])
+        self.idx = np.random.default_rng(5).permutation(random_rows(rows))
+        assert self.ours.take(self.idx).equals(self.peer.take(self.idx))
+
+    def time_lancefmt_take(self, paths, version, rows):
+        self.ours.take(self.idx)
+
+    def track_take_ratio(self, paths, version, rows):
+        return speedup(lambda: self.ours.take(self.idx), lambda: self.peer.take(self.idx), repeat=9)
+
+    track_take_ratio.unit = "pylance time / lancefmt time"
+
+
 class RowIdScan:
     params = VERSIONS
     param_names = ["data_storage_version"]
@@ -184,6 +215,12 @@ def main():  # pragma: no cover - a one-shot report
                   f"{peer * 1e3:7.2f} ms  parquet {pq * 1e3:8.2f} ms  | ratio "
                   f"{b.track_take_ratio(paths, version, rows):5.2f}  parquet ratio "
                   f"{b.track_parquet_ratio(paths, version, rows):6.1f}")
+        for rows in (1_000, 100_000):
+            b = ShuffledTake()
+            b.setup(paths, version, rows)
+            ours = best_time(lambda: b.ours.take(b.idx), repeat=9)
+            print(f"take {rows:>7} shuffled rows {version}: lancefmt {ours * 1e3:7.2f} ms  | ratio "
+                  f"{b.track_take_ratio(paths, version, rows):5.2f}")
         s = RowIdScan()
         s.setup(paths, version)
         ours = best_time(lambda: s.ours.to_table(with_row_id=True), repeat=9)
