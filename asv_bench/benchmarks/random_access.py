@@ -96,6 +96,7 @@ def random_rows(n, total=ROWS, seed=16):
 
 class Take:
     params = (VERSIONS, [1_000, 100_000])
+    shuffled = False  # the indices in ascending order
     param_names = ["data_storage_version", "rows"]
     timeout = 1800
     number = 1
@@ -114,6 +115,8 @@ class Take:
         self.peer = lance.dataset(paths[version])
         self.parquet = ParquetTaker(paths["parquet"])
         self.idx = random_rows(rows)
+        if self.shuffled:
+            self.idx = np.random.default_rng(5).permutation(self.idx)
         got = self.ours.take(self.idx)
         assert got.equals(self.peer.take(self.idx))
         assert got.equals(self.parquet.take(self.idx))
@@ -138,35 +141,10 @@ class Take:
     track_parquet_ratio.unit = "parquet time / lancefmt time"
 
 
-class ShuffledTake:
+class ShuffledTake(Take):
     """The same takes with the indices in random order (a shuffled training read asks for
-    rows this way): lancefmt vs pylance. No target; reported beside the sorted takes."""
-    params = (VERSIONS, [1_000, 100_000])
-    param_names = ["data_storage_version", "rows"]
-    timeout = 1800
-    number = 1
-    repeat = 7
-
-    def setup_cache(self):
-        return fixtures()
-
-    def setup(self, paths, version, rows):
-        import lance
-
-        import lancefmt
-
-        self.ours = lancefmt.dataset(paths[version])
-        self.peer = lance.dataset(paths[version])
-        self.idx = np.random.default_rng(5).permutation(random_rows(rows))
-        assert self.ours.take(self.idx).equals(self.peer.take(self.idx))
-
-    def time_lancefmt_take(self, paths, version, rows):
-        self.ours.take(self.idx)
-
-    def track_take_ratio(self, paths, version, rows):
-        return speedup(lambda: self.ours.take(self.idx), lambda: self.peer.take(self.idx), repeat=9)
-
-    track_take_ratio.unit = "pylance time / lancefmt time"
+    rows this way). No target; reported beside the sorted takes."""
+    shuffled = True
 
 
 class RowIdScan:
