@@ -155,6 +155,72 @@ cdef inline Py_ssize_t _seek(const int64_t* st, Py_ssize_t nseg, Py_ssize_t s,
     return _segment_of(st, nseg, row)
 
 
+cdef bint _check_table(const int64_t[::1] starts, const uint64_t[::1] ptrs,
+                       const int16_t[::1] widths, int value_bytes) except -1:
+    """A segment table's shape, order and widths (ValueError if bad); True if every segment
+    is flat."""
+    cdef Py_ssize_t nseg = ptrs.shape[0], s
+    if starts.shape[0] != nseg + 1 or widths.shape[0] != nseg:
+        raise ValueError("segment arrays disagree in length")
+    if value_bytes not in (1, 2, 4, 8):
+        raise ValueError(f"{value_bytes}-byte values")
+    cdef int t = value_bytes * 8
+    cdef bint flat = True
+    for s in range(nseg):  # ordered, blocks of at most 1024 rows
+        if starts[s + 1] < starts[s] or widths[s] < -1 or widths[s] > t or (
+                widths[s] >= 0 and starts[s + 1] - starts[s] > 1024):
+            raise ValueError(f"segment {s} is malformed")
+        flat = flat and widths[s] < 0
+    return flat
+
+
+cdef int _check_rows(const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi, int64_t first,
+                     int64_t total) except -1:
+    """1 if ``rows[lo:hi]`` ascend, else 0; ValueError for a row outside ``[first, total)``."""
+    cdef Py_ssize_t k, bad = -1
+    cdef bint ascending = True
+    cdef int64_t row
+    with nogil:
+        for k in range(lo, hi):
+            row = rows[k]
+            if row < first or row >= total:
+                bad = k
+                break
+            if k > lo and row < rows[k - 1]:
+                ascending = False
+    if bad >= 0:
+        raise ValueError(f"row {rows[bad]} outside the column's {total} rows")
+    return ascending
+
+
+cdef void _gather_range(const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
+                        const int16_t* widths, int value_bytes, bint flat, bint ascending,
+                        const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
+                        uint8_t* dst) noexcept nogil:
+    """``rows[lo:hi]`` (checked) of one column into ``dst`` (indexed like ``rows``)."""
+    if hi <= lo:
+        return
+    # ascending rows, 16 or more per 1024-row block on average
+    cdef bint dense = ascending and (hi - lo) * 64 >= rows[hi - 1] - rows[lo] + 1
+    if flat and ascending:
+        if value_bytes == 1:
+            _run_flat_sorted(<uint8_t>0, st, nseg, ptrs, rows, lo, hi, dst)
+        elif value_bytes == 2:
+            _run_flat_sorted(<uint16_t>0, st, nseg, ptrs, rows, lo, hi, dst)
+        elif value_bytes == 4:
+            _run_flat_sorted(<uint32_t>0, st, nseg, ptrs, rows, lo, hi, dst)
+        else:
+            _run_flat_sorted(<uint64_t>0, st, nseg, ptrs, rows, lo, hi, dst)
+    elif value_bytes == 1:
+        _run_ring(<uint8_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+    elif value_bytes == 2:
+        _run_ring(<uint16_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+    elif value_bytes == 4:
+        _run_ring(<uint32_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+    else:
+        _run_ring(<uint64_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+
+
 def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::1] widths,
            int value_bytes, const int64_t[::1] rows, uint8_t[::1] out,
            Py_ssize_t lo=0, Py_ssize_t hi=-1):
@@ -167,62 +233,140 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
         hi = n
     if not 0 <= lo <= hi <= n:
         raise ValueError("bad row range")
-    if starts.shape[0] != nseg + 1 or widths.shape[0] != nseg:
-        raise ValueError("segment arrays disagree in length")
-    if value_bytes not in (1, 2, 4, 8):
-        raise ValueError(f"{value_bytes}-byte values")
+    cdef bint flat = _check_table(starts, ptrs, widths, value_bytes)
     if out.shape[0] < n * value_bytes:
         raise ValueError("output too small")
     if hi == lo:
         return
     if nseg == 0:
         raise ValueError("row outside the column")
-    cdef int t = value_bytes * 8
-    cdef int64_t first = starts[0], total = starts[nseg], row
-    cdef Py_ssize_t k, s, bad = -1
-    cdef const int64_t* st = &starts[0]
-    cdef bint flat = True
-    for s in range(nseg):  # the table itself: ordered, blocks of at most 1024 rows
-        if st[s + 1] < st[s] or widths[s] < -1 or widths[s] > t or (
-                widths[s] >= 0 and st[s + 1] - st[s] > 1024):
-            raise ValueError(f"segment {s} is malformed")
-        flat = flat and widths[s] < 0
-    cdef uint8_t* dst = &out[0]
-    cdef bint ascending = True, dense
+    cdef bint ascending = _check_rows(&rows[0], lo, hi, starts[0], starts[nseg])
     with nogil:
-        for k in range(lo, hi):  # the one up-front check of every row
-            row = rows[k]
-            if row < first or row >= total:
-                bad = k
-                break
-            if k > lo and row < rows[k - 1]:
-                ascending = False
-        # ascending rows, 16 or more per 1024-row block on average
-        dense = ascending and bad < 0 and (hi - lo) * 64 >= rows[hi - 1] - rows[lo] + 1
-        if bad < 0 and flat and ascending:
-            if value_bytes == 1:
-                _run_flat_sorted(<uint8_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
-            elif value_bytes == 2:
-                _run_flat_sorted(<uint16_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
-            elif value_bytes == 4:
-                _run_flat_sorted(<uint32_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
-            else:
-                _run_flat_sorted(<uint64_t>0, st, nseg, &ptrs[0], &rows[0], lo, hi, dst)
-        elif bad < 0:
-            if value_bytes == 1:
-                _run_ring(<uint8_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
-                          dense)
-            elif value_bytes == 2:
-                _run_ring(<uint16_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
-                          dense)
-            elif value_bytes == 4:
-                _run_ring(<uint32_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
-                          dense)
-            else:
-                _run_ring(<uint64_t>0, st, nseg, &ptrs[0], &widths[0], &rows[0], lo, hi, dst,
-                          dense)
-    if bad >= 0:
-        raise ValueError(f"row {rows[bad]} outside the column's {total} rows")
+        _gather_range(&starts[0], nseg, &ptrs[0], &widths[0], value_bytes, flat, ascending,
+                      &rows[0], lo, hi, &out[0])
+
+
+cdef extern from *:
+    """
+    #include <time.h>
+    static inline Py_ssize_t lancefmt_fetch_add(Py_ssize_t *p) {
+        return __atomic_fetch_add(p, 1, __ATOMIC_ACQ_REL);
+    }
+    static inline Py_ssize_t lancefmt_load(Py_ssize_t *p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    }
+    static inline double lancefmt_now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    static inline void lancefmt_relax(void) {
+    #if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+    #endif
+    }
+    """
+    Py_ssize_t _fetch_add "lancefmt_fetch_add"(Py_ssize_t* p) noexcept nogil
+    Py_ssize_t _load "lancefmt_load"(Py_ssize_t* p) noexcept nogil
+    double _now "lancefmt_now"() noexcept nogil
+    void _relax "lancefmt_relax"() noexcept nogil
+
+
+# Rows per unit of a shared gather: small enough that a late or slow thread leaves little
+# for the others to wait on, large enough that the per-unit restart (a segment search and
+# the prefetch ring filling) stays negligible.
+DEF UNIT_ROWS = 4096
+
+
+cdef class GatherJob:
+    """One take of several columns, shared by any number of threads: every (column, run of
+    ``UNIT_ROWS`` rows) is a unit, and each thread calling :meth:`run` claims the next
+    unclaimed unit until none is left. A thread that wakes late (a pool thread on a busy
+    machine can take milliseconds) or runs slowly then costs nothing: the others do its part.
+    Everything is checked when the job is made; :meth:`run` only reads and writes."""
+    cdef list keep  # the arrays the addresses below point into
+    cdef object table_addrs  # per column: starts, ptrs, widths, out addresses (uint64)
+    cdef object table_ints  # per column: segments, value bytes, flat
+    cdef const int64_t* rows
+    cdef Py_ssize_t n, ncol, nunits_col, units
+    cdef bint ascending
+    cdef Py_ssize_t claimed, done
+
+    def __init__(self, list columns, const int64_t[::1] rows, list outs):
+        """``columns``: ``(starts, ptrs, widths, value_bytes)`` per column (a segment table as
+        :func:`gather` takes); ``outs``: a writable uint8 array per column for ``rows``'
+        values."""
+        if len(outs) != len(columns):
+            raise ValueError("one output per column")
+        self.n = rows.shape[0]
+        self.ncol = len(columns)
+        self.keep = [rows]
+        addrs = np.zeros((self.ncol, 4), np.uint64)
+        ints = np.zeros((self.ncol, 3), np.int64)
+        cdef const int64_t[::1] st
+        cdef const uint64_t[::1] pt
+        cdef const int16_t[::1] wd
+        cdef uint8_t[::1] out
+        cdef Py_ssize_t c
+        cdef int64_t lo_row = 0, hi_row = 0
+        cdef bint ascending = True
+        for c in range(self.ncol):
+            st, pt, wd, vb = columns[c]
+            out = outs[c]
+            ints[c, 2] = _check_table(st, pt, wd, vb)
+            if out.shape[0] < self.n * vb:
+                raise ValueError("output too small")
+            if self.n and pt.shape[0] == 0:
+                raise ValueError("row outside the column")
+            if self.n and (c == 0 or st[0] != lo_row or st[pt.shape[0]] != hi_row):
+                lo_row, hi_row = st[0], st[pt.shape[0]]
+                ascending = _check_rows(&rows[0], 0, self.n, lo_row, hi_row)
+            ints[c, 0] = pt.shape[0]
+            ints[c, 1] = vb
+            if self.n:
+                addrs[c, 0] = <uint64_t>&st[0]
+                addrs[c, 1] = <uint64_t>&pt[0]
+                addrs[c, 2] = <uint64_t>&wd[0]
+                addrs[c, 3] = <uint64_t>&out[0]
+            self.keep.extend((st, pt, wd, out))
+        self.table_addrs = addrs
+        self.table_ints = ints
+        self.rows = &rows[0] if self.n else NULL
+        self.ascending = ascending
+        self.nunits_col = (self.n + UNIT_ROWS - 1) // UNIT_ROWS
+        self.units = self.nunits_col * self.ncol
+        self.claimed = 0
+        self.done = 0
+
+    def run(self):
+        """Claim and gather units until none is left (without the GIL)."""
+        cdef const uint64_t[:, ::1] addrs = self.table_addrs
+        cdef const int64_t[:, ::1] ints = self.table_ints
+        cdef Py_ssize_t u, c, lo, hi
+        with nogil:
+            while True:
+                u = _fetch_add(&self.claimed)
+                if u >= self.units:
+                    break
+                c = u // self.nunits_col
+                lo = (u % self.nunits_col) * UNIT_ROWS
+                hi = min(lo + UNIT_ROWS, self.n)
+                _gather_range(<const int64_t*>addrs[c, 0], ints[c, 0],
+                              <const uint64_t*>addrs[c, 1], <const int16_t*>addrs[c, 2],
+                              <int>ints[c, 1], ints[c, 2], self.ascending, self.rows, lo, hi,
+                              <uint8_t*>addrs[c, 3])
+                _fetch_add(&self.done)
+
+    def finished(self, double spin_seconds=0.0):
+        """Whether every unit is written, waiting up to ``spin_seconds`` (busy, without the
+        GIL) for units other threads are still writing."""
+        cdef double until
+        with nogil:
+            if _load(&self.done) < self.units and spin_seconds > 0:
+                until = _now() + spin_seconds
+                while _load(&self.done) < self.units and _now() < until:
+                    _relax()
+        return _load(&self.done) >= self.units
 
 
 cdef void _run_flat_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,

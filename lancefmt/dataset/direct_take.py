@@ -5,7 +5,8 @@ files, field readers and pages per call cost milliseconds. So for a dataset view
 columns, a *plan* is made once: per column, the table of segments (runs of rows and where their
 values lie in the memory-mapped data files, see ``_direct_take.pyx``) over all fragments, and
 the deleted rows of all fragments. A take is then one vectorised offset mapping and one Cython
-call per column (two threads for big takes) writing into the result's buffers.
+job whose units (column x run of rows) the calling thread and, for big takes, pool
+threads share, writing into the result's buffers.
 
 The plan exists only when every wanted column is a fixed-width number or temporal stored
 without nulls in plain 2.0 pages or plain 2.1/2.2 mini-block pages (bit-packed or flat) of
@@ -18,12 +19,15 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError, LanceError
-from ._direct_take import gather, miniblock_segments
+from ._direct_take import GatherJob, miniblock_segments
 from .reader_cache import cached_value
 from .scan import FragmentScan, _pool, default_threads
 
-# Rows x columns from which a take is split across two threads (the kernels release the GIL).
+# Rows x columns from which a take is shared with pool threads (the kernels release the GIL).
 PARALLEL_MIN_VALUES = 60_000
+# How long a take whose units are all claimed spins for a helper's last unit before it
+# blocks on the helper's future (a unit is a few microseconds of work).
+HELPER_SPIN_SECONDS = 0.002
 # Views with more fragments than this take the general path (the plan opens every data file
 # on the first take; the general path opens only the files a take touches).
 MAX_FRAGMENTS = 2048
@@ -116,25 +120,20 @@ class DirectTakePlan:
     def take(self, idx: np.ndarray) -> pa.Table:
         rows = np.ascontiguousarray(self.physical(idx), dtype=np.int64)
         n = rows.size
-        outs = [pa.allocate_buffer(n * c.value_bytes) for c in self.columns]
-        views = [np.frombuffer(b, dtype=np.uint8) for b in outs]
         columns = self.columns
-
-        def run(lo, hi):
-            for c, v in zip(columns, views):
-                gather(c.starts, c.ptrs, c.widths, c.value_bytes, rows, v, lo, hi)
-
+        outs = [pa.allocate_buffer(n * c.value_bytes) for c in columns]
         try:
-            threads = default_threads() if n * len(columns) >= PARALLEL_MIN_VALUES else 1
-            if threads > 1:
-                half = n // 2
-                fut = _pool(threads).submit(run, half, n)
-                run(0, half)
-                fut.result()
-            else:
-                run(0, n)
+            job = GatherJob([(c.starts, c.ptrs, c.widths, c.value_bytes) for c in columns], rows,
+                            [np.frombuffer(b, dtype=np.uint8) for b in outs])
         except ValueError as e:  # the segment tables disagree with the rows: bad metadata
             raise CorruptFileError(f"direct take: {e}", self.paths) from None
+        threads = default_threads() if n * len(columns) >= PARALLEL_MIN_VALUES else 1
+        helpers = [_pool(threads).submit(job.run) for _ in range(threads - 1)]
+        job.run()
+        # a helper that never woke up claimed nothing: only wait for units still being written
+        if not job.finished(HELPER_SPIN_SECONDS):
+            for h in helpers:
+                h.result()
         arrays = [pa.Array.from_buffers(c.type, n, [None, b]) for c, b in zip(columns, outs)]
         return pa.Table.from_arrays(arrays, schema=self.schema)
 

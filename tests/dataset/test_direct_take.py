@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from lancefmt.dataset._direct_take import gather, miniblock_segments
+from lancefmt.dataset._direct_take import GatherJob, gather, miniblock_segments
 from lancefmt.encoding.v2_1._fastlanes import pack
 
 FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
@@ -116,6 +116,84 @@ def test_gather_refuses_bad_rows_and_tables():
         gather(seg.starts, seg.ptrs, seg.widths, 4, np.zeros(3, np.int64), out)
     with pytest.raises(ValueError, match="byte values"):
         gather(seg.starts, seg.ptrs, seg.widths, 3, np.zeros(1, np.int64), out)
+
+
+def _job_columns():
+    """Three columns over the same 3,000 rows: flat only, mixed, bit-packed only."""
+    cols = [Segments(64, [("flat", 1000), ("flat", 2000)], seed=1),
+            Segments(32, [("flat", 700), (5, 1024), (31, 1024), ("flat", 252)], seed=2),
+            Segments(16, [(3, 1024), (16, 1024), (9, 952)], seed=3)]
+    assert all(c.values.size == 3000 for c in cols)
+    return cols
+
+
+def _job(cols, rows):
+    rows = np.ascontiguousarray(rows, np.int64)
+    outs = [np.zeros(rows.size * (c.t // 8), np.uint8) for c in cols]
+    job = GatherJob([(c.starts, c.ptrs, c.widths, c.t // 8) for c in cols], rows, outs)
+    return job, outs
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_gather_job_shared_by_threads_writes_every_row_of_every_column(threads):
+    """Units (column x run of rows) go to whichever thread claims them; together the threads
+    write what the twin reads, for sorted, unsorted and repeated rows."""
+    import threading
+
+    cols = _job_columns()
+    rng = np.random.default_rng(3)
+    for rows in (np.arange(3000), np.sort(rng.choice(3000, 900, replace=False)),
+                 rng.integers(0, 3000, 20_000), np.sort(rng.integers(0, 3000, 9000))):
+        job, outs = _job(cols, rows)
+        assert not job.finished()
+        workers = [threading.Thread(target=job.run) for _ in range(threads - 1)]
+        for w in workers:
+            w.start()
+        job.run()
+        assert job.finished(5.0)
+        for w in workers:
+            w.join()
+        for c, out in zip(cols, outs):
+            assert np.array_equal(out.view(DTYPES[c.t]), c.values[rows])
+
+
+def test_a_gather_job_run_by_one_thread_leaves_nothing_to_late_helpers():
+    """The calling thread alone finishes the job; a helper that starts afterwards finds no
+    unit left and writes nothing."""
+    cols = _job_columns()
+    rows = np.random.default_rng(4).integers(0, 3000, 10_000)
+    job, outs = _job(cols, rows)
+    job.run()
+    assert job.finished()
+    before = [o.copy() for o in outs]
+    for o in outs:
+        o[:] = 0
+    job.run()  # the late helper
+    assert all(not o.any() for o in outs) and any(b.any() for b in before)
+
+
+def test_a_gather_job_checks_rows_and_tables_before_it_runs():
+    cols = _job_columns()
+    for bad in ([3000], [-1], [5, 2999, 3000]):
+        with pytest.raises(ValueError, match="outside"):
+            _job(cols, bad)
+    rows = np.arange(10, dtype=np.int64)
+    c = cols[1]
+    good = (c.starts, c.ptrs, c.widths, 4)
+    with pytest.raises(ValueError, match="too small"):
+        GatherJob([good], rows, [np.zeros(39, np.uint8)])
+    with pytest.raises(ValueError, match="one output per column"):
+        GatherJob([good, good], rows, [np.zeros(40, np.uint8)])
+    with pytest.raises(ValueError, match="malformed"):
+        GatherJob([(c.starts, c.ptrs, np.array([-1, 33, 5, -1], np.int16), 4)], rows,
+                  [np.zeros(40, np.uint8)])
+    short = Segments(32, [("flat", 10)])  # a column of fewer rows than the others
+    with pytest.raises(ValueError, match="outside"):
+        GatherJob([good, (short.starts, short.ptrs, short.widths, 4)],
+                  np.array([11], np.int64), [np.zeros(4, np.uint8)] * 2)
+    empty, outs = _job(cols, np.zeros(0, np.int64))
+    empty.run()
+    assert empty.finished()
 
 
 def chunk(values_bytes: bytes, size_width: int = 4, pad_to=None) -> bytes:

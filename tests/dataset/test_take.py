@@ -82,3 +82,28 @@ def test_shuffled_batches_arguments(tmp_path):
         next(ds.shuffled_batches(0))
     assert sorted(pa.Table.from_batches(ds.shuffled_batches(4, seed=1)).column("a").to_pylist()) \
         == list(range(10))
+
+
+def test_a_big_take_does_not_wait_for_a_pool_thread_that_never_starts(tmp_path, monkeypatch):
+    """The direct take shares its work with pool threads; one that is slow to wake (or never
+    runs) only means the calling thread does its part."""
+    from concurrent.futures import Future
+
+    from lancefmt.dataset import direct_take
+
+    class _Stuck:  # a pool whose threads never run what they are given
+        submitted = 0
+
+        def submit(self, fn, *args):
+            _Stuck.submitted += 1
+            return Future()  # never completed: result() would block forever
+
+    uri = str(tmp_path / "ds")
+    t = pa.table({"a": np.arange(100_000), "b": np.arange(100_000) * 0.5})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=30_000)
+    ds = lancefmt.dataset(uri)
+    monkeypatch.setattr(direct_take, "_pool", lambda threads: _Stuck())
+    monkeypatch.setattr(direct_take, "default_threads", lambda: 3)
+    idx = np.random.default_rng(2).integers(0, 100_000, 40_000)
+    assert ds.take(idx).equals(t.take(idx))
+    assert _Stuck.submitted == 2  # two helpers were asked, neither was needed
