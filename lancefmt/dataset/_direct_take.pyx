@@ -18,6 +18,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int16_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 
 from lancefmt.encoding.v2_1._chunk_header cimport CHUNK_OUTSIDE, CHUNK_OVERRUN, chunk_values
 
@@ -155,54 +156,96 @@ cdef inline Py_ssize_t _seek(const int64_t* st, Py_ssize_t nseg, Py_ssize_t s,
     return _segment_of(st, nseg, row)
 
 
-cdef bint _check_table(const int64_t[::1] starts, const uint64_t[::1] ptrs,
-                       const int16_t[::1] widths, int value_bytes) except -1:
-    """A segment table's shape, order and widths (ValueError if bad); True if every segment
-    is flat."""
-    cdef Py_ssize_t nseg = ptrs.shape[0], s
-    if starts.shape[0] != nseg + 1 or widths.shape[0] != nseg:
-        raise ValueError("segment arrays disagree in length")
-    if value_bytes not in (1, 2, 4, 8):
-        raise ValueError(f"{value_bytes}-byte values")
-    cdef int t = value_bytes * 8
-    cdef bint flat = True
-    for s in range(nseg):  # ordered, blocks of at most 1024 rows
-        if starts[s + 1] < starts[s] or widths[s] < -1 or widths[s] > t or (
-                widths[s] >= 0 and starts[s + 1] - starts[s] > 1024):
-            raise ValueError(f"segment {s} is malformed")
-        flat = flat and widths[s] < 0
-    return flat
+cdef struct TableRef:  # what the kernels read of a SegmentTable, usable without the GIL
+    const int64_t* st
+    const uint64_t* pt
+    const int16_t* wd
+    Py_ssize_t segments
+    int value_bytes
+    bint flat
 
 
-cdef int _check_rows(const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi, int64_t first,
-                     int64_t total) except -1:
-    """1 if ``rows[lo:hi]`` ascend, else 0; ValueError for a row outside ``[first, total)``."""
-    cdef Py_ssize_t k, bad = -1
-    cdef bint ascending = True
-    cdef int64_t row
-    with nogil:
-        for k in range(lo, hi):
-            row = rows[k]
-            if row < first or row >= total:
-                bad = k
-                break
-            if k > lo and row < rows[k - 1]:
-                ascending = False
-    if bad >= 0:
-        raise ValueError(f"row {rows[bad]} outside the column's {total} rows")
-    return ascending
+cdef class SegmentTable:
+    """A column's segments (``starts``, ``ptrs``, ``widths``; see the module docstring) with
+    ``value_bytes``-byte values, checked once when made: ordered, one more start than
+    segments, widths within the word and bit-packed blocks of at most 1024 rows. The rows it
+    holds are ``[starts[0], starts[-1])``. It keeps the arrays (not the bytes ``ptrs``
+    address: the caller keeps those alive)."""
+    cdef const int64_t[::1] st
+    cdef const uint64_t[::1] pt
+    cdef const int16_t[::1] wd
+    cdef readonly int value_bytes
+    cdef readonly bint flat
+    cdef readonly Py_ssize_t segments
+    cdef readonly int64_t first, total
+    cdef TableRef ref
+
+    def __init__(self, const int64_t[::1] starts, const uint64_t[::1] ptrs,
+                 const int16_t[::1] widths, int value_bytes):
+        cdef Py_ssize_t nseg = ptrs.shape[0], s
+        if starts.shape[0] != nseg + 1 or widths.shape[0] != nseg:
+            raise ValueError("segment arrays disagree in length")
+        if value_bytes not in (1, 2, 4, 8):
+            raise ValueError(f"{value_bytes}-byte values")
+        cdef int t = value_bytes * 8
+        cdef bint flat = True
+        for s in range(nseg):
+            if starts[s + 1] < starts[s] or widths[s] < -1 or widths[s] > t or (
+                    widths[s] >= 0 and starts[s + 1] - starts[s] > 1024):
+                raise ValueError(f"segment {s} is malformed")
+            flat = flat and widths[s] < 0
+        self.st, self.pt, self.wd = starts, ptrs, widths
+        self.value_bytes = value_bytes
+        self.flat = flat
+        self.segments = nseg
+        self.first = starts[0]
+        self.total = starts[nseg]
+        self.ref.st = &starts[0]
+        self.ref.pt = &ptrs[0] if nseg else NULL
+        self.ref.wd = &widths[0] if nseg else NULL
+        self.ref.segments = nseg
+        self.ref.value_bytes = value_bytes
+        self.ref.flat = flat
 
 
-cdef void _gather_range(const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
-                        const int16_t* widths, int value_bytes, bint flat, bint ascending,
-                        const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
-                        uint8_t* dst) noexcept nogil:
+# How a run of rows was found: not yet looked at, ascending, in any order, or with a row
+# outside the columns.
+DEF ROWS_UNSEEN = 0
+DEF ROWS_ASCENDING = 1
+DEF ROWS_UNORDERED = 2
+DEF ROWS_OUTSIDE = 3
+
+
+cdef uint8_t _scan_rows(const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi, int64_t first,
+                        int64_t total) noexcept nogil:
+    """ROWS_ASCENDING, ROWS_UNORDERED or ROWS_OUTSIDE for ``rows[lo:hi]`` (one branch-free
+    pass: a row outside ``[first, total)`` wraps to a big unsigned offset)."""
+    cdef uint64_t span = <uint64_t>(total - first), outside = 0
+    cdef Py_ssize_t k
+    cdef int64_t prev = rows[lo] if hi > lo else 0
+    cdef bint descends = False
+    for k in range(lo, hi):
+        outside |= <uint64_t>(<uint64_t>(rows[k] - first) >= span)
+        descends |= rows[k] < prev
+        prev = rows[k]
+    if outside:
+        return ROWS_OUTSIDE
+    return ROWS_UNORDERED if descends else ROWS_ASCENDING
+
+
+cdef void _gather_range(const TableRef* tbl, bint ascending, const int64_t* rows, Py_ssize_t lo,
+                        Py_ssize_t hi, uint8_t* dst) noexcept nogil:
     """``rows[lo:hi]`` (checked) of one column into ``dst`` (indexed like ``rows``)."""
     if hi <= lo:
         return
+    cdef const int64_t* st = tbl.st
+    cdef Py_ssize_t nseg = tbl.segments
+    cdef const uint64_t* ptrs = tbl.pt
+    cdef const int16_t* widths = tbl.wd
+    cdef int value_bytes = tbl.value_bytes
     # ascending rows, 16 or more per 1024-row block on average
     cdef bint dense = ascending and (hi - lo) * 64 >= rows[hi - 1] - rows[lo] + 1
-    if flat and ascending:
+    if tbl.flat and ascending:
         if value_bytes == 1:
             _run_flat_sorted(<uint8_t>0, st, nseg, ptrs, rows, lo, hi, dst)
         elif value_bytes == 2:
@@ -221,29 +264,40 @@ cdef void _gather_range(const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs
         _run_ring(<uint64_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
 
 
+def _outside(const int64_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi, int64_t total):
+    """The ValueError naming the first row of ``rows[lo:hi]`` outside ``[0, total)``."""
+    cdef Py_ssize_t k
+    for k in range(lo, hi):
+        if rows[k] < 0 or rows[k] >= total:
+            return ValueError(f"row {rows[k]} outside the column's {total} rows")
+    return ValueError(f"row outside the column's {total} rows")
+
+
 def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::1] widths,
            int value_bytes, const int64_t[::1] rows, uint8_t[::1] out,
            Py_ssize_t lo=0, Py_ssize_t hi=-1):
     """Write the values of ``rows[lo:hi]`` (any order, repeats allowed) to
-    ``out[lo * value_bytes:hi * value_bytes]``. ``ptrs`` must address the segments' bytes in a
-    buffer the caller keeps alive (checked when the segments were made); the rows are checked
-    here against the segment table, once, before any byte is read. Runs without the GIL."""
-    cdef Py_ssize_t nseg = ptrs.shape[0], n = rows.shape[0]
+    ``out[lo * value_bytes:hi * value_bytes]``: one column, on the calling thread (a take of
+    several columns is a :class:`GatherJob`). ``ptrs`` must address the segments' bytes in a
+    buffer the caller keeps alive; the table and the rows are checked before any byte is
+    read."""
+    cdef SegmentTable tbl = SegmentTable(starts, ptrs, widths, value_bytes)
+    cdef Py_ssize_t n = rows.shape[0]
     if hi < 0:
         hi = n
     if not 0 <= lo <= hi <= n:
         raise ValueError("bad row range")
-    cdef bint flat = _check_table(starts, ptrs, widths, value_bytes)
     if out.shape[0] < n * value_bytes:
         raise ValueError("output too small")
     if hi == lo:
         return
-    if nseg == 0:
-        raise ValueError("row outside the column")
-    cdef bint ascending = _check_rows(&rows[0], lo, hi, starts[0], starts[nseg])
+    cdef uint8_t seen
     with nogil:
-        _gather_range(&starts[0], nseg, &ptrs[0], &widths[0], value_bytes, flat, ascending,
-                      &rows[0], lo, hi, &out[0])
+        seen = _scan_rows(&rows[0], lo, hi, tbl.first, tbl.total)
+        if seen != ROWS_OUTSIDE:
+            _gather_range(&tbl.ref, seen == ROWS_ASCENDING, &rows[0], lo, hi, &out[0])
+    if seen == ROWS_OUTSIDE:
+        raise _outside(rows, lo, hi, tbl.total)
 
 
 cdef extern from *:
@@ -254,6 +308,12 @@ cdef extern from *:
     }
     static inline Py_ssize_t lancefmt_load(Py_ssize_t *p) {
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    }
+    static inline unsigned char lancefmt_load8(unsigned char *p) {
+        return __atomic_load_n(p, __ATOMIC_RELAXED);
+    }
+    static inline void lancefmt_store8(unsigned char *p, unsigned char v) {
+        __atomic_store_n(p, v, __ATOMIC_RELAXED);
     }
     static inline double lancefmt_now(void) {
         struct timespec ts;
@@ -268,6 +328,8 @@ cdef extern from *:
     """
     Py_ssize_t _fetch_add "lancefmt_fetch_add"(Py_ssize_t* p) noexcept nogil
     Py_ssize_t _load "lancefmt_load"(Py_ssize_t* p) noexcept nogil
+    uint8_t _load8 "lancefmt_load8"(uint8_t* p) noexcept nogil
+    void _store8 "lancefmt_store8"(uint8_t* p, uint8_t v) noexcept nogil
     double _now "lancefmt_now"() noexcept nogil
     void _relax "lancefmt_relax"() noexcept nogil
 
@@ -279,87 +341,92 @@ DEF UNIT_ROWS = 4096
 
 
 cdef class GatherJob:
-    """One take of several columns, shared by any number of threads: every (column, run of
-    ``UNIT_ROWS`` rows) is a unit, and each thread calling :meth:`run` claims the next
-    unclaimed unit until none is left. A thread that wakes late (a pool thread on a busy
-    machine can take milliseconds) or runs slowly then costs nothing: the others do its part.
-    Everything is checked when the job is made; :meth:`run` only reads and writes."""
-    cdef list keep  # the arrays the addresses below point into
-    cdef object table_addrs  # per column: starts, ptrs, widths, out addresses (uint64)
-    cdef object table_ints  # per column: segments, value bytes, flat
+    """One take of several columns, shared by any number of threads. The rows are cut into
+    runs of ``UNIT_ROWS``; every (run, column) pair is a unit, and each thread calling
+    :meth:`run` claims the next unclaimed unit until none is left. A thread that wakes late
+    (a pool thread on a busy machine can take milliseconds) or runs slowly then costs
+    nothing: the others do its part. The first unit of a run checks its rows (inside the
+    columns? ascending?) for the run's other units; a run with a row outside is skipped and
+    :meth:`check` reports it once every unit is done."""
+    cdef list tables, keep
+    cdef TableRef* refs
+    cdef uint8_t** outs
+    cdef uint8_t[::1] seen  # per run of rows: ROWS_*
     cdef const int64_t* rows
-    cdef Py_ssize_t n, ncol, nunits_col, units
-    cdef bint ascending
+    cdef const int64_t[::1] rows_view
+    cdef Py_ssize_t n, ncol, runs, units
+    cdef int64_t first, total
     cdef Py_ssize_t claimed, done
 
-    def __init__(self, list columns, const int64_t[::1] rows, list outs):
-        """``columns``: ``(starts, ptrs, widths, value_bytes)`` per column (a segment table as
-        :func:`gather` takes); ``outs``: a writable uint8 array per column for ``rows``'
-        values."""
-        if len(outs) != len(columns):
+    def __cinit__(self):
+        self.outs = NULL
+        self.refs = NULL
+
+    def __init__(self, list tables, const int64_t[::1] rows, list outs):
+        """``tables``: a :class:`SegmentTable` per column, all holding the same rows;
+        ``outs``: a writable uint8 array per column for the values of ``rows``."""
+        if len(outs) != len(tables):
             raise ValueError("one output per column")
         self.n = rows.shape[0]
-        self.ncol = len(columns)
-        self.keep = [rows]
-        addrs = np.zeros((self.ncol, 4), np.uint64)
-        ints = np.zeros((self.ncol, 3), np.int64)
-        cdef const int64_t[::1] st
-        cdef const uint64_t[::1] pt
-        cdef const int16_t[::1] wd
+        self.ncol = len(tables)
+        self.tables = list(tables)
+        self.keep = []
+        self.rows_view = rows
+        self.rows = &rows[0] if self.n else NULL
+        cdef SegmentTable tbl
         cdef uint8_t[::1] out
         cdef Py_ssize_t c
-        cdef int64_t lo_row = 0, hi_row = 0
-        cdef bint ascending = True
+        self.outs = <uint8_t**>PyMem_Malloc(max(self.ncol, 1) * sizeof(uint8_t*))
+        self.refs = <TableRef*>PyMem_Malloc(max(self.ncol, 1) * sizeof(TableRef))
+        if self.outs == NULL or self.refs == NULL:
+            raise MemoryError()
         for c in range(self.ncol):
-            st, pt, wd, vb = columns[c]
+            tbl = self.tables[c]
             out = outs[c]
-            ints[c, 2] = _check_table(st, pt, wd, vb)
-            if out.shape[0] < self.n * vb:
+            if out.shape[0] < self.n * tbl.value_bytes:
                 raise ValueError("output too small")
-            if self.n and pt.shape[0] == 0:
-                raise ValueError("row outside the column")
-            if self.n and (c == 0 or st[0] != lo_row or st[pt.shape[0]] != hi_row):
-                lo_row, hi_row = st[0], st[pt.shape[0]]
-                ascending = _check_rows(&rows[0], 0, self.n, lo_row, hi_row)
-            ints[c, 0] = pt.shape[0]
-            ints[c, 1] = vb
-            if self.n:
-                addrs[c, 0] = <uint64_t>&st[0]
-                addrs[c, 1] = <uint64_t>&pt[0]
-                addrs[c, 2] = <uint64_t>&wd[0]
-                addrs[c, 3] = <uint64_t>&out[0]
-            self.keep.extend((st, pt, wd, out))
-        self.table_addrs = addrs
-        self.table_ints = ints
-        self.rows = &rows[0] if self.n else NULL
-        self.ascending = ascending
-        self.nunits_col = (self.n + UNIT_ROWS - 1) // UNIT_ROWS
-        self.units = self.nunits_col * self.ncol
+            if c == 0:
+                self.first, self.total = tbl.first, tbl.total
+            elif (tbl.first, tbl.total) != (self.first, self.total):
+                raise ValueError("the columns hold different rows")
+            self.outs[c] = &out[0] if out.shape[0] else NULL
+            self.refs[c] = tbl.ref
+            self.keep.append(out)
+        self.runs = (self.n + UNIT_ROWS - 1) // UNIT_ROWS
+        self.units = self.runs * self.ncol
+        self.seen = np.zeros(max(self.runs, 1), np.uint8)
         self.claimed = 0
         self.done = 0
 
+    def __dealloc__(self):
+        PyMem_Free(self.outs)
+        PyMem_Free(self.refs)
+
     def run(self):
         """Claim and gather units until none is left (without the GIL)."""
-        cdef const uint64_t[:, ::1] addrs = self.table_addrs
-        cdef const int64_t[:, ::1] ints = self.table_ints
-        cdef Py_ssize_t u, c, lo, hi
+        cdef Py_ssize_t u, r, c, lo, hi
+        cdef uint8_t state
         with nogil:
             while True:
                 u = _fetch_add(&self.claimed)
                 if u >= self.units:
                     break
-                c = u // self.nunits_col
-                lo = (u % self.nunits_col) * UNIT_ROWS
+                r = u // self.ncol
+                c = u % self.ncol
+                lo = r * UNIT_ROWS
                 hi = min(lo + UNIT_ROWS, self.n)
-                _gather_range(<const int64_t*>addrs[c, 0], ints[c, 0],
-                              <const uint64_t*>addrs[c, 1], <const int16_t*>addrs[c, 2],
-                              <int>ints[c, 1], ints[c, 2], self.ascending, self.rows, lo, hi,
-                              <uint8_t*>addrs[c, 3])
+                state = _load8(&self.seen[r])
+                if state == ROWS_UNSEEN:  # (two threads may both look: they agree)
+                    state = _scan_rows(self.rows, lo, hi, self.first, self.total)
+                    _store8(&self.seen[r], state)
+                if state != ROWS_OUTSIDE:
+                    _gather_range(&self.refs[c], state == ROWS_ASCENDING, self.rows, lo, hi,
+                                  self.outs[c])
                 _fetch_add(&self.done)
 
     def finished(self, double spin_seconds=0.0):
-        """Whether every unit is written, waiting up to ``spin_seconds`` (busy, without the
-        GIL) for units other threads are still writing."""
+        """Whether every unit is done, waiting up to ``spin_seconds`` (busy, without the
+        GIL) for units other threads are still on."""
         cdef double until
         with nogil:
             if _load(&self.done) < self.units and spin_seconds > 0:
@@ -367,6 +434,14 @@ cdef class GatherJob:
                 while _load(&self.done) < self.units and _now() < until:
                     _relax()
         return _load(&self.done) >= self.units
+
+    def check(self):
+        """Once finished: a ValueError naming the first row outside the columns, if any."""
+        cdef Py_ssize_t r
+        for r in range(self.runs):
+            if self.seen[r] == ROWS_OUTSIDE:
+                raise _outside(self.rows_view, r * UNIT_ROWS,
+                               min((r + 1) * UNIT_ROWS, self.n), self.total)
 
 
 cdef void _run_flat_sorted(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,

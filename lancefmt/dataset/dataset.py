@@ -91,7 +91,7 @@ class Dataset(DatasetReadAPI):
     def __repr__(self):
         return f"Dataset({self._uri!r}, version={self.version})"
 
-    _CACHED = ("_ctx", "fragment_table", "_row_id_index")
+    _CACHED = ("_ctx", "fragment_table", "_row_id_index", "_direct_plans")
 
     def _adopt(self, committed) -> "Dataset":
         """Move this object to the version ``committed`` (a Dataset or ManifestFile)."""
@@ -261,13 +261,51 @@ class Dataset(DatasetReadAPI):
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
         """Rows by offset among this version's live rows, in the order given; ``columns`` as
         in ``scanner()`` (names, nested paths, or a dict of SQL expressions)."""
-        from .take import take_from_fragments
+        from .take import _as_indices, take_from_fragments
 
+        if not (with_row_id or with_row_address):
+            plan = self._direct_take_plan(columns)
+            if plan is not None:
+                idx = _as_indices(indices)
+                if idx.size:
+                    return plan.take(idx)
         if self._needs_projection(columns) and not (with_row_id or with_row_address):
             return self._take_projected(indices, columns)
         pbs = self._fragment_pbs()
         return take_from_fragments(self._ctx, pbs, self._live_counts(pbs), indices, columns,
                                    with_row_id, with_row_address)
+
+    # Column sets whose direct-take plan a view remembers (a training loop asks for one or
+    # two; each plan holds its files' maps).
+    _DIRECT_PLANS_KEPT = 8
+
+    def _direct_take_plan(self, columns):
+        """This view's direct-take plan (``direct_take.py``) for ``columns`` (None or names),
+        or None when they take the general path; looked up once per column set, so a take
+        of a few rows costs no per-call planning."""
+        if columns is None:
+            key = None
+        elif isinstance(columns, (list, tuple)) and all(isinstance(c, str) for c in columns):
+            key = tuple(columns)
+        else:
+            return None
+        plans = self.__dict__.setdefault("_direct_plans", {})
+        if key in plans:
+            return plans[key]
+        from .direct_take import direct_plan
+
+        plan = None
+        if not self._needs_projection(columns):
+            spec = ScanSpec.build(self.schema, columns)
+            if spec.columns:
+                pbs = self._fragment_pbs()
+                found = direct_plan(self._ctx, pbs, spec.columns)
+                if found is not None and found.live_rows == int(self._live_counts(pbs).sum()):
+                    plan = found
+        if len(plans) >= self._DIRECT_PLANS_KEPT:
+            plans.clear()
+        plans[key] = plan
+        return plan
 
     def head(self, num_rows: int = 10, columns=None, **kwargs) -> pa.Table:
         return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptFileError, LanceError
-from ._direct_take import GatherJob, miniblock_segments
+from ..errors import CorruptFileError, LanceError, RowOutOfRangeError
+from ._direct_take import GatherJob, SegmentTable, miniblock_segments
 from .reader_cache import cached_value
 from .scan import FragmentScan, _pool, default_threads
 
@@ -40,7 +40,7 @@ class _Ineligible(Exception):
 class _Column:
     """One column over all fragments: segment table and the mapped files it points into."""
 
-    __slots__ = ("name", "type", "value_bytes", "starts", "ptrs", "widths", "keep")
+    __slots__ = ("name", "type", "value_bytes", "starts", "ptrs", "widths", "keep", "table")
 
     def __init__(self, name, dtype, value_bytes):
         self.name = name
@@ -58,6 +58,9 @@ class _Column:
             np.concatenate(self.ptrs) if self.ptrs else np.zeros(0, np.uint64), dtype=np.uint64)
         self.widths = np.ascontiguousarray(
             np.concatenate(self.widths) if self.widths else np.zeros(0, np.int16), dtype=np.int16)
+        self.table = SegmentTable(self.starts, self.ptrs, self.widths, self.value_bytes)
+        if self.table.first != 0:
+            raise ValueError(f"column {self.name!r}: its pages start at row {self.table.first}")
 
 
 def _value_bytes(t: pa.DataType):
@@ -105,8 +108,11 @@ class DirectTakePlan:
         self.physical_rows = first
         paths = list(dict.fromkeys(paths))
         self.paths = ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
-        for c in self.columns:
-            c.finish(first)
+        try:
+            for c in self.columns:
+                c.finish(first)
+        except ValueError as e:  # segments out of order, or not from the first row
+            raise CorruptFileError(f"direct take: {e}", self.paths) from None
         d = np.concatenate(deleted) if deleted else np.zeros(0, np.int64)
         # live row l is physical l + #{j : d_j - j <= l}
         self.deleted_key = d - np.arange(d.size, dtype=np.int64)
@@ -118,15 +124,15 @@ class DirectTakePlan:
         return idx + np.searchsorted(self.deleted_key, idx, side="right")
 
     def take(self, idx: np.ndarray) -> pa.Table:
+        """Live rows ``idx`` (int64, any order, repeats allowed). An offset outside the live
+        rows maps to a physical row outside the columns, which the job finds: a
+        RowOutOfRangeError."""
         rows = np.ascontiguousarray(self.physical(idx), dtype=np.int64)
         n = rows.size
         columns = self.columns
         outs = [pa.allocate_buffer(n * c.value_bytes) for c in columns]
-        try:
-            job = GatherJob([(c.starts, c.ptrs, c.widths, c.value_bytes) for c in columns], rows,
-                            [np.frombuffer(b, dtype=np.uint8) for b in outs])
-        except ValueError as e:  # the segment tables disagree with the rows: bad metadata
-            raise CorruptFileError(f"direct take: {e}", self.paths) from None
+        job = GatherJob([c.table for c in columns], rows,
+                        [np.frombuffer(b, dtype=np.uint8) for b in outs])
         threads = default_threads() if n * len(columns) >= PARALLEL_MIN_VALUES else 1
         helpers = [_pool(threads).submit(job.run) for _ in range(threads - 1)]
         job.run()
@@ -134,6 +140,11 @@ class DirectTakePlan:
         if not job.finished(HELPER_SPIN_SECONDS):
             for h in helpers:
                 h.result()
+        try:
+            job.check()
+        except ValueError:
+            raise RowOutOfRangeError(f"row offset out of range for {self.live_rows} rows") \
+                from None
         arrays = [pa.Array.from_buffers(c.type, n, [None, b]) for c, b in zip(columns, outs)]
         return pa.Table.from_arrays(arrays, schema=self.schema)
 

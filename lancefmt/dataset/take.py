@@ -84,15 +84,15 @@ def take_from_fragments(ctx: ScanContext, fragments, live_counts: np.ndarray, in
     """Rows by offset among the live rows of ``fragments`` (in order), result in input order."""
     idx = _as_indices(indices)
     total = int(live_counts.sum())
-    if idx.size and (idx.min() < 0 or idx.max() >= total):
-        raise RowOutOfRangeError(f"row offset out of range for {total} rows")
     spec = ScanSpec.build(ctx.schema, columns, None, with_row_id, with_row_address)
-    if idx.size == 0:
-        return spec.output_schema(ctx.schema).empty_table()
-    if spec.columns and not (spec.with_row_id or spec.with_row_address):
+    if idx.size and spec.columns and not (spec.with_row_id or spec.with_row_address):
         plan = direct_plan(ctx, fragments, spec.columns)
         if plan is not None and plan.live_rows == total:
-            return plan.take(idx)
+            return plan.take(idx)  # checks the offsets as it reads them
+    if idx.size and (idx.min() < 0 or idx.max() >= total):
+        raise RowOutOfRangeError(f"row offset out of range for {total} rows")
+    if idx.size == 0:
+        return spec.output_schema(ctx.schema).empty_table()
     starts = np.concatenate([[0], np.cumsum(live_counts)])
     in_order = bool(np.all(idx[1:] >= idx[:-1]))
     order = None if in_order else np.argsort(idx, kind="stable")

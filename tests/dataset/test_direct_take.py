@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from lancefmt.dataset._direct_take import GatherJob, gather, miniblock_segments
+from lancefmt.dataset._direct_take import GatherJob, SegmentTable, gather, miniblock_segments
 from lancefmt.encoding.v2_1._fastlanes import pack
 
 FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
@@ -130,7 +130,8 @@ def _job_columns():
 def _job(cols, rows):
     rows = np.ascontiguousarray(rows, np.int64)
     outs = [np.zeros(rows.size * (c.t // 8), np.uint8) for c in cols]
-    job = GatherJob([(c.starts, c.ptrs, c.widths, c.t // 8) for c in cols], rows, outs)
+    job = GatherJob([SegmentTable(c.starts, c.ptrs, c.widths, c.t // 8) for c in cols], rows,
+                    outs)
     return job, outs
 
 
@@ -172,28 +173,53 @@ def test_a_gather_job_run_by_one_thread_leaves_nothing_to_late_helpers():
     assert all(not o.any() for o in outs) and any(b.any() for b in before)
 
 
-def test_a_gather_job_checks_rows_and_tables_before_it_runs():
+def test_a_gather_job_reports_rows_outside_the_columns_once_it_is_done():
+    """Each run of rows is checked by its first unit; a run holding a row outside the
+    columns is not read, and :meth:`check` names the first such row."""
     cols = _job_columns()
-    for bad in ([3000], [-1], [5, 2999, 3000]):
-        with pytest.raises(ValueError, match="outside"):
-            _job(cols, bad)
+    rng = np.random.default_rng(5)
+    for bad, at in ((3000, 0), (-1, 5000), (2 ** 62, 9999)):
+        rows = rng.integers(0, 3000, 10_000)
+        rows[at] = bad
+        job, outs = _job(cols, rows)
+        job.run()
+        assert job.finished()
+        with pytest.raises(ValueError, match=f"row {bad} outside"):
+            job.check()
+        run = slice(at // 4096 * 4096, at // 4096 * 4096 + 4096)
+        for c, out in zip(cols, outs):  # the other runs were read, the bad one was not
+            got = out.view(DTYPES[c.t])
+            assert not got[run].any()
+            keep = np.ones(rows.size, bool)
+            keep[run] = False
+            assert np.array_equal(got[keep], c.values[rows[keep]])
+    job, _ = _job(cols, rng.integers(0, 3000, 100))
+    job.run()
+    job.check()
+
+
+def test_gather_jobs_and_tables_refuse_bad_arguments():
+    cols = _job_columns()
     rows = np.arange(10, dtype=np.int64)
     c = cols[1]
-    good = (c.starts, c.ptrs, c.widths, 4)
+    good = SegmentTable(c.starts, c.ptrs, c.widths, 4)
+    assert (good.first, good.total, good.segments, good.flat) == (0, 3000, 4, False)
     with pytest.raises(ValueError, match="too small"):
         GatherJob([good], rows, [np.zeros(39, np.uint8)])
     with pytest.raises(ValueError, match="one output per column"):
         GatherJob([good, good], rows, [np.zeros(40, np.uint8)])
     with pytest.raises(ValueError, match="malformed"):
-        GatherJob([(c.starts, c.ptrs, np.array([-1, 33, 5, -1], np.int16), 4)], rows,
-                  [np.zeros(40, np.uint8)])
+        SegmentTable(c.starts, c.ptrs, np.array([-1, 33, 5, -1], np.int16), 4)
     short = Segments(32, [("flat", 10)])  # a column of fewer rows than the others
-    with pytest.raises(ValueError, match="outside"):
-        GatherJob([good, (short.starts, short.ptrs, short.widths, 4)],
-                  np.array([11], np.int64), [np.zeros(4, np.uint8)] * 2)
+    with pytest.raises(ValueError, match="different rows"):
+        GatherJob([good, SegmentTable(short.starts, short.ptrs, short.widths, 4)], rows,
+                  [np.zeros(40, np.uint8)] * 2)
+    with pytest.raises(TypeError):
+        GatherJob([(c.starts, c.ptrs, c.widths, 4)], rows, [np.zeros(40, np.uint8)])
     empty, outs = _job(cols, np.zeros(0, np.int64))
     empty.run()
     assert empty.finished()
+    empty.check()
 
 
 def chunk(values_bytes: bytes, size_width: int = 4, pad_to=None) -> bytes:

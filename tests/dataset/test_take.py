@@ -107,3 +107,21 @@ def test_a_big_take_does_not_wait_for_a_pool_thread_that_never_starts(tmp_path, 
     idx = np.random.default_rng(2).integers(0, 100_000, 40_000)
     assert ds.take(idx).equals(t.take(idx))
     assert _Stuck.submitted == 2  # two helpers were asked, neither was needed
+
+
+def test_a_view_moved_by_a_write_drops_its_take_plans(tmp_path):
+    """Takes reuse a view's plan per column set; a delete or append through the same object
+    moves it to the new version, and the next take plans afresh."""
+    uri = str(tmp_path / "ds")
+    t = pa.table({"a": np.arange(1000), "b": np.arange(1000) * 2.0})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=300)
+    ds = lancefmt.dataset(uri)
+    assert ds.take([0, 999]).equals(t.take([0, 999]))
+    assert ds.take([5], columns=["b"]).column("b").to_pylist() == [10.0]
+    ds.delete("a < 10")
+    assert ds.take([0, 989]).equals(t.take([10, 999]))
+    assert ds.take([0], columns=["b"]).column("b").to_pylist() == [20.0]
+    ds.insert(pa.table({"a": [7], "b": [0.25]}))
+    assert ds.take([990, 0]).equals(pa.table({"a": [7, 10], "b": [0.25, 20.0]}))
+    with pytest.raises(lancefmt.errors.RowOutOfRangeError):
+        ds.take([991])

@@ -112,12 +112,23 @@ def test_corrupt_chunk_is_a_corrupt_file_error(tmp_path, storage_version):
     assert path.split("/")[-1] in str(e.value)
 
 
-def test_inconsistent_segment_table_is_a_corrupt_file_error(datasets):
+@pytest.mark.parametrize("corrupt", ["late start", "out of order"])
+def test_inconsistent_segment_table_is_a_corrupt_file_error(datasets, monkeypatch, corrupt):
+    """Segment tables are checked when the plan is made (a take then never reads past a
+    segment): the first file's segments starting after row 0, or past the next file's."""
     ours, _, _ = datasets
-    plan = direct_take.DirectTakePlan(ours._ctx, ours._fragment_pbs(), ("i32",))
-    col = plan.columns[0]
-    col.starts = col.starts.copy()
-    col.starts[-1] = col.starts[-2]  # the last segment lost its rows
+    real = direct_take._add_file
+    calls = []
+
+    def add(reader, proj, cols, first):
+        real(reader, proj, cols, first)
+        if not calls:
+            cols[0].starts[-1] = cols[0].starts[-1] + (5 if corrupt == "late start" else 10 ** 9)
+        calls.append(reader)
+
+    monkeypatch.setattr(direct_take, "_add_file", add)
     with pytest.raises(CorruptFileError, match="direct take"):
-        plan.take(np.array([plan.live_rows - 1]))
-    assert plan.take(np.array([0])).num_rows == 1
+        direct_take.DirectTakePlan(ours._ctx, ours._fragment_pbs(), ("i32",))
+    monkeypatch.undo()
+    plan = direct_take.DirectTakePlan(ours._ctx, ours._fragment_pbs(), ("i32",))
+    assert plan.take(np.array([0, plan.live_rows - 1])).num_rows == 2

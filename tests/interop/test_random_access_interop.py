@@ -5,6 +5,7 @@ import pyarrow as pa
 import pytest
 
 import lancefmt
+from lancefmt.dataset.direct_take import direct_plan
 from lancefmt.errors import RowOutOfRangeError
 
 lance = pytest.importorskip("lance")
@@ -48,6 +49,11 @@ def test_take_unsorted_and_repeated_indices(datasets):
     assert ours.take([]).num_rows == 0
     with pytest.raises(RowOutOfRangeError):
         ours.take([n])
+    # fixed-width columns take the direct path, which checks the offsets as it reads them
+    assert direct_plan(ours._ctx, ours._fragment_pbs(), ("id", "f")) is not None
+    for bad in ([n], [-1], [0, n + 5, 3], [5] * 70_000 + [n]):
+        with pytest.raises(RowOutOfRangeError, match=f"out of range for {n} rows"):
+            ours.take(bad, columns=["id", "f"])
 
 
 def test_take_with_row_ids_and_addresses_matches_a_scan(datasets):
