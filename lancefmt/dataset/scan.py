@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidArgumentError
 from ..sql import referenced_columns, to_expression
+from ..table._rowids import fill_range
 from ..table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
 from ..table.naming import deletion_file_name
 from ..table.rowids.meta import load_row_id_sequence
@@ -165,7 +166,6 @@ def row_id_sequence(ctx: ScanContext, frag):
 
 
 _UNSET = object()
-_STEPS = np.arange(0, dtype=np.uint64)
 
 
 def _pool_u64(n: int) -> np.ndarray:
@@ -176,13 +176,9 @@ def _pool_u64(n: int) -> np.ndarray:
 
 
 def id_run(first: int, n: int) -> np.ndarray:
-    """``first, first + 1, ...`` (``n`` values), in one pass over pool memory."""
-    global _STEPS
-    steps = _STEPS
-    if steps.size < n:
-        steps = _STEPS = np.arange(max(n, WINDOW_ROWS), dtype=np.uint64)
+    """``first, first + 1, ...`` (``n`` values), written in one pass over pool memory."""
     out = _pool_u64(n)
-    np.add(steps[:n], np.uint64(first), out=out)
+    fill_range(out, first)
     return out
 
 

@@ -563,6 +563,15 @@ def decode_row_id_sequence(data, path=None):
 # ---------------------------------------------------------------------------------------------
 # Per-segment expansion for segments built in memory (same loops as the decoder).
 
+def fill_range(uint64_t[::1] out, uint64_t first):
+    """``out[i] = first + i``: the ids of a range sequence written in one pass (an add of a
+    prepared ``arange`` also reads it: a third more memory traffic on a big scan)."""
+    cdef Py_ssize_t i, n = out.shape[0]
+    with nogil:
+        for i in range(n):
+            out[i] = first + <uint64_t>i
+
+
 def expand_holes(uint64_t start, uint64_t end, const uint64_t[::1] holes):
     """Values of start..end minus ``holes`` (sorted, strictly increasing, inside the range)."""
     cdef Py_ssize_t n = holes.shape[0], i

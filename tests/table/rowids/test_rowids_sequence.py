@@ -196,3 +196,12 @@ def test_live_row_ids_forms():
         np.testing.assert_array_equal(live_row_ids(seq.to_bytes(), form), values[keep])
     np.testing.assert_array_equal(live_row_ids(seq), values)
     np.testing.assert_array_equal(live_row_ids(seq, DeletionVector.empty()), values)
+
+
+@pytest.mark.parametrize("first, n", [(0, 0), (0, 5), (7, 131_073), ((1 << 63) + 3, 1000)])
+def test_fill_range_writes_the_ids_of_a_range(first, n):
+    from lancefmt.table._rowids import fill_range
+
+    out = np.full(n, 99, np.uint64)
+    fill_range(out, first)
+    assert np.array_equal(out, np.uint64(first) + np.arange(n, dtype=np.uint64))
