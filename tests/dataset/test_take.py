@@ -125,3 +125,27 @@ def test_a_view_moved_by_a_write_drops_its_take_plans(tmp_path):
     assert ds.take([990, 0]).equals(pa.table({"a": [7, 10], "b": [0.25, 20.0]}))
     with pytest.raises(lancefmt.errors.RowOutOfRangeError):
         ds.take([991])
+
+
+def test_concurrent_big_takes_on_one_view_share_the_pool_correctly(tmp_path):
+    """Several threads taking at once: their jobs' helpers queue on the same pool, each
+    helper works only on its own job (or finds it done), and every result is right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    uri = str(tmp_path / "ds")
+    t = pa.table({"a": np.arange(200_000), "b": np.arange(200_000) * 0.5,
+                  "c": np.arange(200_000, dtype=np.int32)})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=50_000)
+    ds = lancefmt.dataset(uri)
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(5):
+            idx = rng.integers(0, 200_000, 30_000)
+            if seed % 2:
+                idx.sort()
+            assert ds.take(idx).equals(t.take(idx))
+        return seed
+
+    with ThreadPoolExecutor(4) as ex:
+        assert sorted(ex.map(work, range(6))) == list(range(6))
