@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Kernels of the direct take (``direct_take.py``): fixed-width values gathered straight from
-memory-mapped data files, one call per column over every fragment.
+memory-mapped data files, every column over every fragment in one job.
 
 A column is described by *segments*: runs of rows whose values lie at a known place. Segment
 ``s`` holds the rows ``[starts[s], starts[s + 1])`` (dataset-wide physical row numbers) at
@@ -10,8 +10,10 @@ address ``ptrs[s]``, either flat (``widths[s] == -1``: row ``i`` of the segment 
 
 :func:`miniblock_segments` cuts a 2.1/2.2 mini-block page into such segments (checking every
 chunk header and block against the chunk it sits in); the caller checks that the segments' bytes
-lie inside the mapped file before it hands their addresses to :func:`gather`, which then only
-has to check the requested rows against the segment table.
+lie inside the mapped file before it makes a :class:`SegmentTable` of them (which checks the
+table itself, once). A take is then a :class:`GatherJob` over the wanted columns' tables that
+any number of threads share; it checks the requested rows against the tables as it goes.
+:func:`gather` is the same for one column on the calling thread.
 """
 import numpy as np
 
