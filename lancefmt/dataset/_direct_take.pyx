@@ -16,6 +16,7 @@ any number of threads share; it checks the requested rows against the tables as 
 :func:`gather` is the same for one column on the calling thread.
 """
 import numpy as np
+import pyarrow as pa
 
 cimport numpy as cnp
 from libc.stdint cimport int16_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -236,8 +237,9 @@ cdef uint8_t _scan_rows(const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi, int64
 
 
 cdef void _gather_range(const TableRef* tbl, bint ascending, const int64_t* rows, Py_ssize_t lo,
-                        Py_ssize_t hi, uint8_t* dst) noexcept nogil:
-    """``rows[lo:hi]`` (checked) of one column into ``dst`` (indexed like ``rows``)."""
+                        Py_ssize_t hi, uint8_t* dst, const int64_t* pos) noexcept nogil:
+    """``rows[lo:hi]`` (checked) of one column into ``dst``: the value of ``rows[k]`` at
+    index ``pos[k]`` (``k`` when ``pos`` is NULL)."""
     if hi <= lo:
         return
     cdef const int64_t* st = tbl.st
@@ -247,7 +249,7 @@ cdef void _gather_range(const TableRef* tbl, bint ascending, const int64_t* rows
     cdef int value_bytes = tbl.value_bytes
     # ascending rows, 16 or more per 1024-row block on average
     cdef bint dense = ascending and (hi - lo) * 64 >= rows[hi - 1] - rows[lo] + 1
-    if tbl.flat and ascending:
+    if tbl.flat and ascending and pos == NULL:
         if value_bytes == 1:
             _run_flat_sorted(<uint8_t>0, st, nseg, ptrs, rows, lo, hi, dst)
         elif value_bytes == 2:
@@ -257,13 +259,13 @@ cdef void _gather_range(const TableRef* tbl, bint ascending, const int64_t* rows
         else:
             _run_flat_sorted(<uint64_t>0, st, nseg, ptrs, rows, lo, hi, dst)
     elif value_bytes == 1:
-        _run_ring(<uint8_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+        _run_ring(<uint8_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense, pos)
     elif value_bytes == 2:
-        _run_ring(<uint16_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+        _run_ring(<uint16_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense, pos)
     elif value_bytes == 4:
-        _run_ring(<uint32_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+        _run_ring(<uint32_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense, pos)
     else:
-        _run_ring(<uint64_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense)
+        _run_ring(<uint64_t>0, st, nseg, ptrs, widths, rows, lo, hi, dst, dense, pos)
 
 
 def _outside(const int64_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi, int64_t total):
@@ -297,7 +299,7 @@ def gather(const int64_t[::1] starts, const uint64_t[::1] ptrs, const int16_t[::
     with nogil:
         seen = _scan_rows(&rows[0], lo, hi, tbl.first, tbl.total)
         if seen != ROWS_OUTSIDE:
-            _gather_range(&tbl.ref, seen == ROWS_ASCENDING, &rows[0], lo, hi, &out[0])
+            _gather_range(&tbl.ref, seen == ROWS_ASCENDING, &rows[0], lo, hi, &out[0], NULL)
     if seen == ROWS_OUTSIDE:
         raise _outside(rows, lo, hi, tbl.total)
 
@@ -336,6 +338,47 @@ cdef extern from *:
     void _relax "lancefmt_relax"() noexcept nogil
 
 
+# Rows per group of group_rows: a page of 8-byte values (the rows of a group lie on one or
+# two pages of each column); and at most this many groups (their counters stay in cache).
+DEF GROUP_SHIFT = 9
+DEF MAX_GROUPS = 65536
+
+
+def group_rows(const int64_t[::1] rows, int64_t first, int64_t total, int64_t[::1] grouped,
+               int64_t[::1] positions):
+    """Rows in any order, regrouped by where they lie (a counting sort on ``row >> shift``,
+    keeping the given order within a group): ``grouped[d] = rows[positions[d]]``. A take of
+    shuffled rows then walks the columns front to back, a few rows per page, instead of
+    jumping across all of them for every row (each jump a cache and TLB miss); the values are
+    put back in place through ``positions``. Rows outside ``[first, total)`` go to the
+    nearest group (the take reports them)."""
+    cdef Py_ssize_t n = rows.shape[0], k
+    if grouped.shape[0] != n or positions.shape[0] != n:
+        raise ValueError("outputs of another length")
+    cdef uint64_t span = <uint64_t>max(total - first, 1)
+    cdef int shift = GROUP_SHIFT
+    while (span >> shift) >= MAX_GROUPS:
+        shift += 1
+    cdef Py_ssize_t groups = <Py_ssize_t>(span >> shift) + 1
+    starts = np.zeros(groups + 1, np.int64)
+    cdef int64_t[::1] at = starts
+    cdef uint64_t g, last = <uint64_t>(groups - 1)
+    cdef int64_t d
+    with nogil:
+        for k in range(n):
+            g = <uint64_t>(rows[k] - first) >> shift if rows[k] >= first else 0
+            at[(g if g < last else last) + 1] += 1
+        for k in range(groups):
+            at[k + 1] += at[k]
+        for k in range(n):
+            g = <uint64_t>(rows[k] - first) >> shift if rows[k] >= first else 0
+            g = g if g < last else last
+            d = at[g]
+            at[g] = d + 1
+            grouped[d] = rows[k]
+            positions[d] = k
+
+
 # Rows per unit of a shared gather: small enough that a late or slow thread leaves little
 # for the others to wait on, large enough that the per-unit restart (a segment search and
 # the prefetch ring filling) stays negligible.
@@ -356,6 +399,8 @@ cdef class GatherJob:
     cdef uint8_t[::1] seen  # per run of rows: ROWS_*
     cdef const int64_t* rows
     cdef const int64_t[::1] rows_view
+    cdef const int64_t* pos
+    cdef const int64_t[::1] pos_view
     cdef Py_ssize_t n, ncol, runs, units
     cdef int64_t first, total
     cdef Py_ssize_t claimed, done
@@ -364,12 +409,25 @@ cdef class GatherJob:
         self.outs = NULL
         self.refs = NULL
 
-    def __init__(self, list tables, const int64_t[::1] rows, list outs):
+    def __init__(self, list tables, const int64_t[::1] rows, list outs, bint regroup=False):
         """``tables``: a :class:`SegmentTable` per column, all holding the same rows;
-        ``outs``: a writable uint8 array per column for the values of ``rows``."""
+        ``outs``: a writable uint8 array per column for the values of ``rows``, in their
+        order. ``regroup``: read the rows grouped by where they lie (:func:`group_rows`; for
+        many rows in random order) and put each value back in its place."""
         if len(outs) != len(tables):
             raise ValueError("one output per column")
         self.n = rows.shape[0]
+        self.pos = NULL
+        cdef SegmentTable first_table
+        if regroup and self.n and tables:
+            first_table = <SegmentTable?>tables[0]
+            # pool memory: fresh numpy arrays would fault in every page
+            grouped = np.frombuffer(pa.allocate_buffer(self.n * 8), np.int64)
+            positions = np.frombuffer(pa.allocate_buffer(self.n * 8), np.int64)
+            group_rows(rows, first_table.first, first_table.total, grouped, positions)
+            rows = grouped
+            self.pos_view = positions
+            self.pos = &self.pos_view[0]
         self.ncol = len(tables)
         self.tables = list(tables)
         self.keep = []
@@ -423,7 +481,7 @@ cdef class GatherJob:
                     _store8(&self.seen[r], state)
                 if state != ROWS_OUTSIDE:
                     _gather_range(&self.refs[c], state == ROWS_ASCENDING, self.rows, lo, hi,
-                                  self.outs[c])
+                                  self.outs[c], self.pos)
                 _fetch_add(&self.done)
 
     def finished(self, double spin_seconds=0.0):
@@ -479,14 +537,15 @@ cdef uint64_t[1] _ZERO_WORD = [0]
 
 cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64_t* ptrs,
                     const int16_t* widths, const int64_t* rows, Py_ssize_t lo, Py_ssize_t hi,
-                    uint8_t* dst, bint dense) noexcept nogil:
+                    uint8_t* dst, bint dense, const int64_t* pos) noexcept nogil:
     """The gather loop for rows in any order (already checked), flat and bit-packed segments
     alike. A planning cursor runs LOOKAHEAD rows ahead of the reads, across segment
     boundaries: for its row it finds the segment, works out the one or two words holding the
     value (their addresses, the shift and the mask) and prefetches them into a ring slot;
     the read of a row is then two loads, shifts and a mask, with no branch on the data.
     ``dense``: the rows ascend, many per block (the cursor then touches each page of a
-    bit-packed block as it enters it)."""
+    bit-packed block as it enters it). ``pos``: where each row's value goes (NULL: in the
+    rows' order)."""
     cdef unsigned t = sizeof(word_t) * 8
     cdef unsigned lanes = 1024 // t
     cdef word_t ones = <word_t>(~(<word_t>0))
@@ -512,7 +571,7 @@ cdef void _run_ring(word_t tag, const int64_t* st, Py_ssize_t nseg, const uint64
             memcpy(&hi_w, ring_hi[a], sizeof(word_t))
             sh = ring_sh[a]
             v = <word_t>((lo_w >> sh) | (<word_t>(hi_w << 1) << (t - 1 - sh))) & ring_mask[a]
-            memcpy(out + j - lag, &v, sizeof(word_t))
+            memcpy(out + (pos[j - lag] if pos != NULL else j - lag), &v, sizeof(word_t))
         if j < hi:  # plan row j
             row = rows[j]
             if row < start or row >= stop:  # another segment: load its description

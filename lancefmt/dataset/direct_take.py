@@ -25,6 +25,10 @@ from .scan import FragmentScan, _pool, default_threads
 
 # Rows x columns from which a take is shared with pool threads (the kernels release the GIL).
 PARALLEL_MIN_VALUES = 60_000
+# Takes of at least this many rows in no particular order are read regrouped; the first
+# REGROUP_PROBE rows tell whether they are in order.
+REGROUP_MIN_ROWS = 512
+REGROUP_PROBE = 256
 # How long a take whose units are all claimed spins for a helper's last unit before it
 # blocks on the helper's future (a unit is a few microseconds of work).
 HELPER_SPIN_SECONDS = 0.002
@@ -132,7 +136,7 @@ class DirectTakePlan:
         columns = self.columns
         outs = [pa.allocate_buffer(n * c.value_bytes) for c in columns]
         job = GatherJob([c.table for c in columns], rows,
-                        [np.frombuffer(b, dtype=np.uint8) for b in outs])
+                        [np.frombuffer(b, dtype=np.uint8) for b in outs], _shuffled(rows))
         threads = default_threads() if n * len(columns) >= PARALLEL_MIN_VALUES else 1
         helpers = [_pool(threads).submit(job.run) for _ in range(threads - 1)]
         job.run()
@@ -147,6 +151,17 @@ class DirectTakePlan:
                 from None
         arrays = [pa.Array.from_buffers(c.type, n, [None, b]) for c, b in zip(columns, outs)]
         return pa.Table.from_arrays(arrays, schema=self.schema)
+
+
+def _shuffled(rows: np.ndarray) -> bool:
+    """Whether to read ``rows`` regrouped by where they lie (``_direct_take.group_rows``):
+    when there are many and they do not start out ascending (a shuffled read). Measured on
+    2M rows: a shuffled take of 100k rows 2-2.3x faster (2.2), 1.4x (2.0); of 1,000 rows
+    ~1.2x. Sorted rows would only pay for the grouping."""
+    if rows.size < REGROUP_MIN_ROWS:
+        return False
+    head = rows[:REGROUP_PROBE]
+    return bool((head[1:] < head[:-1]).any())
 
 
 def _add_file(reader, proj, cols, first: int) -> None:

@@ -6,7 +6,8 @@ import struct
 import numpy as np
 import pytest
 
-from lancefmt.dataset._direct_take import GatherJob, SegmentTable, gather, miniblock_segments
+from lancefmt.dataset._direct_take import (GatherJob, SegmentTable, gather, group_rows,
+                                           miniblock_segments)
 from lancefmt.encoding.v2_1._fastlanes import pack
 
 FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
@@ -127,16 +128,17 @@ def _job_columns():
     return cols
 
 
-def _job(cols, rows):
+def _job(cols, rows, regroup=False):
     rows = np.ascontiguousarray(rows, np.int64)
     outs = [np.zeros(rows.size * (c.t // 8), np.uint8) for c in cols]
     job = GatherJob([SegmentTable(c.starts, c.ptrs, c.widths, c.t // 8) for c in cols], rows,
-                    outs)
+                    outs, regroup)
     return job, outs
 
 
+@pytest.mark.parametrize("regroup", [False, True], ids=["in_order", "regrouped"])
 @pytest.mark.parametrize("threads", [1, 4])
-def test_a_gather_job_shared_by_threads_writes_every_row_of_every_column(threads):
+def test_a_gather_job_shared_by_threads_writes_every_row_of_every_column(threads, regroup):
     """Units (column x run of rows) go to whichever thread claims them; together the threads
     write what the twin reads, for sorted, unsorted and repeated rows."""
     import threading
@@ -145,7 +147,7 @@ def test_a_gather_job_shared_by_threads_writes_every_row_of_every_column(threads
     rng = np.random.default_rng(3)
     for rows in (np.arange(3000), np.sort(rng.choice(3000, 900, replace=False)),
                  rng.integers(0, 3000, 20_000), np.sort(rng.integers(0, 3000, 9000))):
-        job, outs = _job(cols, rows)
+        job, outs = _job(cols, rows, regroup)
         assert not job.finished()
         workers = [threading.Thread(target=job.run) for _ in range(threads - 1)]
         for w in workers:
@@ -173,6 +175,34 @@ def test_a_gather_job_run_by_one_thread_leaves_nothing_to_late_helpers():
     assert all(not o.any() for o in outs) and any(b.any() for b in before)
 
 
+def twin_group(rows, first, total, shift=9):
+    """What ``group_rows`` computes: a stable sort on the group (``(row - first) >> shift``,
+    rows outside clamped to the first or last group)."""
+    last = (max(total - first, 1) >> shift)
+    groups = np.clip((rows - first) >> shift, 0, last)
+    order = np.argsort(groups, kind="stable")
+    return rows[order], order
+
+
+@pytest.mark.parametrize("total", [1, 3000, 1 << 20, 1 << 40])
+def test_group_rows_is_a_stable_sort_by_group(total):
+    rng = np.random.default_rng(total % 97)
+    rows = rng.integers(0, total, 5000)
+    rows[:3] = [-5, total, total + 10 ** 6]  # outside: the first and last groups
+    grouped = np.empty_like(rows)
+    positions = np.empty_like(rows)
+    group_rows(rows, 0, total, grouped, positions)
+    assert np.array_equal(grouped, rows[positions])
+    assert np.array_equal(np.sort(positions), np.arange(rows.size))
+    shift = 9
+    while (max(total, 1) >> shift) >= 65536:  # at most 65,536 groups
+        shift += 1
+    want_rows, want_pos = twin_group(rows, 0, total, shift)
+    assert np.array_equal(grouped, want_rows) and np.array_equal(positions, want_pos)
+    with pytest.raises(ValueError, match="another length"):
+        group_rows(rows, 0, total, grouped[:-1], positions)
+
+
 def test_a_gather_job_reports_rows_outside_the_columns_once_it_is_done():
     """Each run of rows is checked by its first unit; a run holding a row outside the
     columns is not read, and :meth:`check` names the first such row."""
@@ -196,6 +226,12 @@ def test_a_gather_job_reports_rows_outside_the_columns_once_it_is_done():
     job, _ = _job(cols, rng.integers(0, 3000, 100))
     job.run()
     job.check()
+    rows = rng.integers(0, 3000, 10_000)
+    rows[1234] = 3000
+    job, _ = _job(cols, rows, regroup=True)
+    job.run()
+    with pytest.raises(ValueError, match="row 3000 outside"):
+        job.check()
 
 
 def test_gather_jobs_and_tables_refuse_bad_arguments():

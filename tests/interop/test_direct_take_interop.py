@@ -66,6 +66,18 @@ def test_direct_take_matches_pylance(datasets):
             theirs.take(pa.array(idx), columns=["f64", "i8"]))
 
 
+def test_shuffled_takes_read_regrouped_match(datasets):
+    """Many rows in random (or descending) order are read grouped by where they lie and put
+    back in place: the same table as pylance's."""
+    ours, theirs, _ = datasets
+    n = theirs.count_rows()
+    rng = np.random.default_rng(9)
+    for idx in (rng.permutation(n), np.arange(n)[::-1].copy(), rng.integers(0, n, 3 * n)):
+        assert direct_take._shuffled(idx)
+        assert ours.take(idx, columns=NUMERIC).equals(theirs.take(idx, columns=NUMERIC))
+    assert not direct_take._shuffled(np.arange(n))
+
+
 def test_big_takes_split_across_threads_match(datasets, monkeypatch):
     ours, theirs, _ = datasets
     monkeypatch.setattr(direct_take, "PARALLEL_MIN_VALUES", 1)
