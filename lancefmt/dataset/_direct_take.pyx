@@ -436,6 +436,8 @@ cdef class GatherJob:
         cdef SegmentTable tbl
         cdef uint8_t[::1] out
         cdef Py_ssize_t c
+        PyMem_Free(self.outs)  # (a second __init__)
+        PyMem_Free(self.refs)
         self.outs = <uint8_t**>PyMem_Malloc(max(self.ncol, 1) * sizeof(uint8_t*))
         self.refs = <TableRef*>PyMem_Malloc(max(self.ncol, 1) * sizeof(TableRef))
         if self.outs == NULL or self.refs == NULL:
