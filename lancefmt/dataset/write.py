@@ -251,8 +251,8 @@ def _delete_local_temps(uris, storage_options) -> None:
             if stem in names:
                 try:
                     store.delete(child(parent, e.name))
-                except OSError:
-                    pass
+                except OSError:  # already gone (another abort got there first): nothing left
+                    continue
 
 
 STAGING_DIR = "_lancefmt_staging"
