@@ -20,12 +20,12 @@ a ``PutItem`` with ``attribute_exists`` conditions. Reads must be strongly consi
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
-import sqlite3
-import threading
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError, NotSupportedError
+from .sqlite_pool import ConnectionPool
 
 
 @dataclass(frozen=True)
@@ -86,16 +86,16 @@ class SqliteManifestStore(ExternalManifestStore):
 
     SQLite's file locking makes it safe across threads and processes on one machine (or on a
     file system with working POSIX locks); every put is its own ``BEGIN IMMEDIATE`` transaction,
-    so a process killed mid-put leaves the entry either absent or whole. Pickles by path, so
-    Spark tasks and subprocesses reopen the same file."""
+    so a process killed mid-put leaves the entry either absent or whole. Connections are pooled
+    and closed before every ``fork()`` (:mod:`.sqlite_pool`), so forked children are safe too.
+    Pickles by path, so Spark tasks and subprocesses reopen the same file."""
 
     def __init__(self, path, *, timeout: float = 60.0):
         self.path = os.fspath(path)
         if not self.path:
             raise InvalidArgumentError("SqliteManifestStore needs a file path")
         self.timeout = float(timeout)
-        self._local = threading.local()
-        self._pid = None
+        self._pool = ConnectionPool(self.path, self.timeout)
         with self._tx() as con:
             con.execute(_SCHEMA)
 
@@ -103,32 +103,28 @@ class SqliteManifestStore(ExternalManifestStore):
         return (SqliteManifestStore, (self.path,), {"timeout": self.timeout})
 
     def __setstate__(self, state):
-        self.timeout = state["timeout"]
+        self.timeout = self._pool.timeout = state["timeout"]
 
     def __repr__(self):
         return f"SqliteManifestStore({self.path!r})"
 
-    def _con(self) -> sqlite3.Connection:
-        if self._pid != os.getpid():  # a forked child opens its own connections
-            self._local = threading.local()
-            self._pid = os.getpid()
-        con = getattr(self._local, "con", None)
-        if con is None:
-            d = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(d, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=FULL")
-            self._local.con = con
-        return con
-
+    @contextlib.contextmanager
     def _tx(self):
-        return _Immediate(self._con())
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` write transaction (``ROLLBACK`` on error)."""
+        with self._pool.connection() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
 
     def _one(self, sql, args) -> ManifestEntry | None:
         # fetchall, not fetchone: an unfinished statement keeps its read snapshot open, and later
         # reads on this connection would not see other processes' commits.
-        rows = self._con().execute(sql, args).fetchall()
+        with self._pool.connection() as con:
+            rows = con.execute(sql, args).fetchall()
         return ManifestEntry(*rows[0]) if rows else None
 
     def get(self, base_uri, version):
@@ -158,24 +154,8 @@ class SqliteManifestStore(ExternalManifestStore):
             con.execute("DELETE FROM manifests WHERE base_uri=?", (base_uri,))
 
     def close(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
-
-
-class _Immediate:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): one write transaction."""
-
-    def __init__(self, con):
-        self.con = con
-
-    def __enter__(self):
-        self.con.execute("BEGIN IMMEDIATE")
-        return self.con
-
-    def __exit__(self, exc_type, exc, tb):
-        self.con.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        """Close the idle connections (a later call reopens one)."""
+        self._pool.close()
 
 
 def as_manifest_store(value) -> ExternalManifestStore | None:

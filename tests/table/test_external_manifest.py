@@ -2,6 +2,9 @@
 claiming versions at once (each version is won exactly once)."""
 import multiprocessing as mp
 import pickle
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -41,7 +44,8 @@ def test_pickles_by_path_and_sees_the_same_entries(tmp_path):
 
 def test_wal_mode(tmp_path):
     ms = lancefmt.SqliteManifestStore(tmp_path / "m.db")
-    assert ms._con().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with ms._pool.connection() as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_as_manifest_store(tmp_path):
@@ -81,3 +85,75 @@ def test_processes_claim_each_version_once(tmp_path):
     for w, won in results.items():
         for v in won:
             assert ms.get("ds", v).path == f"w{w}-{v}"
+
+
+def _write_around_a_checkpoint(path, go, done, out):
+    ms = lancefmt.SqliteManifestStore(path)
+    first = ms.put_if_not_exists("ds", 1, "a")
+    done.set()
+    go.wait(30)  # meanwhile the parent closes its connections
+    out.put((first, ms.put_if_not_exists("ds", 2, "b")))
+
+
+def test_a_child_forked_while_the_parent_has_the_store_open_loses_no_commit(tmp_path):
+    # SQLite state inherited through fork() made a child's connection skip its file lock; the
+    # parent then checkpointed and deleted the WAL under the child, losing version 2.
+    path = str(tmp_path / "m.db")
+    ms = lancefmt.SqliteManifestStore(path)
+    assert ms.get("ds", 1) is None  # the parent holds a connection
+    ctx = mp.get_context("fork")
+    go, done, out = ctx.Event(), ctx.Event(), ctx.Queue()
+    child = ctx.Process(target=_write_around_a_checkpoint, args=(path, go, done, out))
+    child.start()
+    assert done.wait(30)
+    ms.close()
+    go.set()
+    assert out.get(timeout=30) == (True, True)
+    child.join(30)
+    assert child.exitcode == 0
+    again = lancefmt.SqliteManifestStore(path)
+    assert again.get("ds", 1).path == "a" and again.get("ds", 2).path == "b"
+
+
+def test_threads_share_a_store_and_connections_are_reused(tmp_path):
+    ms = lancefmt.SqliteManifestStore(tmp_path / "m.db")
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda v: ms.put_if_not_exists("ds", v % 50, str(v)), range(200)))
+    assert sum(won) == 50 and ms.get_latest_version("ds").version == 49
+    assert 1 <= len(ms._pool._idle) <= 8
+    ms.close()
+    assert ms._pool._idle == [] and ms.get("ds", 3) is not None  # reopens after close
+
+
+def test_a_failed_transaction_rolls_back_and_its_connection_is_dropped(tmp_path):
+    ms = lancefmt.SqliteManifestStore(tmp_path / "m.db")
+    with pytest.raises(RuntimeError):
+        with ms._tx() as con:
+            con.execute("INSERT INTO manifests (base_uri, version, path) VALUES ('ds', 1, 'p')")
+            raise RuntimeError("boom")
+    assert ms.get("ds", 1) is None
+    assert ms.put_if_not_exists("ds", 1, "q") and ms.get("ds", 1).path == "q"
+
+
+def test_a_fork_waits_for_operations_in_other_threads_and_closes_idle_connections(tmp_path):
+    ms = lancefmt.SqliteManifestStore(tmp_path / "m.db")
+    inside, hold = threading.Event(), 0.3
+
+    def busy():
+        with ms._pool.connection():
+            inside.set()
+            time.sleep(hold)
+
+    t = threading.Thread(target=busy)
+    t.start()
+    assert inside.wait(10)
+    started = time.monotonic()
+    child = mp.get_context("fork").Process(target=time.sleep, args=(0,))
+    child.start()  # the fork waits until busy() gives its connection back
+    waited = time.monotonic() - started
+    t.join()
+    child.join(30)
+    assert child.exitcode == 0 and waited >= hold / 2
+    assert ms._pool._idle == []  # busy()'s connection came back and was closed before the fork
+    ms.put_if_not_exists("ds", 1, "p")  # the parent carries on
+    assert ms.get("ds", 1).path == "p"
