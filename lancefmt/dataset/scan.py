@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..encoding.pool_memory import pool_empty
 from ..errors import CorruptFileError, InvalidArgumentError
 from ..sql import referenced_columns, to_expression
 from ..table._rowids import fill_range
@@ -168,23 +169,16 @@ def row_id_sequence(ctx: ScanContext, frag):
 _UNSET = object()
 
 
-def _pool_u64(n: int) -> np.ndarray:
-    """A writable uint64 array in pyarrow's memory pool: the pool recycles its pages, so
-    filling it costs no page faults (a fresh numpy array of a window's ids faulted in every
-    page: most of a ``_rowid`` scan's cost)."""
-    return np.frombuffer(pa.allocate_buffer(n * 8), dtype=np.uint64)
-
-
 def id_run(first: int, n: int) -> np.ndarray:
     """``first, first + 1, ...`` (``n`` values), written in one pass over pool memory."""
-    out = _pool_u64(n)
+    out = pool_empty(n, np.uint64)
     fill_range(out, first)
     return out
 
 
 def shifted(positions: np.ndarray, first: int) -> np.ndarray:
     """``positions + first`` as uint64, in one pass over pool memory."""
-    out = _pool_u64(positions.size)
+    out = pool_empty(positions.size, np.uint64)
     np.add(positions, np.uint64(first), out=out, casting="unsafe")
     return out
 

@@ -9,6 +9,8 @@ buffers, each padded to 8. Every buffer is checked to lie inside its chunk.
 """
 import numpy as np
 
+from lancefmt.encoding.pool_memory import pool_empty
+
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -92,7 +94,7 @@ def gather(const uint8_t[::1] data, const int64_t[:, ::1] ranges):
         if ranges[i, 0] < 0 or ranges[i, 1] < 0 or ranges[i, 0] + ranges[i, 1] > data.shape[0]:
             raise ValueError("range outside the data")
         total += ranges[i, 1]
-    out = np.empty(total, dtype=np.uint8)
+    out = pool_empty(total, dtype=np.uint8)
     cdef uint8_t[::1] o = out
     with nogil:
         for i in range(n):
@@ -120,8 +122,8 @@ def gather_variable(const uint8_t[::1] data, const int64_t[:, ::1] ranges,
             raise ValueError(f"chunk {c}: {counts[c]} offsets do not fit its buffer")
         total += counts[c]
         dtotal += ranges[c, 1]
-    offsets = np.empty(total + 1, dtype=np.int64)
-    out = np.empty(dtotal, dtype=np.uint8)
+    offsets = pool_empty(total + 1, dtype=np.int64)
+    out = pool_empty(dtotal, dtype=np.uint8)
     cdef int64_t[::1] off = offsets
     cdef uint8_t[::1] o = out
     off[0] = 0

@@ -13,6 +13,8 @@ its loop without the GIL.
 """
 import numpy as np
 
+from lancefmt.encoding.pool_memory import pool_empty
+
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -175,7 +177,7 @@ def unpack_into(const uint8_t[::1] packed, int t, int w, Py_ssize_t nblocks, out
 def unpack(const uint8_t[::1] packed, int t, int w, Py_ssize_t nblocks):
     """``nblocks * 1024`` values (a new array of T-bit words) unpacked from ``packed``."""
     _check_width(t, w)
-    out = np.empty(max(nblocks, 0) * 1024, dtype=_dtype(t))
+    out = pool_empty(max(nblocks, 0) * 1024, dtype=_dtype(t))
     return unpack_into(packed, t, w, nblocks, out)
 
 
@@ -219,7 +221,7 @@ def take(const uint8_t[::1] packed, int t, int w, const int64_t[::1] indices):
     cdef Py_ssize_t i
     cdef int64_t idx
     cdef int64_t limit = <int64_t>(nblocks * 1024) if w else <int64_t>0x7FFFFFFFFFFFFFFF
-    out = np.empty(n, dtype=_dtype(t))
+    out = pool_empty(n, dtype=_dtype(t))
     if n == 0:
         return out
     if (w and (<size_t>&packed[0]) % (t // 8)):
@@ -293,7 +295,7 @@ def decode_inline(const uint8_t[::1] buf, int t, Py_ssize_t n):
             raise ValueError(f"bit width {bad_width} of block {bad} exceeds the {t}-bit word")
         raise ValueError(f"bit-packed buffer of {size} bytes ends inside block {bad} of "
                          f"{groups}")
-    out = np.empty(groups * 1024, dtype=_dtype(t))
+    out = pool_empty(groups * 1024, dtype=_dtype(t))
     if groups == 0:
         return out
     cdef uint8_t[::1] dst = out.view(np.uint8)
@@ -344,7 +346,7 @@ def decode_inline_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
         if bad_width != -1:
             raise ValueError(f"chunk {bad}: bit width {bad_width} exceeds the {t}-bit word")
         raise ValueError(f"chunk {bad}: bit-packed values run past their buffer")
-    out = np.empty(total, dtype=_dtype(t))
+    out = pool_empty(total, dtype=_dtype(t))
     if total == 0:
         return out
     cdef uint8_t[::1] dst = out.view(np.uint8)
@@ -397,7 +399,7 @@ def gather_fixed_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
             total += counts[i]
     if bad != -1:
         raise ValueError(f"chunk {bad}: flat values run past their buffer")
-    out = np.empty(total * width, dtype=np.uint8)
+    out = pool_empty(total * width, dtype=np.uint8)
     if total == 0:
         return out
     cdef uint8_t[::1] dst = out
@@ -452,7 +454,7 @@ def decode_ool_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
             total += n
     if bad != -1:
         raise ValueError(f"chunk {bad}: out-of-line bit-packed buffer too short for its values")
-    out = np.empty(total, dtype=_dtype(t))
+    out = pool_empty(total, dtype=_dtype(t))
     if total == 0:
         return out
     cdef uint8_t* dptr = <uint8_t*>cnp.PyArray_DATA(out)
@@ -510,7 +512,7 @@ def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offset
     if n and (rows[0] < 0 or rows[n - 1] >= value_starts[nch]):
         raise ValueError("row outside the page")
     cdef int wb = bits // 8
-    out = np.empty(n * wb, dtype=np.uint8)
+    out = pool_empty(n * wb, dtype=np.uint8)
     if n == 0:
         return out
     cdef uint8_t* dst = <uint8_t*>cnp.PyArray_DATA(out)

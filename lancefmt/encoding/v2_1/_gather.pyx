@@ -3,6 +3,8 @@
 gathers. Each entry point checks its whole input range once, then loops without the GIL."""
 import numpy as np
 
+from lancefmt.encoding.pool_memory import pool_empty
+
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -28,7 +30,7 @@ def rle_expand(const uint8_t[::1] values, Py_ssize_t width, const uint8_t[::1] r
             total += run_lengths[j]
     if total != num_values:
         raise ValueError(f"RLE runs cover {total} values, expected {num_values}")
-    cdef cnp.ndarray out = np.empty(num_values * width, dtype=np.uint8)
+    cdef cnp.ndarray out = pool_empty(num_values * width, dtype=np.uint8)
     if num_values == 0:
         return out
     cdef uint8_t[::1] o = out
@@ -67,7 +69,7 @@ def gather_variable(const int64_t[::1] offsets, const uint8_t[::1] data, indices
     cdef Py_ssize_t n = idx.shape[0]
     cdef Py_ssize_t i, bad = -1
     cdef int64_t total = 0, j
-    cdef cnp.ndarray out_off = np.empty(n + 1, dtype=np.int64)
+    cdef cnp.ndarray out_off = pool_empty(n + 1, dtype=np.int64)
     cdef int64_t[::1] oo = out_off
     with nogil:
         oo[0] = 0
@@ -80,7 +82,7 @@ def gather_variable(const int64_t[::1] offsets, const uint8_t[::1] data, indices
             oo[i + 1] = total
     if bad != -1:
         raise ValueError(f"dictionary index {idx[bad]} out of range 0..{nitems}")
-    cdef cnp.ndarray out = np.empty(total, dtype=np.uint8)
+    cdef cnp.ndarray out = pool_empty(total, dtype=np.uint8)
     if total == 0:
         return out_off, out
     cdef uint8_t[::1] ov = out
@@ -149,8 +151,8 @@ def decode_variable_chunks(const uint8_t[::1] data, const int64_t[::1] starts,
     if bad != -1:
         raise ValueError(f"chunk {bad}: variable-width offsets are not ascending inside the "
                          f"chunk's value buffer")
-    cdef cnp.ndarray out_off = np.empty(total_vals + 1, dtype=np.int64)
-    cdef cnp.ndarray out = np.empty(total_bytes, dtype=np.uint8)
+    cdef cnp.ndarray out_off = pool_empty(total_vals + 1, dtype=np.int64)
+    cdef cnp.ndarray out = pool_empty(total_bytes, dtype=np.uint8)
     cdef int64_t[::1] oo = out_off
     cdef uint8_t* dst = <uint8_t*>cnp.PyArray_DATA(out)
     cdef int64_t vpos = 0, bpos = 0, first, last
@@ -271,7 +273,7 @@ def split_packed_rows(const int64_t[::1] offsets, const uint8_t[::1] data,
         for f in range(nf):
             if is_var[f]:
                 offs_arr = np.zeros(n + 1, dtype=np.int64)
-                arr = np.empty(var_total[f], dtype=np.uint8)
+                arr = pool_empty(var_total[f], dtype=np.uint8)
                 var_offs[f] = <int64_t*>cnp.PyArray_DATA(offs_arr)
                 var_out[f] = <uint8_t*>cnp.PyArray_DATA(arr)
                 results.append((offs_arr, arr))

@@ -27,6 +27,7 @@ import numpy as np
 from ..._proto import encodings_v2_1_pb2 as pb
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from .. import compression
+from ..pool_memory import pool_empty
 from . import _fastlanes, _fsst, _gather
 from .values import (FixedSizeListValues, FixedValues, StructValues,
                      ValueBlock, VariableValues)
@@ -206,7 +207,7 @@ def _ool_bitpacked(enc, buf, n, path) -> FixedValues:
         raise _corrupt(f"out-of-line bit-packed buffer of {buf.size} bytes is too short for "
                        f"{n} values at width {w}", path)
     nblocks = full if raw_tail else (n + 1023) // 1024
-    out = np.empty(((n + 1023) // 1024) * 1024, dtype=_WORD_DTYPES[t])
+    out = pool_empty(((n + 1023) // 1024) * 1024, dtype=_WORD_DTYPES[t])
     if nblocks:
         _fastlanes.unpack_into(_aligned(buf[:nblocks * block], t // 8), t, w, nblocks, out, 0)
     if raw_tail:
