@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError, NotSupportedError
-from .sqlite_pool import ConnectionPool
+from .sqlite_pool import ConnectionPool, ForkedStoreError
 
 
 @dataclass(frozen=True)
@@ -100,24 +100,30 @@ class SqliteManifestStore(ExternalManifestStore):
             con.execute(_SCHEMA)
 
     def __reduce__(self):
-        return (SqliteManifestStore, (self.path,), {"timeout": self.timeout})
-
-    def __setstate__(self, state):
-        self.timeout = self._pool.timeout = state["timeout"]
+        # the absolute path: a worker started in another directory must open the same file
+        return (_reopen_sqlite_store, (os.path.abspath(self.path), self.timeout))
 
     def __repr__(self):
         return f"SqliteManifestStore({self.path!r})"
 
     @contextlib.contextmanager
     def _tx(self):
-        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` write transaction (``ROLLBACK`` on error)."""
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` write transaction (``ROLLBACK`` on error).
+
+        A process forked inside it neither commits nor rolls back: the transaction is the
+        parent's (:class:`~.sqlite_pool.ForkedStoreError` in the child)."""
         with self._pool.connection() as con:
+            pid = os.getpid()
             con.execute("BEGIN IMMEDIATE")
             try:
                 yield con
             except BaseException:
-                con.execute("ROLLBACK")
+                if os.getpid() == pid and con.in_transaction:
+                    con.execute("ROLLBACK")
                 raise
+            if os.getpid() != pid:
+                raise ForkedStoreError(f"{self.path}: forked inside a transaction; the child "
+                                       "does not commit it")
             con.execute("COMMIT")
 
     def _one(self, sql, args) -> ManifestEntry | None:
@@ -156,6 +162,11 @@ class SqliteManifestStore(ExternalManifestStore):
     def close(self) -> None:
         """Close the idle connections (a later call reopens one)."""
         self._pool.close()
+
+
+def _reopen_sqlite_store(path: str, timeout: float) -> SqliteManifestStore:
+    """Unpickles a :class:`SqliteManifestStore` with its timeout from the first connection on."""
+    return SqliteManifestStore(path, timeout=timeout)
 
 
 def as_manifest_store(value) -> ExternalManifestStore | None:

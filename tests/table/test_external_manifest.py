@@ -1,7 +1,9 @@
 """SqliteManifestStore: put-if-absent semantics, latest lookups, pickling, and several processes
 claiming versions at once (each version is won exactly once)."""
 import multiprocessing as mp
+import os
 import pickle
+import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -9,8 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import lancefmt
-from lancefmt.errors import InvalidArgumentError
+from lancefmt.errors import InvalidArgumentError, LanceError
 from lancefmt.table.external_manifest import ManifestEntry, as_manifest_store
+from lancefmt.table.sqlite_pool import ForkedStoreError, SqliteStoreError, _ForkGate
 
 pytestmark = pytest.mark.filterwarnings("ignore:lance is not fork-safe")
 
@@ -120,9 +123,9 @@ def test_threads_share_a_store_and_connections_are_reused(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         won = list(pool.map(lambda v: ms.put_if_not_exists("ds", v % 50, str(v)), range(200)))
     assert sum(won) == 50 and ms.get_latest_version("ds").version == 49
-    assert 1 <= len(ms._pool._idle) <= 8
+    assert 1 <= len(ms._pool.idle) <= 8
     ms.close()
-    assert ms._pool._idle == [] and ms.get("ds", 3) is not None  # reopens after close
+    assert ms._pool.idle == [] and ms.get("ds", 3) is not None  # reopens after close
 
 
 def test_a_failed_transaction_rolls_back_and_its_connection_is_dropped(tmp_path):
@@ -154,6 +157,81 @@ def test_a_fork_waits_for_operations_in_other_threads_and_closes_idle_connection
     t.join()
     child.join(30)
     assert child.exitcode == 0 and released and forked >= released[0]
-    assert ms._pool._idle == []  # busy()'s connection came back and was closed before the fork
+    assert ms._pool.idle == []  # busy()'s connection came back and was closed before the fork
     ms.put_if_not_exists("ds", 1, "p")  # the parent carries on
     assert ms.get("ds", 1).path == "p"
+
+
+def _fork_inside_a_transaction(ms):
+    with ms._tx() as con:
+        con.execute("INSERT INTO manifests (base_uri, version, path) VALUES ('ds', 1, 'p')")
+        return os.fork()
+
+
+def test_a_fork_inside_an_operation_leaves_the_child_off_the_file(tmp_path):
+    # A fork from inside a transaction (say, from a signal handler): the parent commits it; the
+    # child neither commits it nor uses the file again, through this store or a new one.
+    ms = lancefmt.SqliteManifestStore(tmp_path / "m.db")
+    parent, (r, w) = os.getpid(), os.pipe()
+    try:
+        pid = _fork_inside_a_transaction(ms)
+    except BaseException as exc:  # noqa: BLE001 - in the child, nothing may reach pytest
+        if os.getpid() == parent:
+            raise
+        seen = [type(exc).__name__]
+        for attempt in (lambda: ms.put_if_not_exists("ds", 2, "child"),
+                        lambda: lancefmt.SqliteManifestStore(ms.path)):
+            try:
+                attempt()
+                seen.append("allowed")
+            except ForkedStoreError:
+                seen.append("refused")
+            except BaseException:  # noqa: BLE001
+                seen.append("other")
+        os.write(w, ",".join(seen).encode())
+        os._exit(0)
+    os.close(w)
+    assert os.read(r, 200) == b"ForkedStoreError,refused,refused"
+    os.waitpid(pid, 0)
+    assert ms.get("ds", 1).path == "p" and ms.get("ds", 2) is None
+    assert ms.put_if_not_exists("ds", 2, "parent")  # the parent carries on
+
+
+def test_two_forks_at_once_hold_operations_off_until_both_are_done():
+    gate, started = _ForkGate(), threading.Event()
+    gate.before_fork()
+    gate.before_fork()  # a second thread forking at the same time
+    gate.after_fork_in_parent()  # the first fork is done, the second is not
+
+    def operation():
+        gate.enter()
+        started.set()
+        gate.leave()
+
+    t = threading.Thread(target=operation)
+    t.start()
+    assert not started.wait(0.3)  # still held off by the second fork
+    gate.after_fork_in_parent()
+    assert started.wait(10)
+    t.join()
+    assert gate.depth == {} and gate.forks == 0
+
+
+def test_unpickled_store_keeps_its_timeout_and_an_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ms = lancefmt.SqliteManifestStore("rel.db", timeout=0.5)
+    again = pickle.loads(pickle.dumps(ms))
+    assert again.timeout == 0.5 and again.path == str(tmp_path / "rel.db")
+    holder = sqlite3.connect(str(tmp_path / "rel.db"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    try:
+        started = time.monotonic()
+        with pytest.raises(SqliteStoreError, match="locked") as err:
+            again.put_if_not_exists("ds", 1, "p")
+        assert time.monotonic() - started < 30  # its own 0.5 s, not the default 60 s
+        assert all(isinstance(err.value, k) for k in (LanceError, OSError, sqlite3.OperationalError))
+        assert "rel.db" in str(err.value) and isinstance(err.value.__cause__, sqlite3.Error)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert again.put_if_not_exists("ds", 1, "p")
