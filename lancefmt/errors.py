@@ -6,6 +6,8 @@ in which bucket is bad.
 """
 from __future__ import annotations
 
+import sqlite3
+
 
 class LanceError(Exception):
     """Base of every lancefmt error."""
@@ -143,3 +145,14 @@ class NotSupportedError(LanceError, NotImplementedError):
     """An operation a Lance dataset does not offer (``pyarrow.dataset.Dataset`` methods with no
     Lance meaning, such as partitioning or joins). pylance raises ``NotImplementedError`` for
     these, so this derives from it too."""
+
+
+class ForkedStoreError(LanceError, RuntimeError):
+    """This process was forked from inside an operation on a SQLite manifest store, so it must
+    not use that file (the transaction in flight belongs to the parent)."""
+
+
+class SqliteStoreError(StorageError, sqlite3.OperationalError):
+    """SQLite failed an operation on the store (locked past the timeout, disk full, corrupt
+    file...). A :class:`StorageError` (so an ``OSError``) and still a
+    ``sqlite3.OperationalError``; the SQLite error is ``__cause__``."""

@@ -25,19 +25,9 @@ import threading
 import warnings
 import weakref
 
-from ..errors import LanceError, StorageError
+from ..errors import ForkedStoreError, SqliteStoreError
 
 FORK_WAIT_SECONDS = 120.0  # longest a fork waits for operations in flight (then it warns)
-
-
-class ForkedStoreError(LanceError, RuntimeError):
-    """This process was forked from inside an operation on the file; it must not use it."""
-
-
-class SqliteStoreError(StorageError, sqlite3.OperationalError):
-    """SQLite failed an operation on the store (locked past the timeout, disk full, corrupt
-    file...). A :class:`~lancefmt.errors.StorageError` (so an ``OSError``) and still a
-    ``sqlite3.OperationalError``; the SQLite error is ``__cause__``."""
 
 
 class _ForkGate:

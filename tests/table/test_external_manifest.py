@@ -13,7 +13,8 @@ import pytest
 import lancefmt
 from lancefmt.errors import InvalidArgumentError, LanceError
 from lancefmt.table.external_manifest import ManifestEntry, as_manifest_store
-from lancefmt.table.sqlite_pool import ForkedStoreError, SqliteStoreError, _ForkGate
+from lancefmt.errors import ForkedStoreError, SqliteStoreError
+from lancefmt.table.sqlite_pool import _ForkGate
 
 pytestmark = pytest.mark.filterwarnings("ignore:lance is not fork-safe")
 
