@@ -146,9 +146,9 @@ class _Lent:
                                        "operation on the store; open it in the parent only")
             with pool.lock:
                 pool.lent.discard(con)
-            if exc_type is None:
-                with pool.lock:
+                if exc_type is None:
                     pool.idle.append(con)
+            if exc_type is None:
                 return
             con.close()  # whatever state it is in, it is not reused
             if isinstance(exc, sqlite3.Error) and not isinstance(exc, SqliteStoreError):
