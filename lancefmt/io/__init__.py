@@ -21,7 +21,7 @@ def open_store(uri, storage_options: dict | None = None, manifest_store=None) ->
     store, or a ``sqlite:///path`` URI), a copy that commits and resolves versions through it."""
     store = ObjectStore.for_uri(uri, storage_options)
     if manifest_store is not None:
-        from ..table.external_manifest import as_manifest_store
+        from ..table.manifest_stores import as_manifest_store
 
         store = with_manifest_store(store, as_manifest_store(manifest_store))
     return store

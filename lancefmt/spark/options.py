@@ -107,7 +107,7 @@ def manifest_store_uri(value) -> str | None:
     if value is None or str(value).strip() == "":
         return None
     value = str(value).strip()
-    from ..table.external_manifest import as_manifest_store
+    from ..table.manifest_stores import as_manifest_store
 
     if not value.startswith(("sqlite://", "dynamodb://")):
         raise InvalidArgumentError(f"option 'manifest_store' must be sqlite:///path or "

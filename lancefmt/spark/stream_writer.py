@@ -123,7 +123,8 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
 
     def commit(self, messages, batchId):
         from ..dataset import commit
-        from ..dataset.write import clear_staging, delete_files, staged_files
+        from ..dataset.core.files import delete_files
+        from ..dataset.write.staging import clear_staging, staged_files
         from ..table.transaction import Append, Overwrite
 
         staging = self._staging()
