@@ -7,7 +7,7 @@ BASE   := $(VENV)/.lancefmt-base
 SPARK  := $(VENV)/.lancefmt-spark
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup build build-spark test demo demo-metadata bench bench-spark fuzz clean
+.PHONY: setup build build-spark lint test demo demo-metadata bench bench-spark fuzz clean
 
 # the venv with the build requirements of pyproject.toml, so builds can recompile in place
 $(BASE): pyproject.toml setup.py
@@ -34,7 +34,11 @@ build: $(STAMP)
 build-spark: $(SPARK)
 	$(PY) setup.py -q build_ext --inplace
 
-test: build
+# The package's layers and its freedom from import cycles (contracts in pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+test: build lint
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
 # The main job: Spark (local[*]) writes, appends, deletes, time-travels, fails over and streams a

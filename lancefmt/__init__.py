@@ -18,7 +18,7 @@ from .errors import (
 )
 from .table.base_paths import BasePath
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
 from .table.fragment import FragmentMetadata  # noqa: E402

@@ -138,7 +138,12 @@ class LanceFileReader:
             return columns
         return self.projection(columns)
 
-    def _readers(self, proj: Projection):
+    @property
+    def source(self) -> ByteSource:
+        """Where the file's bytes come from (ranged reads; a mapping of a local file)."""
+        return self._source
+
+    def field_readers(self, proj: Projection):
         """The field readers of ``proj``, built once per projection object (a dataset's
         cached read plan reuses its projection, so repeated takes skip this work)."""
         hit = self._readers_memo.get(id(proj))
@@ -186,7 +191,7 @@ class LanceFileReader:
         if not 0 <= start <= stop <= self.num_rows:
             raise InvalidArgumentError(
                 f"row range [{start}, {stop}) outside the file's {self.num_rows} rows")
-        readers = self._readers(proj)
+        readers = self.field_readers(proj)
         source = self._page_source()
         return self._read_with(readers, proj, source, start, stop)
 
@@ -215,7 +220,7 @@ class LanceFileReader:
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if idx.size and (idx.min() < 0 or idx.max() >= self.num_rows):
             raise InvalidArgumentError(f"row index out of range for {self.num_rows} rows")
-        readers = self._readers(proj)
+        readers = self.field_readers(proj)
         if idx.size == 0:
             return self._read_with(readers, proj, self._page_source(), 0, 0)
         if idx.size == 1 or bool(np.all(idx[1:] > idx[:-1])):  # sorted, unique: as asked
@@ -245,7 +250,7 @@ class LanceFileReader:
         stop = self.num_rows if stop is None else int(stop)
         if not 0 <= start <= stop <= self.num_rows:
             raise InvalidArgumentError(f"row range [{start}, {stop}) outside the file")
-        readers = self._readers(proj)
+        readers = self.field_readers(proj)
         source = self._page_source()
         pos = start
         while pos < stop:

@@ -42,13 +42,13 @@ class LanceCommitMessage(WriterCommitMessage):
         return f"LanceCommitMessage({len(self.fragments)} fragments, {self.rows} rows)"
 
 
-def _data_columns(schema: StructType) -> StructType:
+def data_columns(schema: StructType) -> StructType:
     """Spark's schema without Lance metadata columns (a scan's ``_rowid``/``_rowaddr`` are never
     data: Lance reserves those names)."""
     return StructType([f for f in schema.fields if f.name not in METADATA_COLUMNS])
 
 
-def _check_appendable(source: pa.Schema, target: pa.Schema, uri: str) -> None:
+def check_appendable(source: pa.Schema, target: pa.Schema, uri: str) -> None:
     missing = [n for n in target.names if source.get_field_index(n) < 0]
     extra = [n for n in source.names if target.get_field_index(n) < 0]
     if missing or extra:
@@ -98,7 +98,7 @@ class LanceWriter(DataSourceArrowWriter):
     def _pinned(cls, options: WriteOptions, spark_schema: StructType, overwrite: bool) -> "LanceWriter":
         from ..dataset import dataset
 
-        data = _data_columns(spark_schema)
+        data = data_columns(spark_schema)
         try:
             ds = dataset(options.uri, storage_options=options.storage_options,
                          manifest_store=options.manifest_store)
@@ -115,7 +115,7 @@ class LanceWriter(DataSourceArrowWriter):
         bases = list(ds.base_paths.values())
         if overwrite:
             return cls(options, OVERWRITE, ds.version, write_arrow_schema(data, ds.schema), bases)
-        _check_appendable(arrow_schema(data), ds.schema, options.uri)
+        check_appendable(arrow_schema(data), ds.schema, options.uri)
         return cls(options, APPEND, ds.version, ds.schema, bases)
 
     # -- executors --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from .._proto import file_pb2, rowids_pb2, table_pb2
-from .. import __version__
+from ..version import __version__
 from ..errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
 from . import feature_flags
 from .transaction import (
@@ -198,7 +198,7 @@ def build_manifest(
         src, src_indices = restore_source
         manifest = table_pb2.Manifest()
         manifest.CopyFrom(src)
-        return _finish(manifest, previous, version, transaction_file, options,
+        return finish_manifest(manifest, previous, version, transaction_file, options,
                        stable=bool(src.reader_feature_flags & feature_flags.FLAG_STABLE_ROW_IDS)), \
             list(src_indices)
 
@@ -338,7 +338,7 @@ def build_manifest(
             top = max(top, manifest.max_fragment_id)
         manifest.max_fragment_id = top
     same = _SameFragments(previous) if keep_fragments else None
-    return _finish(manifest, previous, version, transaction_file, options, stable, same), indices
+    return finish_manifest(manifest, previous, version, transaction_file, options, stable, same), indices
 
 
 class _SameFragments:
@@ -357,7 +357,10 @@ class _SameFragments:
         return 1
 
 
-def _finish(manifest, previous, version, transaction_file, options, stable, fragments=None):
+def finish_manifest(manifest, previous, version, transaction_file, options, stable,
+                    fragments=None):
+    """Stamp a built manifest: version, transaction file, timestamp, writer and the derived
+    counters (shared by every operation's build and by clones)."""
     manifest.version = version
     manifest.transaction_file = transaction_file
     ts = options.timestamp_ns if options.timestamp_ns is not None else time.time_ns()

@@ -33,8 +33,8 @@ from ...errors import LanceError
 from ...io.store import LocalStore
 from ...table.deletion import deletion_file_kind
 from ...table.naming import deletion_file_name
-from ...encoding.v2_1 import _fastlanes, _fsst, _gather
-from ...encoding.v2_1.compressive import _FsstTable
+from ...encoding.v2_1.kernels import decode_inline_chunks, decode_variable_chunks, fsst_decode
+from ...encoding.v2_1.compressive import FsstTable
 from . import _compact_pages as kernels
 from ..read.scan import ROW_ID, FragmentScan, load_deletions, scan_batches
 
@@ -114,7 +114,7 @@ def _miniblock_kind(pl):
             if bits and bits % 8 == 0 else None
     table = None
     if kind == "fsst":  # FSST over variable-width values: the symbol table parsed here once
-        table = _FsstTable(bytes(vc.fsst.symbol_table), None)
+        table = FsstTable(bytes(vc.fsst.symbol_table), None)
         vc = vc.fsst.values
         kind = vc.WhichOneof("compression")
     if kind == "variable" and not vc.variable.HasField("values"):
@@ -252,7 +252,7 @@ class _FixedOut:
             raise _Unsupported
         starts, sizes, counts = kernels.chunk_values(data, meta_pos, meta_len, data_pos,
                                                      data_len, num_items, wide)
-        words = _fastlanes.decode_inline_chunks(np.frombuffer(data, dtype=np.uint8), starts,
+        words = decode_inline_chunks(np.frombuffer(data, dtype=np.uint8), starts,
                                                 sizes, counts, bits)
         if words.size != num_items:
             raise ValueError("bit-packed chunks hold the wrong number of values")
@@ -307,10 +307,10 @@ class _VariableOut:
         meta_pos, meta_len, data_pos, data_len, num_items, wide, bits, _, table = page
         starts, sizes, counts = kernels.chunk_values(data, meta_pos, meta_len, data_pos,
                                                      data_len, num_items, wide)
-        offs, values = _gather.decode_variable_chunks(np.frombuffer(data, dtype=np.uint8),
+        offs, values = decode_variable_chunks(np.frombuffer(data, dtype=np.uint8),
                                                       starts, sizes, counts, bits)
         if table.compressed:
-            offs, values, bad = _fsst.fsst_decode(values, offs, table.symbols, table.lens)
+            offs, values, bad = fsst_decode(values, offs, table.symbols, table.lens)
             if bad != -1:
                 raise ValueError(f"FSST string {bad} holds an unknown code")
         if offs.size != num_items + 1:

@@ -165,10 +165,10 @@ def _shuffled(rows: np.ndarray) -> bool:
 def _add_file(reader, proj, cols, first: int) -> None:
     """Segments of ``cols`` (stored in data file ``reader`` under ``proj``), rows offset by
     ``first`` (the fragment's first dataset-wide physical row)."""
-    mapped = reader._source.mapped()
+    mapped = reader.source.mapped()
     if mapped is None:
         raise _Ineligible("not a local file")
-    readers = reader._readers(proj)
+    readers = reader.field_readers(proj)
     for col, fr, field in zip(cols, readers, proj.storage_schema):
         if not field.type.equals(col.type):
             raise _Ineligible("stored as another type")
@@ -192,7 +192,7 @@ def _leaf_column(field_reader):
 
     if isinstance(field_reader, PrimitiveFieldReader):
         return field_reader.column
-    if isinstance(field_reader, StructuralFieldReader) and field_reader._single and \
+    if isinstance(field_reader, StructuralFieldReader) and field_reader.single_leaf and \
             len(field_reader.leaves) == 1 and len(field_reader.leaves[0][1].path_types) == 1:
         return field_reader.leaves[0][1].column
     raise _Ineligible("not a primitive field")
@@ -238,18 +238,18 @@ def _v21_page(page, value_bytes: int, mapped: pa.Buffer, reader):
     if mb.repetition_index_depth or mb.HasField("rep_compression") or \
             mb.HasField("def_compression") or mb.HasField("dictionary"):
         raise _Ineligible("levels or dictionary")
-    if random_access._meta_ranges(page, MINI_ROLES) is None:
+    if random_access.meta_ranges(page, MINI_ROLES) is None:
         raise CorruptFileError(f"{page.describe()}: mini-block page without its buffers", path)
     if getattr(page, "v21_meta", None) is None:
-        source = PageSource(reader.metadata.columns, reader._source.fetch_scattered, path,
+        source = PageSource(reader.metadata.columns, reader.source.fetch_scattered, path,
                             reader.metadata.data_end)
-        random_access._load_meta(_Leaf(path), source, [(page, None, "mini")])
+        random_access.load_meta(_Leaf(path), source, [(page, None, "mini")])
     meta = page.v21_meta
-    direct = random_access._direct_values(meta)
+    direct = random_access.direct_values(meta)
     if direct is None or direct[1] != value_bytes * 8:
         raise _Ineligible("values")
     bitpacked, bits = direct
-    data = random_access._mapped_buffer(mapped, page, 1, path)
+    data = random_access.mapped_buffer(mapped, page, 1, path)
     chunks = meta.chunks
     try:
         rs, offs, ws = miniblock_segments(data, np.ascontiguousarray(chunks.offsets[:-1]),
@@ -268,7 +268,7 @@ MINI_ROLES = (0, 1)
 
 
 class _Leaf:
-    """What ``random_access._load_meta`` needs of a leaf reader."""
+    """What ``random_access.load_meta`` needs of a leaf reader."""
 
     def __init__(self, path):
         self.path = path
