@@ -5,6 +5,8 @@ import pytest
 import doc_blocks
 from doc_blocks import page_id
 
+pytestmark = pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # pages import pylance
+
 PAGES = [p for p in doc_blocks.pages() if doc_blocks.python_blocks(p, spark=True)]
 # session settings local_session() sets on the shared session when a block calls it
 RESTORED = ("spark.sql.shuffle.partitions", "spark.sql.python.filterPushdown.enabled")
