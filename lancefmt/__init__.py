@@ -1,6 +1,7 @@
 """lancefmt: Lance datasets from Python + Cython, byte-compatible with pylance.
 
-This module re-exports the public API of docs/api.md and nothing else.
+This module re-exports the public API (pylance's names: ``dataset``, ``write_dataset``,
+``LanceDataset``, ...) and nothing else; docs/ describes it page by page.
 """
 from .errors import (
     CommitConflictError,
