@@ -20,6 +20,7 @@ from ..encoding import field_readers_for
 from ..encoding.column import PageSource
 from ..encoding.take import take_chunks
 from ..errors import CorruptFileError, FileError, InvalidArgumentError, LanceError
+from .legacy.format import legacy_footer_version
 from .metadata import TAIL_GUESS, FileMetadata, read_metadata
 from .projection import Projection, data_file_column_map, make_projection, select_roots
 from .schema import field_tree
@@ -38,11 +39,25 @@ class LanceFileReader:
     ``file_size`` (e.g. ``DataFile.file_size_bytes``) saves the size request.
     """
 
+    def __new__(cls, uri_or_file, storage_options: dict | None = None, *, store=None,
+                file_size: int | None = None):
+        """A legacy (v0.1) file opens as a :class:`~lancefmt.file.legacy.LegacyFileReader`,
+        which reads behind the same interface; the tail read here is not repeated."""
+        source = ByteSource(uri_or_file, storage_options, store, file_size)
+        tail, size = source.read_tail(TAIL_GUESS)
+        if legacy_footer_version(tail) is not None:
+            from .legacy.reader import LegacyFileReader
+
+            return LegacyFileReader(source, tail, size)
+        obj = super().__new__(cls)
+        obj._opened = (source, tail, size)
+        return obj
+
     def __init__(self, uri_or_file, storage_options: dict | None = None, *, store=None,
                  file_size: int | None = None):
-        self._source = ByteSource(uri_or_file, storage_options, store, file_size)
+        self._source, tail, size = self._opened
+        del self._opened
         self.path = self._source.path
-        tail, size = self._source.read_tail(TAIL_GUESS)
         self._meta: FileMetadata = read_metadata(self._source.read_range, size, self.path, tail)
         try:
             self._roots = field_tree(self._meta.fields)
