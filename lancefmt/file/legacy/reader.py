@@ -96,17 +96,20 @@ class LegacyFileReader:
         return self._meta.page(field_id, batch, self.path)
 
     def _dictionary(self, node) -> pa.Array:
-        """Dictionary values of field ``node.id``, from the file's own schema."""
-        got = self._dictionaries.get(node.id)
+        return self.dictionary_values(node.id)
+
+    def dictionary_values(self, field_id: int) -> pa.Array:
+        """The values of dictionary field ``field_id``, from the file's own schema."""
+        got = self._dictionaries.get(field_id)
         if got is None:
-            own = self._own.get(node.id)
+            own = self._own.get(field_id)
             if own is None or not own.HasField("dictionary"):
-                raise CorruptFileError(f"dictionary field {node.name!r} has no dictionary in "
+                raise CorruptFileError(f"dictionary field id {field_id} has no dictionary in "
                                        f"the file's schema", self.path)
             value_type = arrow_type(own.logical_type).value_type
             got = read_dictionary_values(self._fetch, own, value_type, self._meta.data_end,
                                          self.path)
-            self._dictionaries[node.id] = got
+            self._dictionaries[field_id] = got
         return got
 
     # -- projections -----------------------------------------------------------------------
