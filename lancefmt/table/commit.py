@@ -29,6 +29,7 @@ from ..errors import (
 from ..io import open_store
 from ..io.uri import check_relative, child
 from .conflict import Verdict, check_conflict
+from .legacy_dictionaries import carried_dictionaries
 from .manifest import ManifestFile, encode_manifest_file, parse_manifest_file, read_manifest
 from .manifest_builder import BuildOptions, build_manifest
 from .naming import TRANSACTIONS_DIR, transaction_file_name
@@ -129,7 +130,8 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 txn, version=version, transaction_file=txn_name if options.write_transaction_file else "",
                 options=options.build, restore_source=restore_source)
             uri = manifest_uri(dataset_uri, version, scheme)
-            data = encode_manifest_file(manifest, txn_pb, indices)
+            dictionaries = carried_dictionaries(manifest, previous, dataset_uri, store)
+            data = encode_manifest_file(manifest, txn_pb, indices, dictionaries)
             if put_manifest(dataset_uri, version, uri, data, store):
                 committed = True
                 if wants_version_hint(dataset_uri):

@@ -385,6 +385,35 @@ class ManifestFile:
             raise CorruptFileError(f"{what} at offset {pos} runs past the manifest", self.uri)
         return memoryview(self._buf)[local + 4:local + 4 + length]
 
+    def read_bytes(self, pos: int, length: int) -> bytes:
+        """``length`` bytes at ``pos`` of the part of the file before the manifest (where
+        legacy dictionary values live); fetched from storage when not read yet."""
+        limit = self._buf_start + self._msg_start - 4
+        if pos < 0 or length < 0 or pos + length > limit:
+            raise CorruptFileError(f"{length} bytes at {pos} are not before the manifest", self.uri)
+        if pos < self._buf_start:
+            store = self._store or open_store(self.uri)
+            extra = store.read_range(self.uri, pos, self._buf_start - pos)
+            if len(extra) != self._buf_start - pos:
+                raise CorruptFileError("short read before the manifest", self.uri)
+            self._buf = extra + self._buf
+            self._msg_start += len(extra)
+            self._msg_end += len(extra)
+            self._buf_start = pos
+            self.fragments._buf = self._buf
+            self.fragments._msg_start = self._msg_start
+        local = pos - self._buf_start
+        return bytes(memoryview(self._buf)[local:local + length])
+
+    def dictionary_values(self) -> dict:
+        """{field id: pa.Array} of the legacy dictionary values this file holds (see
+        :mod:`lancefmt.table.legacy_dictionaries`)."""
+        from .legacy_dictionaries import dictionary_fields, read_values
+
+        limit = self._buf_start + self._msg_start - 4
+        return {f.id: read_values(self.read_bytes, f, limit, self.uri)
+                for f in dictionary_fields(self.header.fields) if f.HasField("dictionary")}
+
     @property
     def transaction_offset(self):
         """Offset of the inline transaction: field 23, or the older field 21 (None if absent)."""
@@ -494,16 +523,20 @@ def parse_manifest_file(data: bytes, uri: str | None = None) -> ManifestFile:
 
 # -- writing ----------------------------------------------------------------------------------
 
-def encode_manifest_file(manifest: "table_pb2.Manifest", transaction=None, indices=None) -> bytes:
+def encode_manifest_file(manifest: "table_pb2.Manifest", transaction=None, indices=None,
+                         dictionaries: dict | None = None) -> bytes:
     """The bytes of a manifest file in Lance's layout.
 
     ``transaction``: the inline ``transaction_pb2.Transaction`` (or None); ``indices``: a
     ``table_pb2.IndexSection``, a list of ``IndexMetadata``, or None. ``manifest`` is updated in
     place: ``index_section`` and ``transaction_section`` (field 23, as pylance 14 writes) get the
-    offsets of the sections, and the deprecated field 21 is cleared.
+    offsets of the sections, and the deprecated field 21 is cleared. ``dictionaries``
+    ({field id: pa.Array}, legacy datasets) are written first and their Fields pointed at them.
     """
     parts = []
     pos = 0
+    if dictionaries:
+        pos = _write_dictionaries(manifest, dictionaries, parts)
     if indices is not None and not isinstance(indices, table_pb2.IndexSection):
         indices = table_pb2.IndexSection(indices=list(indices))
     if indices is not None and len(indices.indices):
@@ -524,6 +557,30 @@ def encode_manifest_file(manifest: "table_pb2.Manifest", transaction=None, indic
     body = manifest.SerializeToString()
     parts += [_U32.pack(len(body)), body, _FOOTER.pack(pos, FOOTER_VERSION[0], FOOTER_VERSION[1], MAGIC)]
     return b"".join(parts)
+
+
+def _write_dictionaries(manifest, dictionaries: dict, parts: list) -> int:
+    """Legacy dictionary values at the start of the file, as pylance's ``write_manifest`` lays
+    them out; returns the position after them."""
+    from ..encoding.legacy.encode import PageEncoder
+
+    pos = 0
+
+    def write(data) -> int:
+        nonlocal pos
+        start = pos
+        b = bytes(data)
+        parts.append(b)
+        pos += len(b)
+        return start
+
+    enc = PageEncoder(write, lambda: pos)
+    for f in manifest.fields:
+        values = dictionaries.get(f.id)
+        if values is not None:
+            f.dictionary.offset = enc.write_dictionary(values)
+            f.dictionary.length = len(values)
+    return pos
 
 
 def write_manifest_file(uri: str, manifest: "table_pb2.Manifest", transaction=None, indices=None,

@@ -1,0 +1,52 @@
+"""Legacy dictionary values travel with the manifest: written before the sections, found again
+through ``Field.dictionary`` (pylance's reads of them: tests/interop/test_legacy_write_interop.py)."""
+import pyarrow as pa
+import pytest
+
+from lancefmt._proto import file_pb2, table_pb2, transaction_pb2
+from lancefmt.errors import CorruptFileError
+from lancefmt.table.legacy_dictionaries import is_legacy
+from lancefmt.table.manifest import encode_manifest_file, parse_manifest_file
+
+
+def _manifest():
+    m = table_pb2.Manifest(version=3)
+    m.fields.extend([
+        file_pb2.Field(name="id", id=0, parent_id=-1, logical_type="int64"),
+        file_pb2.Field(name="s", id=1, parent_id=-1, logical_type="dict:string:int32:false"),
+        file_pb2.Field(name="n", id=2, parent_id=-1, logical_type="dict:int16:uint8:false")])
+    m.data_format.file_format = "lance"
+    m.data_format.version = "0.1"
+    return m
+
+
+def test_values_round_trip_and_sections_follow_them():
+    values = {1: pa.array(["a", "", "ccc"]), 2: pa.array([7, -1], pa.int16())}
+    txn = transaction_pb2.Transaction(read_version=2, uuid="u")
+    data = encode_manifest_file(_manifest(), txn, None, values)
+    mf = parse_manifest_file(data)
+    got = mf.dictionary_values()
+    assert got[1].to_pylist() == ["a", None, "ccc"]      # empty strings read as null (as Lance)
+    assert got[2].to_pylist() == [7, -1]
+    assert mf.header.fields[1].dictionary.length == 3 and mf.header.fields[1].dictionary.offset > 0
+    assert mf.transaction().uuid == "u"
+
+
+def test_bad_dictionary_offsets_are_corrupt():
+    data = bytearray(encode_manifest_file(_manifest(), None, None, {1: pa.array(["a", "b"])}))
+    m = table_pb2.Manifest()
+    mf = parse_manifest_file(bytes(data))
+    m.CopyFrom(mf.header)
+    m.fields[1].dictionary.offset = 10 ** 6
+    with pytest.raises(CorruptFileError):
+        parse_manifest_file(encode_manifest_file(m)).dictionary_values()
+
+
+def test_only_legacy_manifests_carry_dictionaries():
+    m = _manifest()
+    assert is_legacy(m)
+    m.data_format.version = "2.0"
+    assert not is_legacy(m)
+    old = table_pb2.Manifest()   # 0.10-era: no data_format, files of version 0.0
+    old.fragments.add().files.add(path="a.lance")
+    assert is_legacy(old)
