@@ -150,6 +150,24 @@ def _data_format_of(frags, requested: str | None) -> str:
     return requested or "2.2"  # pylance 14's default ("stable")
 
 
+def _keep_inferred_format(manifest) -> None:
+    """A manifest of an old release has no ``data_format``; Lance infers it on read (from the
+    data files, else the deprecated v2 writer flag, else legacy) and writes what it inferred on
+    its next commit. Doing the same keeps a 0.10-era legacy dataset legacy (a "2.0" guess made
+    pylance refuse its 0.1 data files)."""
+    if manifest.HasField("data_format") and manifest.data_format.version:
+        return
+    manifest.data_format.file_format = "lance"
+    for frag in manifest.fragments:
+        for df in frag.files:
+            major, minor = df.file_major_version, df.file_minor_version
+            manifest.data_format.version = "0.1" if major == 0 and minor < 3 else \
+                ("2.0" if major == 0 else f"{major}.{minor}")
+            return
+    deprecated_v2 = manifest.writer_feature_flags & feature_flags.FLAG_USE_V2_FORMAT_DEPRECATED
+    manifest.data_format.version = "2.0" if deprecated_v2 else "0.1"
+
+
 def _check_file_versions(frags, data_format: str) -> None:
     """New data files must match the dataset's storage version (Lance refuses mixtures)."""
     for f in frags:
@@ -198,6 +216,7 @@ def build_manifest(
         src, src_indices = restore_source
         manifest = table_pb2.Manifest()
         manifest.CopyFrom(src)
+        _keep_inferred_format(manifest)
         return _finish(manifest, previous, version, transaction_file, options,
                        stable=bool(src.reader_feature_flags & feature_flags.FLAG_STABLE_ROW_IDS)), \
             list(src_indices)
@@ -214,6 +233,7 @@ def build_manifest(
     manifest = table_pb2.Manifest()
     if previous is not None:
         manifest.CopyFrom(previous)
+        _keep_inferred_format(manifest)
         if not keep_fragments:
             del manifest.fragments[:]
     next_id = (previous.max_fragment_id + 1) if previous is not None and previous.HasField("max_fragment_id") else 0

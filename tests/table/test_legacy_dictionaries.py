@@ -50,3 +50,21 @@ def test_only_legacy_manifests_carry_dictionaries():
     old = table_pb2.Manifest()   # 0.10-era: no data_format, files of version 0.0
     old.fragments.add().files.add(path="a.lance")
     assert is_legacy(old)
+
+
+def test_a_commit_keeps_the_format_an_old_manifest_implies():
+    """0.10-era manifests have no data_format: the next commit writes the inferred one (legacy
+    for 0.x data files), as Lance does, instead of a default."""
+    from lancefmt.table.manifest_builder import build_manifest
+    from lancefmt.table.transaction import Delete, Transaction
+
+    old = table_pb2.Manifest(version=1, max_fragment_id=0)
+    old.fields.add(name="id", id=0, parent_id=-1, logical_type="int64")
+    frag = old.fragments.add(id=0, physical_rows=3)
+    frag.files.add(path="a.lance", fields=[0])
+    txn = Transaction(1, Delete([], [], "id > 5"))
+    manifest, _ = build_manifest(old, [], txn, version=2, transaction_file="")
+    assert manifest.data_format.version == "0.1" and manifest.data_format.file_format == "lance"
+    old.fragments[0].files[0].file_major_version = 2
+    manifest, _ = build_manifest(old, [], txn, version=2, transaction_file="")
+    assert manifest.data_format.version == "2.0"
