@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +15,8 @@ import pytest
 
 import lance
 import lancefmt
-from lancefmt._proto import table_pb2
-from lancefmt.file.writer import LanceFileWriter
-from lancefmt.table.versions import latest_manifest, load_manifest
+
+from mutations import append, values
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RELEASES = sorted((p.name for p in FIXTURES.iterdir() if (p / "info.json").exists()),
@@ -33,12 +31,6 @@ def info(release: str) -> dict:
 def expected(release: str, version: int) -> pa.Table:
     with pa.ipc.open_file(FIXTURES / release / "expected" / f"v{version}.arrow") as f:
         return f.read_all()
-
-
-def values(t: pa.Table) -> pa.Table:
-    """Dictionary columns by value (how a release chunks its dictionaries is not data)."""
-    cols = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in t.columns]
-    return pa.table(cols, names=t.column_names).combine_chunks()
 
 
 def assert_same(want: pa.Table, got: pa.Table):
@@ -91,20 +83,6 @@ def _same_in_pylance(uri: str):
     return ours
 
 
-def _append_legacy(uri: str, data: pa.Table) -> None:
-    """One legacy data file written by lancefmt, committed as an Append (what lancefmt's
-    dataset writer will do for legacy datasets: see the report on lancefmt/dataset)."""
-    mf = load_manifest(uri, latest_manifest(uri).version)
-    name = f"{uuid.uuid4().hex}.lance"
-    w = LanceFileWriter(f"{uri}/data/{name}", data.schema, "legacy", fields=list(mf.header.fields),
-                        max_rows_per_group=8)
-    w.write_batch(data)
-    w.close()
-    df = table_pb2.DataFile(path=name, fields=w.field_ids, file_major_version=0,
-                            file_minor_version=2, file_size_bytes=w.file_size)
-    lancefmt.commit(uri, lancefmt.Operation.Append([lancefmt.FragmentMetadata.new([df], w.num_rows)]))
-
-
 @pytest.mark.parametrize("release", RELEASES)
 def test_lancefmt_changes_read_identically_in_pylance(release, tmp_path):
     uri = _copy(release, tmp_path)
@@ -119,10 +97,7 @@ def test_lancefmt_changes_read_identically_in_pylance(release, tmp_path):
     assert kept < n and ds.data_storage_version == storage
 
     extra = lance.dataset(uri).to_table().slice(0, 9)
-    if release in LEGACY:
-        _append_legacy(uri, extra)
-    else:
-        lancefmt.write_dataset(extra, uri, mode="append")
+    append(uri, extra)
     ds = _same_in_pylance(uri)
     assert ds.count_rows() == kept + 9
     assert values(ds.to_table()).slice(ds.count_rows() - 9).equals(values(extra))
