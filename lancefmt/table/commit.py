@@ -122,6 +122,7 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                         _check_against(txn, mf, dataset_uri, store)
                     if loc is latest:
                         previous = mf
+                        fill_row_counts(previous, dataset_uri, store)
                 checked = latest.version
                 version, scheme = latest.version + 1, latest.scheme
             manifest, indices = build_manifest(
@@ -152,6 +153,27 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 store.delete(txn_uri)
             except OSError:
                 pass
+
+
+def fill_row_counts(mf: ManifestFile, dataset_uri: str, store) -> None:
+    """Fragments whose ``physical_rows`` the manifest leaves 0, or cannot be trusted for (no
+    writer_version: 0.8.0 recorded the live count), get their data file's row count before a
+    commit copies them, as Lance's commit does; the new manifest then carries right counts."""
+    from ..file.reader import LanceFileReader
+    from .base_paths import BasePathResolver
+
+    frags = mf.fragments
+    todo = frags.unknown_row_counts().tolist()
+    if not todo:
+        return
+    resolver = BasePathResolver(dataset_uri, mf.header.base_paths, mf.uri)
+    counts = {}
+    for i in todo:
+        df = frags.fragment(i).files[0]
+        uri = resolver.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
+        counts[i] = LanceFileReader(uri, store=store if uri.startswith(dataset_uri) else None,
+                                    file_size=df.file_size_bytes or None).num_rows
+    mf.set_row_counts(counts)
 
 
 def put_manifest(dataset_uri: str, version: int, uri: str, data: bytes, store) -> bool:

@@ -97,6 +97,9 @@ class FragmentTable:
         self._paths = None
         self._index = None
         self._row_counts: dict = {}
+        # Releases before 0.8.1 wrote no writer_version and could record physical_rows wrongly
+        # (0.8.0 stored the live count); Lance reads their data files instead (lance#1531).
+        self.row_counts_trusted = True
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -221,7 +224,10 @@ class FragmentTable:
 
     def unknown_row_counts(self) -> np.ndarray:
         """Positions of fragments with data files whose ``physical_rows`` is 0 (legacy manifests
-        leave it unset: the data file has the count)."""
+        leave it unset: the data file has the count), or every fragment with data files when
+        the manifest's counts are not to be trusted (no writer_version, as Lance decides)."""
+        if not self.row_counts_trusted:
+            return np.flatnonzero(self.num_data_files > 0)
         return np.flatnonzero((self.physical_rows == 0) & (self.num_data_files > 0))
 
     def fragment_by_id(self, fragment_id: int) -> "table_pb2.DataFragment":
@@ -269,6 +275,7 @@ class ManifestFile:
                           for j in range(0, len(spans), 2))
         self.header = _parse(table_pb2.Manifest, header, "manifest", uri)
         self.fragments = FragmentTable(cols, buf, msg_start, uri)
+        self.fragments.row_counts_trusted = self.header.HasField("writer_version")
         self._validate()
 
     def _validate(self):
