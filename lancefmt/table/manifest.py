@@ -250,6 +250,15 @@ class FragmentTable:
         })
 
 
+def storage_version_of_file(major: int, minor: int) -> str:
+    """The data storage version a ``DataFile``'s file version means: (0, 0..2) legacy "0.1"
+    (0.10-era files say (0, 0)), (0, 3) "2.0" (how pylance 0.13-0.16 recorded 2.0 files),
+    else "major.minor"."""
+    if major == 0:
+        return "0.1" if minor < 3 else "2.0"
+    return f"{major}.{minor}"
+
+
 # -- reading ----------------------------------------------------------------------------------
 
 class ManifestFile:
@@ -330,7 +339,7 @@ class ManifestFile:
         f = self.fragments
         if f.num_files:
             major, minor = int(f.file_major_version[0]), int(f.file_minor_version[0])
-            return "0.1" if major == 0 else f"{major}.{minor}"
+            return storage_version_of_file(major, minor)
         return "2.0" if h.writer_feature_flags & ff.FLAG_USE_V2_FORMAT_DEPRECATED else "0.1"
 
     @property

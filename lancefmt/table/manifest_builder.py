@@ -16,6 +16,7 @@ from .._proto import file_pb2, rowids_pb2, table_pb2
 from .. import __version__
 from ..errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
 from . import feature_flags
+from .manifest import storage_version_of_file
 from .transaction import (
     Append, Clone, CreateIndex, DataReplacement, Delete, Merge, Opaque, Overwrite, Project,
     ReserveFragments, Restore, Rewrite, Transaction, Update, UpdateBases, UpdateConfig,
@@ -142,7 +143,7 @@ def _data_format_of(frags, requested: str | None) -> str:
         raise InvalidArgumentError(f"data files of several format versions: {sorted(versions)}")
     if versions:
         major, minor = versions.pop()
-        found = "0.1" if major == 0 else f"{major}.{minor}"
+        found = storage_version_of_file(major, minor)
         if requested and requested != found:
             raise InvalidArgumentError(
                 f"requested data storage version {requested} but the data files are {found}")
@@ -161,8 +162,7 @@ def _keep_inferred_format(manifest) -> None:
     for frag in manifest.fragments:
         for df in frag.files:
             major, minor = df.file_major_version, df.file_minor_version
-            manifest.data_format.version = "0.1" if major == 0 and minor < 3 else \
-                ("2.0" if major == 0 else f"{major}.{minor}")
+            manifest.data_format.version = storage_version_of_file(major, minor)
             return
     deprecated_v2 = manifest.writer_feature_flags & feature_flags.FLAG_USE_V2_FORMAT_DEPRECATED
     manifest.data_format.version = "2.0" if deprecated_v2 else "0.1"
@@ -172,7 +172,7 @@ def _check_file_versions(frags, data_format: str) -> None:
     """New data files must match the dataset's storage version (Lance refuses mixtures)."""
     for f in frags:
         for df in f.files:
-            found = "0.1" if df.file_major_version == 0 else f"{df.file_major_version}.{df.file_minor_version}"
+            found = storage_version_of_file(df.file_major_version, df.file_minor_version)
             if data_format and found != data_format:
                 raise InvalidArgumentError(
                     f"data file {df.path} is format {found} but the dataset stores {data_format}")
