@@ -141,7 +141,8 @@ class LanceFileReader:
     def _file_schema_projection(self, roots) -> Projection:
         """A projection over the file's own schema; schema errors name the file."""
         try:
-            return make_projection(roots, self._readers_factory.assign_columns(self._roots),
+            return make_projection(roots, self._readers_factory.assign_columns(
+                                       self._roots, self._meta.columns, self.path),
                                    self._meta.schema_metadata)
         except FileError as e:
             if e.path is None:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptFileError, UnsupportedFeatureError
+from .._utf8 import first_invalid_utf8_row
 from ._kernels import check_dictionary_keys, rebase_positions
 
 _KEY_TYPES = {pa.int8(), pa.int16(), pa.int32(), pa.int64(),
@@ -145,6 +146,11 @@ class PageDecoder:
                                    f"the page data", self.path)
         start = int(positions[0])
         data = self._bytes(start, int(positions[-1]) - start, what)
+        if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+            bad = first_invalid_utf8_row(data, offsets)
+            if bad >= 0:  # Arrow's checked build in pylance's reader refuses these too
+                raise CorruptFileError(f"{what}: string of row {bad + lo} is not valid UTF-8",
+                                       self.path)
         vbuf = pa.py_buffer(validity) if validity is not None else None
         return pa.Array.from_buffers(dtype, n, [vbuf, pa.py_buffer(offsets), data],
                                      null_count=nulls)
