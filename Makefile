@@ -70,11 +70,14 @@ fuzz: build
 # (COMPAT_VENVS, pylance + the pyarrow of its era), generate.py run in each, then lancefmt
 # deletes/appends/compacts every fixture and each old release reads the result back.
 COMPAT_VENVS ?= .compat-venvs
-COMPAT_RELEASES ?= 0.10 0.16 0.20 0.25 0.33 0.39 2.0 9.0
+# (0.13-v2: pylance 0.13 asked for its early 2.0 files)
+COMPAT_RELEASES ?= 0.10 0.13-v2 0.16 0.20 0.25 0.33 0.39 2.0 9.0
 compat: build
-	for r in $(COMPAT_RELEASES); do VENVS=$(COMPAT_VENVS) bash tests/compat/make_venvs.sh $$r || exit 1; done
+	for r in $(COMPAT_RELEASES); do VENVS=$(COMPAT_VENVS) bash tests/compat/make_venvs.sh $${r%-*} || exit 1; done
 	for r in $(COMPAT_RELEASES); do \
-		LANCE_LOG=error $(COMPAT_VENVS)/pylance-$$r/bin/python tests/compat/generate.py tests/compat/fixtures/$$r || exit 1; \
+		opts=$$(case $$r in 0.13-v2) echo use_legacy_format=false;; esac); \
+		LANCE_LOG=error $(COMPAT_VENVS)/pylance-$${r%-*}/bin/python tests/compat/generate.py \
+			tests/compat/fixtures/$$r $$opts || exit 1; \
 	done
 	LANCE_LOG=error $(PY) tests/compat/roundtrip.py --venvs $(COMPAT_VENVS) --out build/compat $(COMPAT_RELEASES)
 	LANCE_LOG=error $(PY) -m pytest -p no:xdist -q tests/compat

@@ -2,7 +2,10 @@
 
 Run inside a venv of an old pylance (``make compat`` builds them, tests/compat/make_venvs.sh)::
 
-    python tests/compat/generate.py OUT_DIR
+    python tests/compat/generate.py OUT_DIR [WRITE_OPTION=JSON ...]
+
+(e.g. ``use_legacy_format=false`` for pylance 0.13's early 2.0 files; the options go to every
+``write_dataset`` call and into info.json.)
 
 It writes ``OUT_DIR/dataset`` -- a small dataset with every type the release stores, nulls,
 several versions (create, append, delete, add_columns, compaction, delete, overwrite, append)
@@ -27,6 +30,8 @@ import pyarrow.compute as pc
 import lance
 
 ROWS = 60
+# pylance's Rust panics (pyo3's PanicException) are BaseExceptions, not Exceptions
+_FAILURES = (Exception, BaseException)
 
 
 def _masked(arr, rng, p=0.2):
@@ -107,7 +112,7 @@ def _writable_columns(table: pa.Table, write) -> tuple[list[str], dict]:
             write(table, os.path.join(tmp, "all"))
             lance.dataset(os.path.join(tmp, "all")).to_table()
             return table.column_names, {}
-        except Exception:
+        except _FAILURES:
             pass
         ok, dropped = [], {}
         for i, name in enumerate(table.column_names):
@@ -116,7 +121,7 @@ def _writable_columns(table: pa.Table, write) -> tuple[list[str], dict]:
                       os.path.join(tmp, str(i)))
                 lance.dataset(os.path.join(tmp, str(i))).to_table()
                 ok.append(name)
-            except Exception as e:  # noqa: BLE001 -- recorded: what this release cannot do
+            except _FAILURES as e:  # recorded: what this release cannot do
                 dropped[name] = f"{type(e).__name__}: {str(e)[:200]}"
         return ok, dropped
     finally:
@@ -127,12 +132,12 @@ def _read_version(uri: str, version: int) -> pa.Table:
     return lance.dataset(uri, version=version).to_table()
 
 
-def main(out: str) -> None:
+def main(out: str, extra: dict) -> None:
     out = os.path.abspath(out)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.join(out, "expected"))
     uri = os.path.join(out, "dataset")
-    opts = dict(max_rows_per_file=25, max_rows_per_group=8)
+    opts = dict(max_rows_per_file=25, max_rows_per_group=8, **extra)
 
     def write(t, u, mode="create"):
         return lance.write_dataset(t, u, mode=mode, **opts)
@@ -144,7 +149,7 @@ def main(out: str) -> None:
         try:
             fn()
             steps.append(name)
-        except Exception as e:  # noqa: BLE001 -- an operation this release lacks
+        except _FAILURES as e:  # an operation this release lacks
             steps.append(f"{name} (not available: {type(e).__name__}: {str(e)[:120]})")
 
     write(make_table(0).select(columns), uri)
@@ -175,6 +180,7 @@ def main(out: str) -> None:
         "steps": steps,
         "columns": columns,
         "dropped_columns": dropped,
+        "write_options": extra,
     }
     with open(os.path.join(out, "info.json"), "w") as f:
         json.dump(info, f, indent=1, sort_keys=True)
@@ -182,4 +188,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], {k: json.loads(v) for k, v in (a.split("=", 1) for a in sys.argv[2:])})

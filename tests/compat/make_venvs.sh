@@ -7,6 +7,7 @@ PYTHON=${PYTHON:-python3}
 # release  pylance  pins (pyarrow/numpy of that release's era)
 RELEASES=(
   "0.10 pylance==0.10.18 pyarrow==15.0.0 numpy<2"
+  "0.13 pylance==0.13.0 pyarrow==15.0.0 numpy<2"
   "0.16 pylance==0.16.1 pyarrow==16.1.0 numpy<2"
   "0.20 pylance==0.20.0 pyarrow==18.1.0 numpy<2.2"
   "0.25 pylance==0.25.2 pyarrow==19.0.1 numpy<2.3"

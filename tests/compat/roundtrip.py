@@ -44,7 +44,7 @@ def main() -> int:
     args = ap.parse_args()
     releases = args.releases or sorted(
         (p.name for p in (HERE / "fixtures").iterdir() if (p / "info.json").exists()),
-        key=lambda r: tuple(int(x) for x in r.split(".")))
+        key=lambda r: tuple(int(x) for x in r.split("-")[0].split(".")))
     failed = False
     for r in releases:
         out = Path(args.out) / r
@@ -56,7 +56,7 @@ def main() -> int:
         ours = lancefmt.dataset(uri).to_table()
         with pa.ipc.new_file(out / "lancefmt.arrow", ours.schema) as w:
             w.write_table(ours.unify_dictionaries().combine_chunks())
-        python = Path(args.venvs) / f"pylance-{r}" / "bin" / "python"
+        python = Path(args.venvs) / f"pylance-{r.split('-')[0]}" / "bin" / "python"
         proc = subprocess.run([str(python), str(HERE / "check_old_read.py"), uri,
                                str(out / "lancefmt.arrow")], capture_output=True, text=True,
                               env={"LANCE_LOG": "error", "PATH": "/usr/bin:/bin"})
