@@ -125,3 +125,17 @@ def test_dataset_writes_on_legacy_datasets(release, tmp_path):
     lancefmt.write_dataset(lance.dataset(uri).to_table().slice(0, 3), uri, mode="append")
     lancefmt.dataset(uri).optimize.compact_files()
     _same_in_pylance(uri)
+
+
+@pytest.mark.parametrize("release", ["0.10", "0.13-v2"])
+def test_data_files_read_on_their_own(release):
+    """The data files alone (their own schema and column assignment, no manifest): legacy
+    files and 0.13's list-encoded strings."""
+    from lancefmt.file.reader import LanceFileReader
+
+    uri = FIXTURES / release / "dataset"
+    frags = lance.dataset(str(uri), version=1).get_fragments()
+    parts = [LanceFileReader(str(uri / "data" / f.metadata.files[0].path)).read_all()
+             for f in frags]
+    got = pa.concat_tables(parts)
+    assert_same(expected(release, 1), got)
