@@ -250,6 +250,9 @@ class FragmentTable:
         })
 
 
+STABLE_VERSION = "2.2"  # what pylance 14 calls "stable" (lancefmt.file.format.DEFAULT_WRITE_VERSION)
+
+
 def storage_version_of_file(major: int, minor: int) -> str:
     """The data storage version a ``DataFile``'s file version means: (0, 0..2) legacy "0.1"
     (0.10-era files say (0, 0)), (0, 3) "2.0" (how pylance 0.13-0.16 recorded 2.0 files),
@@ -340,7 +343,10 @@ class ManifestFile:
         if f.num_files:
             major, minor = int(f.file_major_version[0]), int(f.file_minor_version[0])
             return storage_version_of_file(major, minor)
-        return "2.0" if h.writer_feature_flags & ff.FLAG_USE_V2_FORMAT_DEPRECATED else "0.1"
+        # no files: the deprecated v2 flag meant "the stable format", which pylance 14 resolves
+        # to its stable version
+        return STABLE_VERSION if h.writer_feature_flags & ff.FLAG_USE_V2_FORMAT_DEPRECATED \
+            else "0.1"
 
     @property
     def manifest_bytes(self) -> memoryview:

@@ -16,7 +16,7 @@ from .._proto import file_pb2, rowids_pb2, table_pb2
 from .. import __version__
 from ..errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
 from . import feature_flags
-from .manifest import storage_version_of_file
+from .manifest import STABLE_VERSION, storage_version_of_file
 from .transaction import (
     Append, Clone, CreateIndex, DataReplacement, Delete, Merge, Opaque, Overwrite, Project,
     ReserveFragments, Restore, Rewrite, Transaction, Update, UpdateBases, UpdateConfig,
@@ -165,7 +165,23 @@ def _keep_inferred_format(manifest) -> None:
             manifest.data_format.version = storage_version_of_file(major, minor)
             return
     deprecated_v2 = manifest.writer_feature_flags & feature_flags.FLAG_USE_V2_FORMAT_DEPRECATED
-    manifest.data_format.version = "2.0" if deprecated_v2 else "0.1"
+    manifest.data_format.version = STABLE_VERSION if deprecated_v2 else "0.1"
+
+
+def _fix_legacy_format(manifest) -> None:
+    """pylance 0.16 could record "0.1" for a dataset of 2.0 files; Lance's commit corrects it
+    to what the files are, and refuses a dataset that mixes file versions (it needs a
+    rollback), as here."""
+    if manifest.data_format.version not in ("0.1", "legacy"):
+        return
+    found = {storage_version_of_file(df.file_major_version, df.file_minor_version)
+             for f in manifest.fragments for df in f.files}
+    if len(found) > 1:
+        raise UnsupportedFeatureError(
+            f"the dataset contains a mixture of file versions ({', '.join(sorted(found))}); "
+            f"roll it back to an earlier version")
+    if found and found != {"0.1"}:
+        manifest.data_format.version = found.pop()
 
 
 def _check_file_versions(frags, data_format: str) -> None:
@@ -390,6 +406,7 @@ def _finish(manifest, previous, version, transaction_file, options, stable, frag
         manifest.data_format.file_format = "lance"
     if not manifest.data_format.version:
         manifest.data_format.version = options.data_storage_version or "2.0"
+    _fix_legacy_format(manifest)
     for k, v in options.extra_config.items():
         manifest.config[k] = v
     manifest.ClearField("index_section")

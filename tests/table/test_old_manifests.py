@@ -1,5 +1,6 @@
-"""Legacy dictionary values travel with the manifest: written before the sections, found again
-through ``Field.dictionary`` (pylance's reads of them: tests/interop/test_legacy_write_interop.py)."""
+"""Manifests of old releases: legacy dictionary values travel with the manifest (pylance's reads
+of them: tests/interop/test_legacy_write_interop.py), and the storage format is inferred and
+corrected as Lance does."""
 import pyarrow as pa
 import pytest
 
@@ -68,3 +69,41 @@ def test_a_commit_keeps_the_format_an_old_manifest_implies():
     old.fragments[0].files[0].file_major_version = 2
     manifest, _ = build_manifest(old, [], txn, version=2, transaction_file="")
     assert manifest.data_format.version == "2.0"
+
+
+def _old_manifest(*file_versions, flags=0):
+    old = table_pb2.Manifest(version=1, max_fragment_id=len(file_versions), writer_feature_flags=flags)
+    old.fields.add(name="id", id=0, parent_id=-1, logical_type="int64")
+    for i, (major, minor) in enumerate(file_versions):
+        frag = old.fragments.add(id=i, physical_rows=3)
+        frag.files.add(path=f"{i}.lance", fields=[0], file_major_version=major,
+                       file_minor_version=minor)
+    return old
+
+
+def _commit_delete(old):
+    from lancefmt.table.manifest_builder import build_manifest
+    from lancefmt.table.transaction import Delete, Transaction
+
+    return build_manifest(old, [], Transaction(1, Delete([], [], "false")), version=2,
+                          transaction_file="")[0]
+
+
+def test_format_inference_for_manifests_without_data_format():
+    assert _commit_delete(_old_manifest((0, 3))).data_format.version == "2.0"   # 0.13-0.16 v2
+    assert _commit_delete(_old_manifest()).data_format.version == "0.1"
+    v2_flag = _old_manifest(flags=4)  # 0.15: no files, the deprecated "use v2" writer flag
+    assert _commit_delete(v2_flag).data_format.version == "2.2"   # pylance 14's stable
+    assert parse_manifest_file(encode_manifest_file(v2_flag)).data_storage_version == "2.2"
+
+
+def test_a_0_16_legacy_label_on_2_0_files_is_corrected_and_mixtures_refused():
+    from lancefmt.errors import UnsupportedFeatureError
+
+    wrong = _old_manifest((2, 0), (2, 0))
+    wrong.data_format.file_format, wrong.data_format.version = "lance", "0.1"
+    assert _commit_delete(wrong).data_format.version == "2.0"
+    mixed = _old_manifest((0, 2), (2, 0))
+    mixed.data_format.file_format, mixed.data_format.version = "lance", "0.1"
+    with pytest.raises(UnsupportedFeatureError, match="mixture of file versions"):
+        _commit_delete(mixed)
