@@ -11,7 +11,7 @@ import random
 import time
 
 from ...errors import DatasetNotFoundError, InvalidArgumentError, RetryableCommitConflictError
-from ...file.format import storage_version_name
+from ...file.format import write_version_name
 from ...io import open_store
 from ...io.memory_scope import private_memory_options
 from ...io.uri import normalize_uri
@@ -76,7 +76,7 @@ def commit_manifest(uri, operation, read_version: int | None = None, *,
     options = CommitOptions(
         max_retries=max_retries, manifest_scheme="v2" if enable_v2_manifest_paths else "v1",
         must_create=must_create,
-        build=BuildOptions(data_storage_version=(storage_version_name(data_storage_version)
+        build=BuildOptions(data_storage_version=(write_version_name(data_storage_version)
                                                  if data_storage_version else None),
                            enable_stable_row_ids=enable_stable_row_ids))
     mf = commit_transaction(uri, txn, store=store, options=options, restore_source=restore_source)

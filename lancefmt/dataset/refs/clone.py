@@ -38,7 +38,7 @@ def clone_version(src, target_uri: str, *, ref_name=None, branch_name=None, stor
     txn_uri = transaction_file_uri(target_uri, txn_name)
     store.put(txn_uri, txn_pb.SerializeToString())
     uri = manifest_uri(target_uri, src.version, "v2")  # new datasets use V2 names (pylance 14)
-    data = encode_manifest_file(manifest, txn_pb, indices)
+    data = encode_manifest_file(manifest, txn_pb, indices, src.manifest_file.dictionary_values())
     if not put_manifest(target_uri, src.version, uri, data, store):
         store.delete(txn_uri)
         raise DatasetExistsError(f"a Lance dataset was created concurrently at {target_uri}")

@@ -55,7 +55,8 @@ def write_and_commit(data, uri, schema=None, mode: str = "create", *,
     plan = plan_write(data, uri, mode, schema, data_storage_version, initial_bases, storage_options,
                  manifest_store)
     fragments, written = write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                      storage_options, base_store_params)
+                                     storage_options, base_store_params,
+                                     max_rows_per_group=max_rows_per_group)
     report_progress(progress, fragments)
     if plan.existing is not None and mode == "append":
         operation = Append(fragments)

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ..._proto import table_pb2
 from ...errors import InvalidArgumentError
+from ...file.format import LEGACY_VERSION_NAME
 from ...file.schema import arrow_from_fields
 from ...file.writer import LanceFileWriter
 from ...io import open_store
@@ -68,13 +69,16 @@ class FileRoller:
 
     def __init__(self, schema: pa.Schema, fields, version: str, targets, storage_options,
                  max_rows: int, max_bytes: int, staging: str | None = None,
-                 staging_open: bool = False):
+                 staging_open: bool = False, max_rows_per_group: int | None = None):
         self.schema, self.fields, self.version = schema, fields, version
         self.staging = staging
         self.staging_open = staging_open
         self.targets = itertools.cycle(targets)
         self.storage_options = storage_options
         self.max_rows, self.max_bytes = max_rows, max_bytes
+        # legacy (0.1) files group rows as pylance's writer does; 2.x files have pages instead
+        self.writer_options = {"max_rows_per_group": int(max_rows_per_group)} \
+            if version == LEGACY_VERSION_NAME and max_rows_per_group else {}
         self.fragments: list[FragmentMetadata] = []
         self.written: list[str] = []
         self.written_options: list = []
@@ -94,7 +98,7 @@ class FileRoller:
             stage_file(self.staging, uri, self.storage_options, require_open=self.staging_open)
         store = open_store(uri, self._target.storage_options)
         self._writer = LanceFileWriter(uri, self.file_schema, self.version, store=store,
-                                       fields=self.fields)
+                                       fields=self.fields, **self.writer_options)
         if self.blob_columns:
             self._sidecars = BlobSidecars(store, uri, self.blob_columns)
         self._name, self._uri, self._bytes = name, uri, 0
@@ -173,7 +177,8 @@ def data_file_pb(name: str, writer: LanceFileWriter, base_id):
 
 def write_files(plan: WritePlan, target_bases, max_rows_per_file, max_bytes_per_file,
                 storage_options, base_store_params=None, target_offset: int = 0,
-                staging: str | None = None, staging_open: bool = False):
+                staging: str | None = None, staging_open: bool = False,
+                max_rows_per_group: int | None = None):
     """Write ``plan``'s input as data files: (fragments, [(uri, storage options)] written).
     A failure removes every file written so far."""
     if int(max_rows_per_file) <= 0:
@@ -182,7 +187,8 @@ def write_files(plan: WritePlan, target_bases, max_rows_per_file, max_bytes_per_
     shift = int(target_offset) % len(targets)
     targets = targets[shift:] + targets[:shift]
     roller = FileRoller(plan.schema, plan.fields, plan.storage_version, targets, storage_options,
-                        int(max_rows_per_file), int(max_bytes_per_file), staging, staging_open)
+                        int(max_rows_per_file), int(max_bytes_per_file), staging, staging_open,
+                        max_rows_per_group)
     try:
         for batch in plan.reader:
             roller.write(batch)

@@ -10,7 +10,7 @@ from ...errors import (
     DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, InvalidInputError,
     UnsupportedFeatureError,
 )
-from ...file.format import storage_version_name
+from ...file.format import write_version_name
 from ...file.schema import arrow_from_fields, fields_from_arrow, storage_schema
 from ...io import open_store
 from ...table.base_paths import BasePath, assign_base_ids
@@ -20,7 +20,7 @@ from ..core.base_options import as_base_paths
 from .blobs import blob_v2_columns, blob_v2_schema, input_schema
 from .input import to_reader
 
-WRITABLE_STORAGE_VERSIONS = ("2.0", "2.1", "2.2")
+WRITABLE_STORAGE_VERSIONS = ("0.1", "2.0", "2.1", "2.2")
 
 
 def existing_manifest(uri: str, store):
@@ -33,8 +33,8 @@ def existing_manifest(uri: str, store):
 
 
 def check_storage_version(version: str | None) -> str:
-    """pylance's names (None / "stable" -> 2.2, "legacy" refused) -> the version written."""
-    version = storage_version_name(version)
+    """pylance's names (None / "stable" -> 2.2, "legacy"/"0.1" -> 0.1) -> the version written."""
+    version = write_version_name(version)
     if version not in WRITABLE_STORAGE_VERSIONS:
         raise UnsupportedFeatureError(
             f"lancefmt writes data storage version(s) {', '.join(WRITABLE_STORAGE_VERSIONS)}, "

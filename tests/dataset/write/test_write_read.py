@@ -99,8 +99,8 @@ def test_append_schema_checks(tmp_path):
     # a nullable column may be missing (as pylance allows): it reads as nulls
     ds = lancefmt.write_dataset(pa.table({"a": [4]}), uri, mode="append")
     assert ds.to_table().to_pydict() == {"a": [1, 2, 3, 4], "b": ["x", "y", "z", None]}
-    with pytest.raises(UnsupportedFeatureError, match="legacy"):
-        lancefmt.write_dataset(pa.table({"a": [1]}), str(tmp_path / "x"), data_storage_version="legacy")
+    with pytest.raises(UnsupportedFeatureError, match="2.3"):
+        lancefmt.write_dataset(pa.table({"a": [1]}), str(tmp_path / "x"), data_storage_version="2.3")
 
 
 def test_reads(uri):
