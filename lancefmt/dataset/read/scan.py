@@ -42,12 +42,20 @@ WINDOW_ROWS = 1 << 17
 MAX_TASK_ROWS = 1 << 20
 
 
+REMOTE_SCHEMES = ("s3://", "s3a://", "gs://", "gcs://", "az://", "abfs://", "abfss://", "http")
+
+
+def is_remote(ctx: ScanContext | None) -> bool:
+    """Whether the dataset lives in an object store (latency-bound: reads are batched)."""
+    return ctx is not None and ctx.uri.startswith(REMOTE_SCHEMES)
+
+
 def default_threads(ctx: ScanContext | None = None) -> int:
     """Fragments scanned at once. Local files are CPU-bound once cached: one thread per core
     (at least two, so I/O and decoding overlap). Object stores are latency-bound: many
     requests in flight."""
     cpus = os.cpu_count() or 2
-    if ctx is not None and ctx.uri.startswith(("s3://", "gs://", "gcs://", "az://", "abfs://", "http")):
+    if is_remote(ctx):
         return 16
     return max(2, min(8, cpus))
 
