@@ -97,7 +97,9 @@ def classify(exc: BaseException) -> str | None:
     if _module_of(exc) == "botocore":
         from botocore import exceptions as bx
 
-        if isinstance(exc, (bx.ConnectionError, bx.HTTPClientError, bx.ResponseParserError)):
+        from botocore.parsers import ResponseParserError  # a throttled answer's broken XML
+
+        if isinstance(exc, (bx.ConnectionError, bx.HTTPClientError, ResponseParserError)):
             return "request"
         return None
     if _module_of(exc) == "aiohttp":

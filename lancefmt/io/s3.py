@@ -370,15 +370,16 @@ class S3Store(FsspecStore):
         return self._run(self._put_if_absent, uri, bytes(data))
 
     async def _put_if_absent(self, uri, data):
-        """``PUT`` with ``If-None-Match: *``. A 412 after an attempt whose outcome is unknown (its
-        response was lost, or it timed out) may be our own first attempt having landed: then the
-        object is read back and compared, so a commit is never reported lost when it was made
-        (nor made twice by the caller's retry at the next version)."""
+        """``PUT`` with ``If-None-Match: *``. A 412 may answer a retry of our own PUT whose first
+        response was lost (a retry of ours, or aiohttp's own silent resend on a dropped
+        keep-alive connection, which nothing above it can see): so the object is read back and
+        compared, and a commit is never reported lost when it was made (nor made again by the
+        caller at the next version). Manifests carry their transaction's UUID, so equal bytes
+        mean ours; for identical tag or branch files two writers both "create" the same
+        content, which leaves the same result."""
         bucket, key = self._bucket_key(uri)
-        tries = [0]
 
         async def attempt():
-            tries[0] += 1
             s3 = await self._client()
             try:
                 await s3.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*",
@@ -386,22 +387,22 @@ class S3Store(FsspecStore):
                 return True
             except Exception as e:  # noqa: BLE001
                 if http_status(e) == 412 or error_code(e) == "PreconditionFailed":
-                    return "exists"
+                    return False
                 raise
 
         # 409 ConditionalRequestConflict: a concurrent conditional write to the key; S3 asks
         # for a retry, which then sees who won
-        outcome = await self._call("put_if_absent", uri, attempt, retry_statuses=(409,))
-        if outcome is True:
+        if await self._call("put_if_absent", uri, attempt, retry_statuses=(409,)):
             return True
-        if tries[0] == 1:
-            return False
         self.stats.add("put_if_absent_readback")
         try:
             current = await self._read_whole(uri)
         except StorageNotFoundError:
             return False
-        return current == data
+        if current == data:
+            self.stats.add("put_if_absent_recognised")
+            return True
+        return False
 
     def put_durable(self, uri, data):
         self.put(uri, data)
