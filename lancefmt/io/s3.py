@@ -10,9 +10,18 @@ retried into ``412 Precondition Failed`` and reported as "somebody else committe
 Concurrency: every request of a store runs on fsspec's event loop (one thread, shared by every
 s3fs file system of the process); :meth:`S3Store.read_many` sends a whole batch of ranges at
 once, at most ``io_parallelism`` (64, ``LANCE_IO_THREADS``) requests of the store in flight and
-``LANCE_PROCESS_IO_THREADS_LIMIT`` (128) in the process. Measured behind a 20 ms proxy,
-this beat ``pyarrow.fs.S3FileSystem`` driven from a thread pool (see ``docs`` in the report of
-issue 26 and ``asv_bench/benchmarks/object_store.py``).
+``LANCE_PROCESS_IO_THREADS_LIMIT`` (128) in the process.
+
+Why s3fs's async client rather than ``pyarrow.fs.S3FileSystem`` (``asv_bench/
+s3_client_compare.py``: moto behind the proxy at 20 ms per request, in a child process, one
+request per range, two shared cores): wall times are within about 25% either way (64 x 4 KiB:
+711 vs 544 ms; 256 x 16 KiB: 2.67 vs 2.28 s; 8 x 1 MiB: 98 vs 125 ms; 1 x 12 MiB: 85 vs
+104 ms), the server being the bottleneck, but pyarrow spends about a third of the CPU per request
+(0.8 vs 2.4 ms). It was not chosen because it cannot do the rest: no ``If-None-Match`` PUT (the
+commit), its own retry policy without a deadline or short-body checks, its own option names and
+errors; two clients would mean two mappings and two retry layers. If the event-loop thread ever
+becomes the limit (some hundreds of requests per second), ``read_many`` is the one place to
+move ranged GETs to pyarrow.fs.
 """
 from __future__ import annotations
 

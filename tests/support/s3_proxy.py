@@ -36,6 +36,7 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 _HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "expect",
         "proxy-connection", "upgrade", "te", "trailer"}
+CONTROL = "/__proxy__/"
 FAULTS = ("slowdown", "internal", "reset", "truncate", "short_range", "lost_response")
 
 _ERROR_XML = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
@@ -254,6 +255,8 @@ class S3Proxy:
         return None
 
     async def _handle(self, request: web.Request):
+        if request.path.startswith(CONTROL):
+            return self._control(request)
         seen, upstream_path = self._parse(request)
         with self._lock:
             self.requests.append(seen)
@@ -320,6 +323,22 @@ class S3Proxy:
         await resp.write_eof()
         return resp
 
+    def _control(self, request):
+        """``/__proxy__/{counts,reset,inject}``: drive a proxy in another process."""
+        q = request.query
+        op = request.path[len(CONTROL):]
+        if op == "reset":
+            self.reset(latency=float(q["latency"]) if "latency" in q else None,
+                       bandwidth=(float(q["bandwidth"]) or None) if "bandwidth" in q else "keep")
+        elif op == "inject":
+            self.inject(q["fault"], int(q.get("times", 1)), method=q.get("method"),
+                        kind=q.get("kind"), path_contains=q.get("path_contains"))
+        elif op != "counts":
+            return web.Response(status=404)
+        return web.json_response({"counts": dict(self.counts(q.get("path_contains", ""))),
+                                  "max_in_flight": self.max_in_flight,
+                                  "faults_served": dict(self.faults_served)})
+
     def _error(self, seen, status, code, message):
         seen.status = status
         return web.Response(status=status, content_type="application/xml",
@@ -373,3 +392,77 @@ def create_bucket(endpoint: str, name: str | None = None) -> str:
     boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
                  aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=name)
     return name
+
+
+class RemoteProxy:
+    """An :class:`S3Proxy` (with its moto server) in a child process, so that the client being
+    measured does not share its interpreter (and GIL) with the server; the same ``counts``,
+    ``reset``, ``inject`` and ``max_in_flight``, over the proxy's control path."""
+
+    def __init__(self, latency: float = 0.0, bandwidth: float | None = None):
+        import json
+        import subprocess
+        import sys
+
+        self._proc = subprocess.Popen(
+            [sys.executable, __file__, str(latency), str(bandwidth or 0)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        info = json.loads(self._proc.stdout.readline())
+        self.endpoint, self.upstream = info["endpoint"], info["upstream"]
+        self.port = int(self.endpoint.rsplit(":", 1)[1])
+        self.max_in_flight = 0
+        self.faults_served: Counter = Counter()
+
+    def _call(self, op, **query):
+        import json
+        from urllib.parse import urlencode
+        from urllib.request import urlopen
+
+        q = urlencode({k: v for k, v in query.items() if v is not None})
+        with urlopen(f"{self.endpoint}{CONTROL}{op}?{q}", timeout=30) as r:
+            out = json.loads(r.read())
+        self.max_in_flight = out["max_in_flight"]
+        self.faults_served = Counter(out["faults_served"])
+        return out
+
+    def counts(self, path_contains: str = "") -> Counter:
+        return Counter(self._call("counts", path_contains=path_contains)["counts"])
+
+    def reset(self, latency=None, bandwidth="keep") -> None:
+        self._call("reset", latency=latency,
+                   bandwidth=None if bandwidth == "keep" else (bandwidth or 0))
+
+    def inject(self, fault, times=1, *, method=None, kind=None, path_contains=None) -> None:
+        self._call("inject", fault=fault, times=times, method=method, kind=kind,
+                   path_contains=path_contains)
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(10)
+            except Exception:  # noqa: BLE001
+                self._proc.kill()
+
+
+def _serve_forever(latency: float, bandwidth: float) -> None:  # pragma: no cover - a child
+    import json
+    import sys
+
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    upstream = f"http://{host}:{port}"
+    proxy = S3Proxy(upstream, latency=latency, bandwidth=bandwidth or None).start()
+    print(json.dumps({"endpoint": proxy.endpoint, "upstream": upstream}), flush=True)
+    sys.stdin.read()  # until the parent closes it (or dies)
+    proxy.stop()
+    server.stop()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    _serve_forever(float(sys.argv[1]), float(sys.argv[2]))
