@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import io
 import os
 import threading
 import time
@@ -509,7 +510,39 @@ class S3Store(FsspecStore):
         return _S3Writer(self, uri)
 
     def open_input(self, uri):
-        return self.fs.open(self._path(uri), "rb")
+        """A buffered, seekable reader whose reads are this store's ranged reads (so retried
+        and checked like every other read)."""
+        return io.BufferedReader(_S3Input(self, uri, self.size(uri)), buffer_size=1 << 20)
+
+
+class _S3Input(io.RawIOBase):
+    def __init__(self, store: S3Store, uri: str, size: int):
+        super().__init__()
+        self.store, self.uri, self._size, self._pos = store, uri, size, 0
+        self.name = uri
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self._pos
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buf):
+        n = min(len(buf), max(0, self._size - self._pos))
+        if n == 0:
+            return 0
+        data = self.store.read_range(self.uri, self._pos, n)
+        buf[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
 
 
 class _S3Answer(Exception):

@@ -298,6 +298,20 @@ def test_io_parallelism_caps_requests_in_flight(env, parallelism, most):
         assert e.proxy.max_in_flight >= 10
 
 
+def test_open_input_reads_through_the_store(env):
+    e, uri = _obj(env)
+    store = _store(e)
+    store.put(uri, DATA)
+    e.proxy.reset()
+    e.proxy.inject("truncate", method="GET")
+    with store.open_input(uri) as f:
+        f.seek(1000)
+        assert f.read(10) == DATA[1000:1010]
+        f.seek(-5, 2)
+        assert f.read() == DATA[-5:]
+    assert e.proxy.faults_served["truncate"] == 1
+
+
 def test_read_tail_is_one_request(env):
     e, uri = _obj(env)
     store = _store(e)

@@ -231,3 +231,16 @@ def test_azure_keys_map_onto_adlfs(no_package_check):
     assert resolve("abfss", {"tenant_id": "t", "client_id": "c", "client_secret": "s"},
                    environ={}).fs_kwargs == {"tenant_id": "t", "client_id": "c",
                                              "client_secret": "s"}
+
+
+def test_spark_storage_options_resolve_like_a_dict():
+    """Spark hands ``storage.<key>`` options as strings (``true`` already a bool)."""
+    from lancefmt.spark.options import storage_options
+
+    opts = storage_options({"path": "s3://b/ds", "storage.aws_endpoint": EP,
+                            "storage.allow_http": "true", "storage.AWS_REGION": "us-east-1",
+                            "storage.client_max_retries": "2", "storage.timeout": "10s"})
+    r = s3(opts)
+    assert r.fs_kwargs["endpoint_url"] == EP
+    assert r.fs_kwargs["client_kwargs"] == {"region_name": "us-east-1"}
+    assert (r.settings.max_retries, r.settings.request_timeout) == (2, 10.0)
