@@ -117,7 +117,7 @@ def classify(exc: BaseException) -> str | None:
 
 def is_dependency_error(exc: BaseException) -> bool:
     """An exception raised by a storage client library (as opposed to a bug of ours)."""
-    if isinstance(exc, (OSError, asyncio.TimeoutError, ShortBody)):
+    if isinstance(exc, (OSError, asyncio.TimeoutError, ShortBody)) or http_status(exc) is not None:
         return True
     mod = _module_of(exc)
     if mod in ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "gcsfs", "adlfs", "azure",
