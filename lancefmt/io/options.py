@@ -220,10 +220,15 @@ def env_fingerprint(protocol: str, environ: Mapping[str, str] | None = None) -> 
     """The environment variables :func:`resolve` may read for ``protocol``: part of a store's
     cache key, so a changed environment gets a new store."""
     env = os.environ if environ is None else environ
-    prefixes = {"s3": ("AWS_",), "gcs": ("GOOGLE_",), "azure": ("AZURE_",)}.get(family(protocol), ())
-    prefixes = prefixes + ("OBJECT_STORE_", "LANCE_IO_THREADS", "LANCE_MAX_IOP_SIZE",
-                           "LANCE_PROCESS_IO_THREADS_LIMIT")
+    kind = family(protocol)
+    if kind not in ("s3", "gcs", "azure"):  # local stores read three names: no scan (hot path)
+        return tuple(env.get(k) for k in _LOCAL_ENV)
+    prefixes = {"s3": ("AWS_",), "gcs": ("GOOGLE_",), "azure": ("AZURE_",)}[kind]
+    prefixes = prefixes + ("OBJECT_STORE_",) + _LOCAL_ENV
     return tuple(sorted((k, v) for k, v in env.items() if k.startswith(prefixes)))
+
+
+_LOCAL_ENV = ("LANCE_IO_THREADS", "LANCE_MAX_IOP_SIZE", "LANCE_PROCESS_IO_THREADS_LIMIT")
 
 
 class _Options:
