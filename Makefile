@@ -7,7 +7,7 @@ BASE   := $(VENV)/.lancefmt-base
 SPARK  := $(VENV)/.lancefmt-spark
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup build build-spark test demo demo-metadata bench bench-spark fuzz clean
+.PHONY: setup build build-spark lint test demo demo-metadata bench bench-spark fuzz compat clean
 
 # the venv with the build requirements of pyproject.toml, so builds can recompile in place
 $(BASE): pyproject.toml setup.py
@@ -34,7 +34,11 @@ build: $(STAMP)
 build-spark: $(SPARK)
 	$(PY) setup.py -q build_ext --inplace
 
-test: build
+# The package's layers and its freedom from import cycles (contracts in pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+test: build lint
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
 # The main job: Spark (local[*]) writes, appends, deletes, time-travels, fails over and streams a
@@ -65,6 +69,22 @@ fuzz: build
 	done
 	# seeded byte flips and truncations of real pylance 2.1/2.2 files (a few seconds in `make test`)
 	LANCEFMT_FUZZ_SECONDS=$(SECONDS) nice -n 19 $(PY) -m pytest -p no:xdist -q tests/interop/test_file_fuzz_v21.py
+
+# Rebuild the compat fixtures (tests/compat/fixtures): a venv per old pylance release
+# (COMPAT_VENVS, pylance + the pyarrow of its era), generate.py run in each, then lancefmt
+# deletes/appends/compacts every fixture and each old release reads the result back.
+COMPAT_VENVS ?= .compat-venvs
+# (0.13-v2: pylance 0.13 asked for its early 2.0 files)
+COMPAT_RELEASES ?= 0.10 0.13-v2 0.16 0.20 0.25 0.33 0.39 2.0 9.0
+compat: build
+	for r in $(COMPAT_RELEASES); do VENVS=$(COMPAT_VENVS) bash tests/compat/make_venvs.sh $${r%-*} || exit 1; done
+	for r in $(COMPAT_RELEASES); do \
+		opts=$$(case $$r in 0.13-v2) echo use_legacy_format=false;; esac); \
+		LANCE_LOG=error $(COMPAT_VENVS)/pylance-$${r%-*}/bin/python tests/compat/generate.py \
+			tests/compat/fixtures/$$r $$opts || exit 1; \
+	done
+	LANCE_LOG=error $(PY) tests/compat/roundtrip.py --venvs $(COMPAT_VENVS) --out build/compat $(COMPAT_RELEASES)
+	LANCE_LOG=error $(PY) -m pytest -p no:xdist -q tests/compat
 
 clean:
 	rm -rf build dist *.egg-info lancefmt/_proto/*_pb2.py

@@ -1,6 +1,7 @@
 """lancefmt: Lance datasets from Python + Cython, byte-compatible with pylance.
 
-This module re-exports the public API of docs/api.md and nothing else.
+This module re-exports the public API (pylance's names: ``dataset``, ``write_dataset``,
+``LanceDataset``, ...) and nothing else; docs/ describes it page by page.
 """
 from .errors import (
     CommitConflictError,
@@ -18,12 +19,12 @@ from .errors import (
 )
 from .table.base_paths import BasePath
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
 from .table.fragment import FragmentMetadata  # noqa: E402
 from .table.transaction import Operation, Transaction  # noqa: E402
-from .dataset.scanner import LanceScanner  # noqa: E402
+from .dataset.read.scanner import LanceScanner  # noqa: E402
 
 # pylance's names for the same classes (code written for ``import lance`` runs unchanged)
 LanceDataset = Dataset
@@ -33,9 +34,9 @@ from .table.external_manifest import (  # noqa: E402
     ExternalManifestStore, ManifestEntry, SqliteManifestStore,
 )
 from .table.dynamodb_manifest import DynamoDBManifestStore  # noqa: E402
-from .dataset.columns import BatchUDF, batch_udf  # noqa: E402
-from .dataset.compaction import CompactionMetrics  # noqa: E402
-from .dataset.merge_insert import MergeInsertBuilder  # noqa: E402
+from .dataset.mutate.udf import BatchUDF, batch_udf  # noqa: E402
+from .dataset.maintain.compaction import CompactionMetrics  # noqa: E402
+from .dataset.mutate.merge_insert import MergeInsertBuilder  # noqa: E402
 
 __all__ = [
     "LanceError",

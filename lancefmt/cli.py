@@ -32,6 +32,7 @@ from datetime import timedelta
 from .errors import LanceError
 from .io import normalize_uri, open_store
 from .table import feature_flags as ff
+from .table.manifest_stores import as_manifest_store
 from .table.refs import list_branches, list_tags, resolve_version_ref
 from .table.versions import latest_manifest, list_versions, locate_manifest
 from .table.manifest import read_manifest
@@ -74,7 +75,7 @@ def describe(uri: str, version=None, storage_options: dict | None = None,
              manifest_store=None) -> dict:
     """Everything ``inspect`` shows, as plain data (also the ``--json`` output)."""
     uri = normalize_uri(uri)
-    store = open_store(uri, storage_options, manifest_store)
+    store = open_store(uri, storage_options, as_manifest_store(manifest_store))
     ds_uri, v = resolve_version_ref(uri, version, store=store)
     loc = latest_manifest(ds_uri, store=store) if v is None else locate_manifest(ds_uri, v, store=store)
     m = read_manifest(loc.uri, size=loc.size, store=store)
@@ -193,7 +194,7 @@ def _cmd_inspect(args) -> int:
 def _cmd_versions(args) -> int:
     uri = normalize_uri(args.uri)
     versions = list_versions(uri, store=open_store(uri, _storage_options(args.storage_option),
-                                                   args.manifest_store))
+                                                   as_manifest_store(args.manifest_store)))
     if args.json:
         print(json.dumps([{**v, "timestamp": v["timestamp"].isoformat(sep=" ")} for v in versions],
                          indent=2))
@@ -258,10 +259,10 @@ def _cmd_bases(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    from .dataset.verify import verify_dataset
+    from .dataset.maintain.verify import verify_dataset
 
     ds = _open(args, _version_arg(args.version))
-    report = verify_dataset(ds, progress=_progress(args))
+    report = verify_dataset(ds.snapshot, progress=_progress(args))
     data = {"uri": ds.uri, "version": ds.version, **report.to_dict()}
     lines = [f"checked {report.checked_data_files} data files, {report.checked_deletion_files} "
              f"deletion files, {report.checked_indices} indices of version {ds.version}"]

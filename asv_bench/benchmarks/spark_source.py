@@ -3,8 +3,8 @@ Lance storage version.
 
 Data: 2M rows (int64 id, float64 x, int32 k, string s). setup_cache writes it once as Parquet
 (pyarrow, 1M-row row groups) and as a Lance dataset per storage version (2 fragments of 1M rows):
-2.0 by lancefmt, 2.1/2.2 by pylance (lancefmt reads those once its 2.1/2.2 reader exists; until
-then those benchmarks report "not readable" and asv skips them). Every benchmark process starts
+2.0 by lancefmt, 2.1/2.2 by pylance (so the read side also reads pylance's own files). Every
+benchmark process starts
 one local SparkSession (``local[2]``; a first query warms the JVM and the Python workers).
 
 Read, over all columns: ``count(*)`` and a sum of every column (``sum(id)``, ``sum(x)``,

@@ -1,6 +1,22 @@
-"""Datasets: the user-facing layer over the table and file formats (docs/api.md)."""
-from .dataset import Dataset, dataset
-from .fragment import Fragment
-from .write import commit, write_dataset, write_fragments
+"""Datasets: pylance's ``lance.dataset`` surface over the operations below it.
 
-__all__ = ["Dataset", "Fragment", "dataset", "write_dataset", "write_fragments", "commit"]
+* :mod:`.core`: one version as a snapshot, commits, scan contexts, written-file bookkeeping;
+* :mod:`.read`: scans, scanners, projections, takes, row lookups, statistics, blobs;
+* :mod:`.write`: writing data files and committing them (``write_dataset``,
+  ``write_fragments``, distributed-job staging);
+* :mod:`.mutate`: delete, update, merge insert, schema evolution, metadata;
+* :mod:`.maintain`: compaction, cleanup, auto-cleanup, validation;
+* :mod:`.refs`: tags, branches, shallow clones, base paths;
+* :mod:`.dataset`, :mod:`.fragment`, :mod:`.read_api`: the ``Dataset`` / ``Fragment`` facade.
+"""
+from .dataset import Dataset, commit, dataset, write_dataset, write_fragments
+from .fragment import Fragment
+from .mutate.merge_insert import MergeInsertBuilder
+from .read.scanner import LanceScanner
+
+# pylance's names for the same classes
+LanceDataset = Dataset
+LanceFragment = Fragment
+
+__all__ = ["Dataset", "Fragment", "LanceDataset", "LanceFragment", "LanceScanner",
+           "MergeInsertBuilder", "dataset", "write_dataset", "write_fragments", "commit"]

@@ -1,41 +1,53 @@
-"""Dataset: an immutable view of one version of a Lance dataset (docs/api.md).
+"""Dataset: pylance's ``LanceDataset``, a thin facade over the dataset operations.
 
-Opening reads one listing of ``_versions/`` and one manifest; fragments are decoded from the
-manifest lazily. Mutations (``delete``, ``update``, ``restore``, ``add_columns``, ...) commit a
-new version through :mod:`lancefmt.table.commit` and move the object they were called on to that
-version, returning what pylance's return; ``checkout_version`` gives a separate, pinned object.
-Operation modules work on a snapshot (:meth:`Dataset._snapshot`) and hand back the committed
-dataset or manifest; this module is the only place that moves a Dataset.
+A Dataset shows one version (a :class:`~.core.snapshot.Snapshot`) through a
+:class:`~.core.view.View`. Every method hands the snapshot to an operation module and,
+when the operation commits, moves the view to the version committed, as pylance's
+mutations move the object they are called on; ``checkout_version`` gives a separate object.
+No operation module imports this one.
 """
 from __future__ import annotations
 
-from functools import cached_property
-
-import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptFileError, DatasetNotFoundError, InvalidArgumentError
-from ..io import open_store
-from ..io.uri import normalize_uri
+from ..errors import InvalidArgumentError, InvalidInputError
+from ..io.memory_scope import private_memory_options
 from ..table.base_paths import BasePath
-from ..table.feature_flags import FLAG_STABLE_ROW_IDS
-from ..table.manifest import ManifestFile
-from ..table.versions import latest_manifest, list_versions, load_manifest
-from .context import ScanContext
+from .core.plan import CommitPlan
+from .core.snapshot import Snapshot
+from .core.view import View
 from .fragment import Fragment
+from .maintain import validate as _validate
+from .maintain.auto_cleanup import maybe_auto_cleanup
+from .maintain.cleanup import cleanup_old_versions
+from .maintain.compaction import DatasetOptimizer
+from .mutate import alter_columns as _alter
+from .mutate import metadata as _metadata
+from .mutate import new_columns as _new_columns
+from .mutate.delete import delete_rows
+from .mutate.merge_insert import MergeInsertBuilder
+from .mutate.update import update_rows
+from .read import blobs as _blobs
+from .read import row_lookup
+from .read.count import count_rows
+from .read.scan import ScanSpec
+from .read.take import take_rows
 from .read_api import DatasetReadAPI
-from .scan import ScanSpec, scan_batches
+from .refs import bases as _bases
+from .refs import branches as _branches
+from .refs import clone as _clone
+from .refs.tags import Tags
+from .write.dataset_write import write_and_commit
+from .write.fragments import write_fragments  # noqa: F401 -- part of this module's API
 
 
 def dataset(uri, version=None, *, storage_options: dict | None = None,
             base_store_params: dict | None = None, manifest_store=None) -> "Dataset":
     """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
     version opens that branch). ``base_store_params``: per-base storage options
-    (:mod:`lancefmt.dataset.bases`). ``manifest_store``: an external manifest store (or
-    ``"sqlite:///path"``) that versions are resolved and committed through
+    (:mod:`lancefmt.dataset.core.base_options`). ``manifest_store``: an external manifest
+    store (or ``"sqlite:///path"``) that versions are resolved and committed through
     (:mod:`lancefmt.table.external_manifest`)."""
-    from ..io.memory_scope import private_memory_options
-
     if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
         storage_options = uri.storage_options  # a Dataset passed as the URI
     if manifest_store is None:
@@ -46,184 +58,121 @@ def dataset(uri, version=None, *, storage_options: dict | None = None,
 
 
 class Dataset(DatasetReadAPI):
-    def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None, *,
-                 base_store_params=None, manifest_store=None):
-        from ..table.external_manifest import as_manifest_store
+    """One version of a Lance dataset (pylance's ``LanceDataset``; see module docstring)."""
 
-        self._uri = uri
-        self._mf = manifest_file
-        self._storage_options = dict(storage_options) if storage_options else None
-        self._base_store_params = dict(base_store_params) if base_store_params else None
-        self._manifest_store = as_manifest_store(manifest_store)
-        if len(manifest_file.fragments.unknown_row_counts()):
-            self._resolve_row_counts()
-
-    def _resolve_row_counts(self) -> None:
-        """A fragment whose manifest says 0 rows has its data file's count (pylance reads it so
-        too): never read as empty, and counts never go negative."""
-        from ..file.reader import LanceFileReader
-
-        frags = self._mf.fragments
-        counts = {}
-        for i in frags.unknown_row_counts().tolist():
-            df = frags.fragment(i).files[0]
-            uri = self._ctx.resolver.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
-            n = LanceFileReader(uri, store=self._ctx.store_for(uri)).num_rows
-            if n < frags.num_deleted_rows[i]:
-                raise CorruptFileError(
-                    f"fragment {int(frags.ids[i])} deletes {int(frags.num_deleted_rows[i])} rows "
-                    f"of the {n} its data file holds", uri)
-            counts[i] = n
-        self._mf.set_row_counts(counts)
+    def __init__(self, snapshot: Snapshot):
+        if snapshot.after_commit is None:
+            snapshot.after_commit = maybe_auto_cleanup
+        self._view = View(snapshot)
 
     @classmethod
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None,
              manifest_store=None) -> "Dataset":
-        from ..table.refs import resolve_version_ref
-
-        uri = normalize_uri(uri)
-        store = open_store(uri, storage_options, manifest_store)
-        uri, version = resolve_version_ref(uri, version, store=store)  # a branch's tag: tree/
-        mf = load_manifest(uri, version, store=store)
-        return cls(uri, mf, storage_options, base_store_params=base_store_params,
-                   manifest_store=store.manifest_store)
+        return cls(Snapshot.open(uri, version, storage_options=storage_options,
+                                 base_store_params=base_store_params,
+                                 manifest_store=manifest_store, after_commit=maybe_auto_cleanup))
 
     def __repr__(self):
-        return f"Dataset({self._uri!r}, version={self.version})"
-
-    _CACHED = ("_ctx", "fragment_table", "_row_id_index", "_direct_plans")
-
-    def _adopt(self, committed) -> "Dataset":
-        """Move this object to the version ``committed`` (a Dataset or ManifestFile)."""
-        mf = committed._mf if isinstance(committed, Dataset) else committed
-        if mf is self._mf:
-            return self
-        self._mf = mf
-        for name in self._CACHED:
-            self.__dict__.pop(name, None)
-        return self
-
-    def _snapshot(self) -> "Dataset":
-        """A separate object at this version, for operation modules to commit through."""
-        return Dataset(self._uri, self._mf, self._storage_options,
-                       base_store_params=self._base_store_params,
-                       manifest_store=self._manifest_store)
+        return f"Dataset({self.uri!r}, version={self.version})"
 
     def __reduce__(self):
-        return (_reopen, (self._uri, self.version, self._storage_options, self._base_store_params,
-                          self._manifest_store))
+        return (_reopen, self.snapshot.open_args())
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The version this object shows, as the dataset operations take it."""
+        return self._view.snapshot
+
+    def _adopt(self, committed: Snapshot) -> "Dataset":
+        """Move this object to ``committed`` (a version committed from it)."""
+        self._view.move_to(committed)
+        return self
+
+    def _commit(self, operation, **options) -> "Dataset":
+        """Commit ``operation`` planned against this version and move this object there."""
+        return self._adopt(self.snapshot.commit(operation, **options).run_after_commit())
+
+    def _commit_plan(self, plan: CommitPlan) -> "Dataset":
+        return self._adopt(self.snapshot.commit_plan(plan).run_after_commit())
 
     # -- identity and metadata --------------------------------------------------------------
     @property
     def uri(self) -> str:
-        return self._uri
+        return self.snapshot.uri
 
     @property
     def storage_options(self) -> dict | None:
-        return self._storage_options
+        return self.snapshot.storage_options
 
     @property
     def manifest_store(self):
         """The external manifest store this view resolves and commits versions through (None:
         the object store's own conditional put)."""
-        return self._manifest_store
+        return self.snapshot.manifest_store
 
     @property
     def base_store_params(self) -> dict | None:
-        """Per-base storage options this view reads and writes with (see ``dataset.bases``)."""
-        return self._base_store_params
+        """Per-base storage options this view reads and writes with."""
+        return self.snapshot.base_store_params
 
     @property
     def version(self) -> int:
-        return self._mf.version
+        return self.snapshot.version
 
     @property
     def manifest(self):
         """The ``lance.table.Manifest`` protobuf of this version."""
-        return self._mf.manifest
+        return self.snapshot.manifest
 
     @property
-    def manifest_file(self) -> ManifestFile:
-        return self._mf
+    def manifest_file(self):
+        return self.snapshot.manifest_file
 
     @property
     def latest_version(self) -> int:
-        return latest_manifest(self._uri, store=self._store).version
-
-    @cached_property
-    def _store(self):
-        return open_store(self._uri, self._storage_options, self._manifest_store)
-
-    @cached_property
-    def _ctx(self) -> ScanContext:
-        return ScanContext.from_manifest(self._uri, self._mf.header, self._storage_options,
-                                         self._base_store_params)
+        return self.snapshot.latest_version
 
     @property
     def schema(self) -> pa.Schema:
-        return self._ctx.schema
+        return self.snapshot.schema
 
     @property
     def lance_fields(self) -> list:
-        return list(self._ctx.fields)
+        return self.snapshot.lance_fields
 
     @property
     def data_storage_version(self) -> str:
-        return self._mf.data_storage_version
+        return self.snapshot.data_storage_version
 
     @property
     def has_stable_row_ids(self) -> bool:
-        return bool(self._mf.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+        return self.snapshot.has_stable_row_ids
 
     @property
     def base_paths(self) -> dict[int, BasePath]:
-        return {b.id: BasePath.from_pb(b) for b in self._mf.header.base_paths}
+        return self.snapshot.base_paths
 
     def config(self) -> dict:
         """``Manifest.config`` (a method, as in pylance)."""
-        return dict(self._mf.header.config)
+        return self.snapshot.config()
 
     @property
     def table_metadata(self) -> dict:
-        return dict(self._mf.header.table_metadata)
+        return dict(self.snapshot.header.table_metadata)
 
     @property
-    def tags(self):
-        from .tags import Tags
+    def tags(self) -> Tags:
+        return Tags(self._view)
 
-        return Tags(self)
-
-    @cached_property
+    @property
     def fragment_table(self):
         """Columnar view of the fragment list (numpy arrays, no object per fragment)."""
-        return self._mf.fragments
+        return self.snapshot.fragment_table
 
     # -- fragments --------------------------------------------------------------------------
-    def _fragment_pbs(self):
-        return list(self._mf.manifest.fragments)
-
     def get_fragment(self, fragment_id: int) -> Fragment | None:
-        try:
-            pb = self.fragment_table.fragment_by_id(int(fragment_id))
-        except KeyError:
-            return None
-        return Fragment(self._ctx, pb)
-
-    def _select_fragments(self, fragments):
-        if fragments is None:
-            return self._fragment_pbs()
-        out = []
-        for f in fragments:
-            if isinstance(f, Fragment):
-                out.append(f._pb)
-            elif hasattr(f, "pb"):
-                out.append(f.pb)
-            else:
-                frag = self.get_fragment(int(f))
-                if frag is None:
-                    raise InvalidArgumentError(f"no fragment {f} in version {self.version}")
-                out.append(frag._pb)
-        return out
+        pb = self.snapshot.fragment_pb(fragment_id)
+        return None if pb is None else Fragment(self.snapshot.ctx, pb)
 
     # -- reading ----------------------------------------------------------------------------
     def scanner_spec(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
@@ -241,179 +190,82 @@ class Dataset(DatasetReadAPI):
 
     def count_rows(self, filter=None, *, fragments=None, **kwargs) -> int:
         """Live rows (deletions subtracted); from metadata alone when there is no filter."""
-        if filter is None and fragments is None:
-            table = self.fragment_table
-            unknown = table.has_deletion_file & ~table.deletion_count_known
-            if not unknown.any():
-                return int(table.total_live_rows)
-        if filter is None:
-            return sum(f.count_rows() for f in self._wrap(self._select_fragments(fragments)))
-        spec = self.scanner_spec([], filter)
-        return sum(b.num_rows for b in scan_batches(self._ctx, self._select_fragments(fragments), spec))
-
-    def _wrap(self, pbs):
-        return [Fragment(self._ctx, pb) for pb in pbs]
-
-    def _live_counts(self, pbs) -> np.ndarray:
-        return np.array([pb.physical_rows - Fragment(self._ctx, pb).num_deletions for pb in pbs],
-                        dtype=np.int64)
+        return count_rows(self.snapshot, filter, fragments)
 
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
         """Rows by offset among this version's live rows, in the order given; ``columns`` as
         in ``scanner()`` (names, nested paths, or a dict of SQL expressions)."""
-        from .take import _as_indices, take_from_fragments
-
-        if not (with_row_id or with_row_address):
-            plan = self._direct_take_plan(columns)
-            if plan is not None:
-                idx = _as_indices(indices)
-                if idx.size:
-                    return plan.take(idx)
-        if self._needs_projection(columns) and not (with_row_id or with_row_address):
-            return self._take_projected(indices, columns)
-        pbs = self._fragment_pbs()
-        return take_from_fragments(self._ctx, pbs, self._live_counts(pbs), indices, columns,
-                                   with_row_id, with_row_address)
-
-    # Column sets whose direct-take plan a view remembers (a training loop asks for one or
-    # two; each plan holds its files' maps).
-    _DIRECT_PLANS_KEPT = 8
-
-    def _direct_take_plan(self, columns):
-        """This view's direct-take plan (``direct_take.py``) for ``columns`` (None or names),
-        or None when they take the general path; looked up once per column set, so a take
-        of a few rows costs no per-call planning."""
-        if columns is None:
-            key = None
-        elif isinstance(columns, (list, tuple)) and all(isinstance(c, str) for c in columns):
-            key = tuple(columns)
-        else:
-            return None
-        plans = self.__dict__.setdefault("_direct_plans", {})
-        if key in plans:
-            return plans[key]
-        from .direct_take import direct_plan
-
-        plan = None
-        if not self._needs_projection(columns):
-            spec = ScanSpec.build(self.schema, columns)
-            if spec.columns:
-                pbs = self._fragment_pbs()
-                found = direct_plan(self._ctx, pbs, spec.columns)
-                if found is not None and found.live_rows == int(self._live_counts(pbs).sum()):
-                    plan = found
-        if len(plans) >= self._DIRECT_PLANS_KEPT:
-            plans.clear()
-        plans[key] = plan
-        return plan
+        return take_rows(self.snapshot, indices, columns, with_row_id, with_row_address)
 
     def head(self, num_rows: int = 10, columns=None, **kwargs) -> pa.Table:
         return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
 
+    def take_row_ids(self, row_ids, columns=None, *, with_row_id=False,
+                     with_row_address=False) -> pa.Table:
+        """Rows by stable row id (through the row-id index), in the order given."""
+        return row_lookup.take_row_ids(self.snapshot, row_ids, columns, with_row_id,
+                                       with_row_address)
+
+    def take_addresses(self, addresses, columns=None) -> pa.Table:
+        """Rows by row address ``(fragment_id << 32) | offset``, in the order given."""
+        return row_lookup.take_addresses(self.snapshot, addresses, columns)
+
+    def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None) -> list:
+        """File-like readers of a blob v2 column's bytes for the selected rows (exactly one of
+        ``ids``, ``addresses``, ``indices``); ``None`` where the blob is null."""
+        return _blobs.take_blobs(self.snapshot, blob_column, ids=ids, addresses=addresses,
+                                 indices=indices)
+
     # -- versions ---------------------------------------------------------------------------
     def versions(self) -> list[dict]:
-        return list_versions(self._uri, store=self._store)
+        return self.snapshot.versions()
 
     def checkout_version(self, version) -> "Dataset":
         """This dataset (or branch) at an int version; a tag name opens the tagged version
         (from the dataset root's ``_refs/tags``, on whichever branch it names)."""
-        uri = self._uri
-        if isinstance(version, str):
-            from .branches import dataset_root
-
-            uri = dataset_root(self)
-        return Dataset.open(uri, version, storage_options=self._storage_options,
-                            base_store_params=self._base_store_params,
-                            manifest_store=self._manifest_store)
+        return Dataset(self.snapshot.at(version))
 
     def checkout_latest(self) -> "Dataset":
-        return Dataset.open(self._uri, None, storage_options=self._storage_options,
-                            base_store_params=self._base_store_params,
-                            manifest_store=self._manifest_store)
+        return Dataset(self.snapshot.latest())
 
     def restore(self) -> None:
         """Commit this (old) version's content as the new latest version (and move there)."""
-        from ..table.commit import commit_transaction
-        from ..table.transaction import Restore, Transaction
-
-        latest = self.latest_version
-        mf = commit_transaction(self._uri, Transaction(latest, Restore(self.version)),
-                                store=self._store,
-                                restore_source=(self._mf.manifest, self._mf.indices))
-        self._adopt(mf)
-        from .auto_cleanup import maybe_auto_cleanup
-
-        maybe_auto_cleanup(self)
-
-    def _commit(self, operation, *, read_version=None, **kw) -> "Dataset":
-        """Commit ``operation`` planned against this version and move this object there."""
-        from .write import commit
-
-        new = commit(self._uri, operation,
-                     read_version=self.version if read_version is None else read_version,
-                     storage_options=self._storage_options,
-                     base_store_params=self._base_store_params,
-                     manifest_store=self._manifest_store, **kw)
-        return self._adopt(new)
-
-    def _commit_plan(self, plan, **kw) -> "Dataset":
-        """Commit a plan (operation + files written for it); a failed commit removes them."""
-        from .write import delete_files
-
-        try:
-            return self._commit(plan.operation, **kw)
-        except BaseException:
-            for uri, options in plan.written:
-                delete_files([uri], options)
-            raise
+        self._adopt(self.snapshot.restore().run_after_commit())
 
     # -- config and metadata (pylance's return values) ---------------------------------------
     def update_config(self, values: dict, *, replace: bool = False) -> dict:
         """Set (value) or delete (None) ``Manifest.config`` keys; returns the new config."""
-        from .schema_evolution import config_update
-
-        self._commit(config_update(values, replace))
-        return dict(self._mf.header.config)
+        self._commit(_metadata.config_update(values, replace))
+        return self.config()
 
     def delete_config_keys(self, keys) -> None:
-        from .schema_evolution import config_update
-
-        self._commit(config_update({k: None for k in keys}, False))
+        self._commit(_metadata.config_update({k: None for k in keys}, False))
 
     def update_metadata(self, values: dict, *, replace: bool = False) -> dict:
         """Set (value) or delete (None) ``Manifest.table_metadata`` keys; returns the result."""
-        from .schema_evolution import table_metadata_update
-
-        self._commit(table_metadata_update(values, replace))
-        return dict(self._mf.header.table_metadata)
+        self._commit(_metadata.table_metadata_update(values, replace))
+        return self.table_metadata
 
     def update_schema_metadata(self, values: dict, *, replace: bool = False) -> dict:
         """Set (value) or delete (None) schema metadata keys; returns the new schema metadata."""
-        from .schema_evolution import decoded_metadata, schema_metadata_update
-
-        self._commit(schema_metadata_update(values, replace))
-        return decoded_metadata(self._mf.header.schema_metadata)
+        self._commit(_metadata.schema_metadata_update(values, replace))
+        return _metadata.decoded_metadata(self.snapshot.header.schema_metadata)
 
     def replace_schema_metadata(self, new_metadata: dict) -> None:
         self.update_schema_metadata(new_metadata, replace=True)
 
     def update_field_metadata(self, field_updates: dict, *, replace: bool = False) -> None:
         """``{field path or id: {key: value | None}}`` on the named fields."""
-        from .schema_evolution import field_metadata_update
-
-        self._commit(field_metadata_update(self._ctx.fields, field_updates, replace))
+        self._commit(_metadata.field_metadata_update(self.lance_fields, field_updates, replace))
 
     def replace_field_metadata(self, field_name: str, new_metadata: dict) -> None:
         self.update_field_metadata({field_name: new_metadata}, replace=True)
 
-    # -- mutations living in their own modules -----------------------------------------------
+    # -- mutations ------------------------------------------------------------------------------
     def delete(self, predicate, *, conflict_retries: int = 10, retry_timeout=None) -> dict:
         """Delete the rows matching ``predicate``; ``{"num_deleted_rows": n}`` as pylance."""
-        from ..errors import InvalidInputError
-        from .delete import delete_rows
-
         try:
-            new, n = delete_rows(self._snapshot(), predicate, conflict_retries=conflict_retries)
+            new, n = delete_rows(self.snapshot, predicate, conflict_retries=conflict_retries)
         except InvalidArgumentError as e:  # pylance raises OSError for a bad delete predicate
             if isinstance(e, OSError):
                 raise
@@ -426,161 +278,146 @@ class Dataset(DatasetReadAPI):
         """Set columns (``{name: SQL expression | pyarrow Expression | value}``) on the rows
         matching ``where`` (all rows if None); the rows are rewritten as new fragments.
         Returns ``{"num_rows_updated": n}`` as pylance."""
-        from .update import update_rows
-
-        new, n = update_rows(self._snapshot(), updates, where, conflict_retries=conflict_retries)
+        new, n = update_rows(self.snapshot, updates, where, conflict_retries=conflict_retries)
         self._adopt(new)
         return {"num_rows_updated": n}
 
     def insert(self, data, *, mode: str = "append", **kwargs) -> None:
         """Append (or overwrite with) ``data`` and move to the new version, as pylance."""
-        from .write import write_dataset
+        snap = self.snapshot
+        kwargs.setdefault("storage_options", snap.storage_options)
+        kwargs.setdefault("base_store_params", snap.base_store_params)
+        kwargs.setdefault("manifest_store", snap.manifest_store)
+        self._adopt(write_and_commit(data, snap.uri, mode=mode, after_commit=snap.after_commit,
+                                     **kwargs))
 
-        kwargs.setdefault("storage_options", self._storage_options)
-        kwargs.setdefault("base_store_params", self._base_store_params)
-        kwargs.setdefault("manifest_store", self._manifest_store)
-        self._adopt(write_dataset(data, self._uri, mode=mode, **kwargs))
-
-    def merge_insert(self, on):
+    def merge_insert(self, on) -> MergeInsertBuilder:
         """An upsert builder (pylance's ``MergeInsertBuilder``) keyed on column(s) ``on``."""
-        from .merge_insert import MergeInsertBuilder
-
-        return MergeInsertBuilder(self, on)
+        return MergeInsertBuilder(self._view, on)
 
     def add_columns(self, transforms, read_columns=None, reader_schema=None,
                     batch_size=None) -> None:
         """New columns from SQL expressions, an all-null schema/field, a ``batch_udf`` or
         row-aligned data; one new data file per fragment, one Merge commit."""
-        from .columns import add_columns
-
-        self._commit_plan(add_columns(self, transforms, read_columns, reader_schema, batch_size))
+        self._commit_plan(_new_columns.add_columns(self.snapshot, transforms, read_columns,
+                                                   reader_schema, batch_size))
 
     def drop_columns(self, columns) -> None:
-        from .columns import drop_columns
-
-        self._commit_plan(drop_columns(self, columns))
+        self._commit_plan(_alter.drop_columns(self.snapshot, columns))
 
     def alter_columns(self, *alterations) -> None:
         """Rename, change nullability or cast columns (``{"path", "name", "nullable",
         "data_type"}`` as pylance); a cast rewrites the column's data."""
-        from .columns import alter_columns
-
-        self._commit_plan(alter_columns(self, alterations))
+        self._commit_plan(_alter.alter_columns(self.snapshot, alterations))
 
     def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None) -> None:
         """Left-join ``data_obj`` on ``left_on == right_on`` as new columns (pylance's merge)."""
-        from .columns import merge_columns
-
-        self._commit_plan(merge_columns(self, data_obj, left_on, right_on or left_on, schema))
+        self._commit_plan(_new_columns.merge_columns(self.snapshot, data_obj, left_on,
+                                                     right_on or left_on, schema))
 
     @property
-    def optimize(self):
-        from .compaction import DatasetOptimizer
-
-        return DatasetOptimizer(self)
-
-    @cached_property
-    def _row_id_index(self):
-        from .row_lookup import build_row_id_index
-
-        return build_row_id_index(self)
-
-    def take_row_ids(self, row_ids, columns=None, *, with_row_id=False,
-                     with_row_address=False) -> pa.Table:
-        """Rows by stable row id (through the row-id index), in the order given."""
-        from .row_lookup import take_row_ids
-
-        return take_row_ids(self, row_ids, columns, with_row_id, with_row_address)
-
-    def take_addresses(self, addresses, columns=None) -> pa.Table:
-        """Rows by row address ``(fragment_id << 32) | offset``, in the order given."""
-        from .row_lookup import take_addresses
-
-        return take_addresses(self, addresses, columns)
-
-    def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None) -> list:
-        """File-like readers of a blob v2 column's bytes for the selected rows (exactly one of
-        ``ids``, ``addresses``, ``indices``); ``None`` where the blob is null."""
-        from .blobs import take_blobs
-
-        return take_blobs(self, blob_column, ids=ids, addresses=addresses, indices=indices)
+    def optimize(self) -> DatasetOptimizer:
+        return DatasetOptimizer(self._view)
 
     def validate(self) -> None:
         """Check that every referenced data and deletion file exists and opens."""
-        from .validate import validate_dataset
+        _validate.validate_dataset(self.snapshot)
 
-        validate_dataset(self)
+    @staticmethod
+    def commit(base_uri, operation, blobs_op=None, read_version=None, commit_lock=None,
+               storage_options=None, enable_v2_manifest_paths=None, detached=False,
+               max_retries=20, **kwargs):
+        """pylance's ``LanceDataset.commit(uri, operation, read_version=...)``."""
+        if blobs_op is not None or commit_lock is not None or detached:
+            raise InvalidArgumentError("blobs_op, commit_lock and detached commits are not supported")
+        extra = {k: kwargs.pop(k) for k in list(kwargs)
+                 if k in ("enable_stable_row_ids", "commit_message", "transaction_properties",
+                          "base_store_params", "data_storage_version")}
+        kwargs.pop("namespace_client", None)
+        kwargs.pop("table_id", None)
+        if kwargs:
+            raise InvalidArgumentError(f"commit() got unexpected arguments {sorted(kwargs)}")
+        return commit(base_uri, operation, read_version, storage_options=storage_options,
+                      max_retries=max_retries,
+                      enable_v2_manifest_paths=True if enable_v2_manifest_paths is None
+                      else enable_v2_manifest_paths, **extra)
 
-    # -- multi-base, clones, branches, cleanup (logic in bases/clone/branches/cleanup.py) ----
+    # -- multi-base, clones, branches, cleanup -------------------------------------------------
     def add_bases(self, bases, transaction_properties: dict | None = None) -> "Dataset":
         """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``)."""
-        from .bases import add_bases
-
-        self._adopt(add_bases(self._snapshot(), bases, transaction_properties=transaction_properties))
-        return self
+        new = _bases.add_bases(self.snapshot, bases, transaction_properties=transaction_properties)
+        return self._adopt(new.run_after_commit())
 
     def update_bases(self, changes: dict, transaction_properties: dict | None = None) -> "Dataset":
         """New version whose only change is base paths: ``{id_or_name: new_path | BasePath}``
         (relocation, re-tiering, failover). No data file is read, written or moved."""
-        from .bases import update_bases
-
-        self._adopt(update_bases(self._snapshot(), changes,
-                                 transaction_properties=transaction_properties))
-        return self
+        new = _bases.update_bases(self.snapshot, changes,
+                                  transaction_properties=transaction_properties)
+        return self._adopt(new.run_after_commit())
 
     def storage_prefixes(self) -> list:
-        """The distinct storage prefixes this version touches (``bases.StoragePrefix``)."""
-        from .bases import storage_prefixes
-
-        return storage_prefixes(self)
+        """The distinct storage prefixes this version touches (``refs.bases.StoragePrefix``)."""
+        return _bases.storage_prefixes(self.snapshot)
 
     def shallow_clone(self, target_uri, version=None, *, storage_options: dict | None = None,
                       base_store_params: dict | None = None) -> "Dataset":
         """New dataset at ``target_uri`` referencing this one's files (at ``version``: None =
         this version, an int, or a tag) through a dataset-root BasePath, as Lance does."""
-        from .clone import shallow_clone
-
-        return shallow_clone(self, target_uri, version, storage_options=storage_options,
-                             base_store_params=base_store_params)
+        return Dataset(_clone.shallow_clone(self.snapshot, target_uri, version,
+                                            storage_options=storage_options,
+                                            base_store_params=base_store_params))
 
     @property
     def branch(self) -> str | None:
         """The branch this version belongs to (None = main)."""
-        h = self._mf.header
-        return h.branch if h.HasField("branch") else None
+        return self.snapshot.branch
 
     @property
-    def branches(self):
-        from .branches import Branches
-
-        return Branches(self)
+    def branches(self) -> _branches.Branches:
+        return _branches.Branches(self._view)
 
     def create_branch(self, name: str, version=None) -> "Dataset":
         """New branch ``name`` under ``tree/{name}`` from ``version`` (None = this version, an
         int on this branch, or a tag); returns the branch's Dataset."""
-        from .branches import create_branch
-
-        return create_branch(self, name, version)
+        return Dataset(_branches.create_branch(self.snapshot, name, version))
 
     def checkout_branch(self, name: str | None, version=None) -> "Dataset":
         """The latest (or ``version``) of branch ``name`` (None or "main" = the main branch)."""
-        from .branches import checkout_branch
-
-        return checkout_branch(self, name, version)
+        return Dataset(_branches.checkout_branch(self.snapshot, name, version))
 
     def cleanup_old_versions(self, older_than=None, retain_versions: int | None = None, *,
                              delete_unverified: bool = False,
                              error_if_tagged_old_versions: bool = True, dry_run: bool = False,
                              clones=(), owned_bases=(), progress=None):
         """Remove old versions and the files only they reference (pylance's semantics); see
-        :func:`lancefmt.dataset.cleanup.cleanup_old_versions`. Returns ``CleanupStats``."""
-        from .cleanup import cleanup_old_versions
-
-        return cleanup_old_versions(self, older_than, retain_versions,
+        :func:`lancefmt.dataset.maintain.cleanup.cleanup_old_versions`. Returns
+        ``CleanupStats``."""
+        return cleanup_old_versions(self.snapshot, older_than, retain_versions,
                                     delete_unverified=delete_unverified,
                                     error_if_tagged_old_versions=error_if_tagged_old_versions,
                                     dry_run=dry_run, clones=clones, owned_bases=owned_bases,
                                     progress=progress)
+
+
+def write_dataset(data, uri, schema=None, mode: str = "create", **options) -> Dataset:
+    """Write ``data`` as a new dataset, or append to / overwrite an existing one, with
+    pylance's parameters in pylance's order (``schema`` third, ``mode`` fourth); the options
+    are :func:`lancefmt.dataset.write.dataset_write.write_and_commit`'s. Returns the new
+    version's Dataset."""
+    return Dataset(write_and_commit(data, uri, schema, mode, after_commit=maybe_auto_cleanup,
+                                    **options))
+
+
+def commit(uri, operation, read_version: int | None = None, *,
+           base_store_params: dict | None = None, **options) -> Dataset:
+    """Commit one operation (``lancefmt.Operation.*``) or a staged ``Transaction`` and return
+    the new version's Dataset. ``read_version`` is the version the operation was planned
+    against (conflicts with anything committed since are checked; None: the latest, 0 when
+    creating); ``options`` are :func:`lancefmt.dataset.core.commit.commit_manifest`'s. A
+    Dataset passed as ``uri`` lends its storage options and manifest store."""
+    new = Snapshot.commit_to(uri, operation, read_version, base_store_params=base_store_params,
+                             after_commit=maybe_auto_cleanup, **options)
+    return Dataset(new.run_after_commit())
 
 
 def _reopen(uri, version, storage_options, base_store_params=None, manifest_store=None):

@@ -1,6 +1,7 @@
-"""Fragment: one fragment of one dataset version, scannable on its own.
+"""Fragment: pylance's ``LanceFragment``, one fragment of one dataset version, scannable on
+its own.
 
-A Fragment is a :class:`~lancefmt.dataset.context.ScanContext` plus the fragment's
+A Fragment is a :class:`~lancefmt.dataset.core.context.ScanContext` plus the fragment's
 ``DataFragment`` protobuf, so it pickles small and a Spark executor can scan it without the
 manifest.
 """
@@ -9,11 +10,18 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .._proto import table_pb2
 from ..table.fragment import FragmentMetadata
-from ..table.deletion import deletion_file_kind
-from ..table.naming import deletion_file_name
-from .context import ScanContext
-from .scan import FragmentScan, ScanSpec, load_deletions
+from .core.context import ScanContext
+from .core.files import deletion_file_uri
+from .core.snapshot import Snapshot
+from .mutate.fragment_columns import fragment_merge_columns, fragment_update_columns
+from .read.fragment_source import FragmentSource
+from .read.projection import needs_projection, projected
+from .read.scan import FragmentScan, ScanSpec, live_counts, load_deletions
+from .read.scanner import LanceScanner
+from .read.take import take_from_fragment
+from .write.fragments import create_fragment
 
 
 class Fragment:
@@ -29,6 +37,11 @@ class Fragment:
 
     # -- metadata --------------------------------------------------------------------------
     @property
+    def pb(self):
+        """The fragment's ``DataFragment`` protobuf (as the manifest holds it)."""
+        return self._pb
+
+    @property
     def id(self) -> int:
         return self._pb.id
 
@@ -40,13 +53,7 @@ class Fragment:
 
     @property
     def num_deletions(self) -> int:
-        if not self._pb.HasField("deletion_file"):
-            return 0
-        n = self._pb.deletion_file.num_deleted_rows
-        if n == 0:  # 0 means "unknown" in the manifest: count the file
-            dv = load_deletions(self._ctx, self._pb)
-            n = len(dv) if dv is not None else 0
-        return n
+        return self.physical_rows - int(live_counts(self._ctx, [self._pb])[0])
 
     @property
     def metadata(self) -> FragmentMetadata:
@@ -63,19 +70,13 @@ class Fragment:
     def data_files(self) -> list[str]:
         """Resolved URIs of the fragment's data files (``str`` s carrying pylance's
         ``DataFile`` attributes: ``path``, ``fields``, ``column_indices``...)."""
-        from .fragment_api import DataFileUri
-
         r = self._ctx.resolver
         return [DataFileUri(r.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None), df)
                 for df in self._pb.files]
 
     def deletion_file(self) -> str | None:
         """Resolved URI of the deletion file, or None."""
-        if not self._pb.HasField("deletion_file"):
-            return None
-        d = self._pb.deletion_file
-        name = deletion_file_name(self.id, d.read_version, d.id, deletion_file_kind(d))
-        return self._ctx.resolver.deletion_file_uri(name, d.base_id if d.HasField("base_id") else None)
+        return deletion_file_uri(self._ctx.resolver, self._pb)
 
     def deletion_mask(self) -> np.ndarray | None:
         """Boolean array over physical rows, True = live; None without a deletion file."""
@@ -116,10 +117,9 @@ class Fragment:
     def scanner(self, columns=None, batch_size=None, filter=None, limit=None, offset=None,
                 with_row_id=False, with_row_address=False, **kwargs):
         """A LanceScanner over this fragment alone."""
-        from .fragment_api import fragment_scanner
-
-        return fragment_scanner(self, columns, batch_size, filter, limit, offset, with_row_id,
-                                with_row_address, **kwargs)
+        return LanceScanner(FragmentSource(self._ctx, self._pb), columns=columns,
+                            batch_size=batch_size, filter=filter, limit=limit, offset=offset,
+                            with_row_id=with_row_id, with_row_address=with_row_address, **kwargs)
 
     def head(self, num_rows: int) -> pa.Table:
         return self.scanner(limit=num_rows).to_table()
@@ -132,8 +132,6 @@ class Fragment:
                progress=None, mode="append", **kwargs) -> FragmentMetadata:
         """Write ``data`` as one uncommitted fragment of ``dataset_uri`` (pylance's
         ``LanceFragment.create``)."""
-        from .fragment_api import create_fragment
-
         return create_fragment(dataset_uri, data, fragment_id, schema, max_rows_per_group,
                                progress, mode, **kwargs)
 
@@ -154,44 +152,48 @@ class Fragment:
 
     def take(self, indices, columns=None) -> pa.Table:
         """Rows by offset among this fragment's live rows; ``columns`` as in ``scanner()``."""
-        from .projection import build_projection
-        from .take import take_from_fragment
-
         idx = np.asarray(indices, dtype=np.int64)
-        proj = build_projection(self.schema, columns)
-        if not proj.computed:
-            return take_from_fragment(self._ctx, self._pb, idx, columns)
-        base = take_from_fragment(self._ctx, self._pb, idx, list(proj.read_columns))
-        return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()], schema=proj.schema)
+        if needs_projection(self.schema, columns):
+            return projected(self.schema, columns,
+                             lambda plain: take_from_fragment(self._ctx, self._pb, idx, plain))
+        return take_from_fragment(self._ctx, self._pb, idx, columns)
 
     # -- distributed schema evolution (nothing committed) -----------------------------------
-    def _dataset(self):
-        from .dataset import Dataset
-
+    def _snapshot(self) -> Snapshot:
         ctx = self._ctx
-        return Dataset.open(ctx.uri, ctx.version, storage_options=ctx.storage_options,
-                            base_store_params=ctx.base_store_params)
+        return Snapshot.open(ctx.uri, ctx.version, storage_options=ctx.storage_options,
+                             base_store_params=ctx.base_store_params)
 
     def merge_columns(self, value_func, columns=None, batch_size=None, reader_schema=None):
         """New columns for this fragment only (pylance's ``Fragment.merge_columns``): returns
         (FragmentMetadata, Lance field list) to commit with ``Operation.Merge``."""
-        from .fragment_columns import fragment_merge_columns
-
-        return fragment_merge_columns(self._dataset(), self._pb, value_func, columns, batch_size,
+        return fragment_merge_columns(self._snapshot(), self._pb, value_func, columns, batch_size,
                                       reader_schema)
 
     def update_columns(self, data_obj, left_on: str = "_rowid", right_on=None, schema=None):
         """Rewrite columns of this fragment from joined data (pylance's ``update_columns``):
         returns (FragmentMetadata, modified field ids) for ``Operation.Update``."""
-        from .fragment_columns import fragment_update_columns
-
-        return fragment_update_columns(self._dataset(), self._pb, data_obj, left_on, right_on,
+        return fragment_update_columns(self._snapshot(), self._pb, data_obj, left_on, right_on,
                                        schema)
 
 
 def _rebuild_fragment(ctx, data: bytes) -> Fragment:
-    from .._proto import table_pb2
-
     pb = table_pb2.DataFragment()
     pb.ParseFromString(data)
     return Fragment(ctx, pb)
+
+
+class DataFileUri(str):
+    """A data file's resolved URI (a ``str``, as lancefmt always returned) that also carries
+    pylance's ``DataFile`` attributes (``path``, ``fields``, ``column_indices``, versions...)."""
+
+    def __new__(cls, uri: str, pb):
+        obj = super().__new__(cls, uri)
+        obj.path = pb.path
+        obj.fields = list(pb.fields)
+        obj.column_indices = list(pb.column_indices)
+        obj.file_major_version = pb.file_major_version
+        obj.file_minor_version = pb.file_minor_version
+        obj.file_size_bytes = pb.file_size_bytes or None
+        obj.base_id = pb.base_id if pb.HasField("base_id") else None
+        return obj

@@ -16,6 +16,15 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from ..errors import InvalidArgumentError, NotSupportedError
+from ..file.schema import max_field_id
+from ..table.commit import read_transaction_of
+from ..table.versions import load_manifest
+from .fragment import Fragment
+from .read.projection import needs_projection, projected
+from .read.row_lookup import take_row_ids
+from .read.scanner import LanceScanner
+from .read.shuffle import shuffled_batches
+from .read.stats import LanceSchema, LanceStats
 
 
 _POSITIONAL = ("nearest", "batch_size", "batch_size_bytes", "batch_readahead", "fragment_readahead",
@@ -42,11 +51,9 @@ class DatasetReadAPI(pads.Dataset):
                 batch_size=None, batch_size_bytes=None, batch_readahead=None,
                 fragment_readahead=None, scan_in_order=None, fragments=None, index_segments=None,
                 full_text_query=None, *, with_row_id=None, with_row_address=None, **kwargs):
-        """A :class:`~lancefmt.dataset.scanner.LanceScanner` (pylance's signature; index and
-        search options are refused, tuning options accepted and ignored)."""
-        from .scanner import LanceScanner
-
-        return LanceScanner(self, columns=columns, filter=filter, limit=limit, offset=offset,
+        """A :class:`~lancefmt.dataset.read.scanner.LanceScanner` (pylance's signature; index
+        and search options are refused, tuning options accepted and ignored)."""
+        return LanceScanner(self.snapshot, columns=columns, filter=filter, limit=limit, offset=offset,
                             nearest=nearest, batch_size=batch_size,
                             batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead,
                             fragment_readahead=fragment_readahead, scan_in_order=scan_in_order,
@@ -86,7 +93,7 @@ class DatasetReadAPI(pads.Dataset):
         indices = random.sample(range(total), num_rows)
         if not randomize_order:
             indices.sort()
-        return self._take_projected(indices, columns)
+        return self.take(indices, columns=columns)
 
     def shuffled_batches(self, batch_size: int = 1024, *, seed=None, columns=None,
                          with_row_id: bool = False, with_row_address: bool = False,
@@ -94,43 +101,19 @@ class DatasetReadAPI(pads.Dataset):
         """Every live row once, as RecordBatches in a seeded random order (for training
         loops; an extension: pylance's samplers shuffle row ranges, not rows). Each batch is
         a ``take`` of its rows; the next ``readahead`` batches are read in the background."""
-        from .shuffle import shuffled_batches
-
-        return shuffled_batches(self, batch_size, seed=seed, columns=columns,
+        return shuffled_batches(self.snapshot, batch_size, seed=seed, columns=columns,
                                 with_row_id=with_row_id, with_row_address=with_row_address,
                                 drop_last=drop_last, readahead=readahead)
-
-    def _needs_projection(self, columns) -> bool:
-        """True for columns a plain take cannot read (SQL expressions, nested paths)."""
-        return isinstance(columns, dict) or (columns is not None and not isinstance(columns, str) and any(
-            isinstance(c, str) and self.schema.get_field_index(c) < 0 and c not in ("_rowid", "_rowaddr")
-            for c in columns))
 
     def _take_rows(self, row_ids, columns=None, *, ignore_deletions: bool = False, **kwargs) -> pa.Table:
         """pylance's (unstable) rows by row id, in the order given (``take_row_ids``);
         ``columns`` as in ``take``. Deleted or unknown ids are an error here."""
         if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
             row_ids = row_ids.to_numpy(zero_copy_only=False)
-        if self._needs_projection(columns):
-            from .projection import build_projection
-
-            proj = build_projection(self.schema, columns)
-            base = self.take_row_ids(row_ids, columns=[c for c in proj.read_columns
-                                                       if self.schema.get_field_index(c) >= 0])
-            return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()] or [],
-                                         schema=proj.schema)
-        return self.take_row_ids(row_ids, columns=columns)
-
-    def _take_projected(self, indices, columns):
-        if self._needs_projection(columns):
-            from .projection import build_projection
-
-            proj = build_projection(self.schema, columns)
-            base = self.take(indices, columns=[c for c in proj.read_columns
-                                               if self.schema.get_field_index(c) >= 0])
-            return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()] or [],
-                                         schema=proj.schema)
-        return self.take(indices, columns=columns)
+        if needs_projection(self.schema, columns):
+            return projected(self.schema, columns,
+                             lambda plain: take_row_ids(self.snapshot, row_ids, plain))
+        return take_row_ids(self.snapshot, row_ids, columns)
 
     def slice(self, start: int, end: int, columns=None) -> pa.Table:
         if start < 0:
@@ -146,30 +129,22 @@ class DatasetReadAPI(pads.Dataset):
     @property
     def lance_schema(self):
         """The Lance schema: the manifest's Field messages (id, parent id, name, logical type)."""
-        from .stats import LanceSchema
-
         return LanceSchema(self.lance_fields)
 
     @property
     def max_field_id(self) -> int:
-        from ..file.schema import max_field_id
-
         return max_field_id(self.lance_fields)
 
     @property
     def stats(self):
-        from .stats import LanceStats
-
-        return LanceStats(self)
+        return LanceStats(self.snapshot)
 
     def read_transaction(self, version: int):
         """The Transaction that produced ``version`` (None if it left none)."""
-        from ..table.commit import read_transaction_of
-        from ..table.versions import load_manifest
-
-        mf = self.manifest_file if int(version) == self.version else \
-            load_manifest(self.uri, int(version), store=self._store)
-        return read_transaction_of(mf, self.uri, self._store)
+        snapshot = self.snapshot
+        mf = snapshot.manifest_file if int(version) == snapshot.version else \
+            load_manifest(snapshot.uri, int(version), store=snapshot.store)
+        return read_transaction_of(mf, snapshot.uri, snapshot.store)
 
     def get_transactions(self, recent_transactions: int = 10) -> list:
         """Transactions of the latest ``recent_transactions`` versions, newest first (pylance)."""
@@ -185,33 +160,11 @@ class DatasetReadAPI(pads.Dataset):
     def get_fragments(self, filter=None) -> list:
         """Every fragment; with ``filter`` (an extension: pylance refuses one), only fragments
         holding at least one matching row."""
-        from .fragment import Fragment
-
-        frags = [Fragment(self._ctx, pb) for pb in self._fragment_pbs()]
+        snapshot = self.snapshot
+        frags = [Fragment(snapshot.ctx, pb) for pb in snapshot.fragment_pbs()]
         if filter is None:
             return frags
         return [f for f in frags if f.count_rows(filter) > 0]
-
-    @staticmethod
-    def commit(base_uri, operation, blobs_op=None, read_version=None, commit_lock=None,
-               storage_options=None, enable_v2_manifest_paths=None, detached=False,
-               max_retries=20, **kwargs):
-        """pylance's ``LanceDataset.commit(uri, operation, read_version=...)``."""
-        from .write import commit
-
-        if blobs_op is not None or commit_lock is not None or detached:
-            raise InvalidArgumentError("blobs_op, commit_lock and detached commits are not supported")
-        extra = {k: kwargs.pop(k) for k in list(kwargs)
-                 if k in ("enable_stable_row_ids", "commit_message", "transaction_properties",
-                          "base_store_params", "data_storage_version")}
-        kwargs.pop("namespace_client", None)
-        kwargs.pop("table_id", None)
-        if kwargs:
-            raise InvalidArgumentError(f"commit() got unexpected arguments {sorted(kwargs)}")
-        return commit(base_uri, operation, read_version, storage_options=storage_options,
-                      max_retries=max_retries,
-                      enable_v2_manifest_paths=True if enable_v2_manifest_paths is None
-                      else enable_v2_manifest_paths, **extra)
 
     # -- pyarrow.dataset.Dataset methods with no Lance meaning ----------------------------------
     @property

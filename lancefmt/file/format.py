@@ -42,6 +42,7 @@ _VERSION_NAMES = {"2.0": V2_0, "0.3": V2_0, "2.1": V2_1, "2.2": V2_2}
 
 DEFAULT_WRITE_VERSION = "2.2"   # pylance 14's "stable"
 _LEGACY_NAMES = ("legacy", "0.1", "0.2")
+LEGACY_VERSION_NAME = "0.1"   # how manifests (DataStorageFormat.version) name the legacy format
 _UNWRITABLE_NAMES = ("next", "2.3")
 
 
@@ -69,6 +70,19 @@ def storage_version_name(version) -> str:
             f"unknown data storage version {version!r} (known: 2.0, 2.1, 2.2, 'stable')")
     v = _VERSION_NAMES[name]
     return f"{v[0]}.{v[1]}"
+
+
+def is_legacy_name(version) -> bool:
+    """Whether ``version`` names the legacy (v0.1) format: "legacy", "0.1", "0.2"."""
+    if isinstance(version, tuple):
+        version = ".".join(str(int(x)) for x in version)
+    return version is not None and str(version).strip().lower() in _LEGACY_NAMES
+
+
+def write_version_name(version) -> str:
+    """Like :func:`storage_version_name`, but the legacy names give "0.1" (written by
+    :mod:`lancefmt.file.legacy`) instead of an error."""
+    return LEGACY_VERSION_NAME if is_legacy_name(version) else storage_version_name(version)
 
 
 def parse_version(version) -> tuple[int, int]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
-from .schema import FieldNode, _restore_extensions
+from .schema import FieldNode, restore_extensions
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Projection:
 def make_projection(roots: list[FieldNode], column_of: dict, schema_metadata=None) -> Projection:
     fields = [r.arrow_field() for r in roots]
     storage = pa.schema(fields, metadata=schema_metadata or None)
-    return Projection(tuple(roots), storage, _restore_extensions(storage), dict(column_of))
+    return Projection(tuple(roots), storage, restore_extensions(storage), dict(column_of))
 
 
 def select_roots(roots: list[FieldNode], names) -> list[FieldNode]:

@@ -20,6 +20,10 @@ from ..encoding import field_readers_for
 from ..encoding.column import PageSource
 from ..encoding.take import take_chunks
 from ..errors import CorruptFileError, FileError, InvalidArgumentError, LanceError
+from .batches import combine_batch, output_table
+from .fetch_batch import active as active_batch
+from .legacy.format import legacy_footer_version
+from .legacy.reader import LegacyFileReader
 from .metadata import TAIL_GUESS, FileMetadata, read_metadata
 from .projection import Projection, data_file_column_map, make_projection, select_roots
 from .schema import field_tree
@@ -38,11 +42,23 @@ class LanceFileReader:
     ``file_size`` (e.g. ``DataFile.file_size_bytes``) saves the size request.
     """
 
+    def __new__(cls, uri_or_file, storage_options: dict | None = None, *, store=None,
+                file_size: int | None = None):
+        """A legacy (v0.1) file opens as a :class:`~lancefmt.file.legacy.LegacyFileReader`,
+        which reads behind the same interface; the tail read here is not repeated."""
+        source = ByteSource(uri_or_file, storage_options, store, file_size)
+        tail, size = source.read_tail(TAIL_GUESS)
+        if legacy_footer_version(tail) is not None:
+            return LegacyFileReader(source, tail, size)
+        obj = super().__new__(cls)
+        obj._opened = (source, tail, size)
+        return obj
+
     def __init__(self, uri_or_file, storage_options: dict | None = None, *, store=None,
                  file_size: int | None = None):
-        self._source = ByteSource(uri_or_file, storage_options, store, file_size)
+        self._source, tail, size = self._opened
+        del self._opened
         self.path = self._source.path
-        tail, size = self._source.read_tail(TAIL_GUESS)
         self._meta: FileMetadata = read_metadata(self._source.read_range, size, self.path, tail)
         try:
             self._roots = field_tree(self._meta.fields)
@@ -126,7 +142,8 @@ class LanceFileReader:
     def _file_schema_projection(self, roots) -> Projection:
         """A projection over the file's own schema; schema errors name the file."""
         try:
-            return make_projection(roots, self._readers_factory.assign_columns(self._roots),
+            return make_projection(roots, self._readers_factory.assign_columns(
+                                       self._roots, self._meta.columns, self.path),
                                    self._meta.schema_metadata)
         except FileError as e:
             if e.path is None:
@@ -138,7 +155,12 @@ class LanceFileReader:
             return columns
         return self.projection(columns)
 
-    def _readers(self, proj: Projection):
+    @property
+    def source(self) -> ByteSource:
+        """Where the file's bytes come from (ranged reads; a mapping of a local file)."""
+        return self._source
+
+    def field_readers(self, proj: Projection):
         """The field readers of ``proj``, built once per projection object (a dataset's
         cached read plan reuses its projection, so repeated takes skip this work)."""
         hit = self._readers_memo.get(id(proj))
@@ -186,7 +208,7 @@ class LanceFileReader:
         if not 0 <= start <= stop <= self.num_rows:
             raise InvalidArgumentError(
                 f"row range [{start}, {stop}) outside the file's {self.num_rows} rows")
-        readers = self._readers(proj)
+        readers = self.field_readers(proj)
         source = self._page_source()
         return self._read_with(readers, proj, source, start, stop)
 
@@ -196,7 +218,7 @@ class LanceFileReader:
         for r, field in zip(readers, proj.storage_schema):
             chunks = self._guard(r.read, source, start, stop)
             arrays.append(pa.chunked_array(chunks, type=field.type))
-        return self._guard(_output_table, arrays, proj, stop - start)
+        return self._guard(output_table, arrays, proj, stop - start)
 
     def _guard(self, fn, *args):
         """Run a decode step; stray low-level errors on corrupt input become CorruptFileError."""
@@ -215,7 +237,7 @@ class LanceFileReader:
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if idx.size and (idx.min() < 0 or idx.max() >= self.num_rows):
             raise InvalidArgumentError(f"row index out of range for {self.num_rows} rows")
-        readers = self._readers(proj)
+        readers = self.field_readers(proj)
         if idx.size == 0:
             return self._read_with(readers, proj, self._page_source(), 0, 0)
         if idx.size == 1 or bool(np.all(idx[1:] > idx[:-1])):  # sorted, unique: as asked
@@ -225,15 +247,21 @@ class LanceFileReader:
         source = PageSource(self._meta.columns, self._source.fetch_scattered, self.path,
                             self._meta.data_end)
         source.mapped = self._source.mapped()
-        arrays = []
         in_order = inverse is None
-        for r, f in zip(readers, proj.storage_schema):
+
+        def column(r, f):
             chunks = self._guard(r.take, source, uniq)
             if in_order:
-                arrays.append(pa.chunked_array(chunks, type=f.type))
-            else:
-                arrays.append(self._guard(take_chunks, chunks, f.type, pa.array(inverse.reshape(-1))))
-        return self._guard(_output_table, arrays, proj, len(idx))
+                return pa.chunked_array(chunks, type=f.type)
+            return self._guard(take_chunks, chunks, f.type, pa.array(inverse.reshape(-1)))
+
+        units = [lambda r=r, f=f: column(r, f) for r, f in zip(readers, proj.storage_schema)]
+        batch = active_batch()
+        if batch is not None and len(units) > 1 and source.mapped is None:
+            arrays = batch.fan_out(units)  # the columns' reads go out together
+        else:
+            arrays = [u() for u in units]
+        return self._guard(output_table, arrays, proj, len(idx))
 
     def read_batches(self, batch_size: int = DEFAULT_BATCH_SIZE, columns=None, *,
                      start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -245,7 +273,7 @@ class LanceFileReader:
         stop = self.num_rows if stop is None else int(stop)
         if not 0 <= start <= stop <= self.num_rows:
             raise InvalidArgumentError(f"row range [{start}, {stop}) outside the file")
-        readers = self._readers(proj)
+        readers = self.field_readers(proj)
         source = self._page_source()
         pos = start
         while pos < stop:
@@ -254,41 +282,10 @@ class LanceFileReader:
             if end < stop:
                 for r in readers:
                     self._guard(r.evict_before, source, end)
-            yield _combine_batch(table)
+            yield combine_batch(table)
             pos = end
 
     # -- misc -------------------------------------------------------------------------------------
     def __repr__(self):
         return (f"LanceFileReader({self.path!r}, version={self.version[0]}.{self.version[1]}, "
                 f"rows={self.num_rows}, columns={len(self._meta.columns)})")
-
-
-def _output_table(arrays, proj: Projection, num_rows: int) -> pa.Table:
-    """The decoded (storage) columns as the projection's schema, extension types restored."""
-    out = []
-    for col, target in zip(arrays, proj.schema):
-        if not col.type.equals(target.type):
-            col = _to_extension(col, target.type)
-        out.append(col)
-    if not out:  # no columns, but the row count still matters (replace_schema_metadata
-        # would drop it: build the table with its metadata instead)
-        return pa.table({"_": pa.nulls(num_rows)}, metadata=proj.schema.metadata).drop_columns(["_"])
-    return pa.Table.from_arrays(out, schema=proj.schema)
-
-
-def _to_extension(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
-    if isinstance(target, pa.BaseExtensionType) and col.type.equals(target.storage_type):
-        return pa.chunked_array([pa.ExtensionArray.from_storage(target, c) for c in col.chunks],
-                                type=target)
-    return col.cast(target)
-
-
-def _combine_batch(table: pa.Table) -> pa.RecordBatch:
-    """One RecordBatch of a (small) table, concatenating chunks only when a column has several."""
-    if not table.num_columns:  # keep the row count of a column-less read
-        return pa.record_batch({"_": pa.nulls(table.num_rows)},
-                               metadata=table.schema.metadata).drop_columns(["_"])
-    if all(c.num_chunks == 1 for c in table.columns):
-        return pa.RecordBatch.from_arrays([c.chunk(0) for c in table.columns], schema=table.schema)
-    return table.combine_chunks().to_batches()[0] if table.num_rows else \
-        pa.RecordBatch.from_pylist([], schema=table.schema)

@@ -226,7 +226,7 @@ def storage_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([storage_field(f) for f in schema], metadata=schema.metadata)
 
 
-def _restore_extensions(schema: pa.Schema) -> pa.Schema:
+def restore_extensions(schema: pa.Schema) -> pa.Schema:
     """Turn extension metadata back into registered extension types (via an IPC round trip,
     which is how pyarrow itself resolves them); unknown extensions stay storage + metadata."""
     if not any(_has_ext_meta(f) for f in schema):
@@ -465,7 +465,7 @@ def arrow_from_fields(fields: Iterable[Field], schema_metadata=None) -> pa.Schem
     roots = field_tree(fields)
     md = {k: v for k, v in (schema_metadata or {}).items()} or None
     schema = pa.schema([r.arrow_field() for r in roots], metadata=md)
-    return _restore_extensions(schema)
+    return restore_extensions(schema)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from ..errors import InvalidArgumentError, LanceError
 from ..io import open_store
 from ..io.store import MemoryStore
 from .format import (ALIGNMENT, ARRAY_ENCODING_URL, COLUMN_ENCODING_URL, PAD_BYTE, Footer,
-                     footer_version, offset_table_bytes, parse_version)
+                     footer_version, is_legacy_name, offset_table_bytes, parse_version)
 from .schema import (arrow_from_fields, field_tree, fields_from_arrow, schema_metadata_to_proto,
                      storage_schema)
 
@@ -65,8 +65,17 @@ class LanceFileWriter:
     passes a pre-assigned Lance Field list (the dataset's field ids), which then ends up in the
     FileDescriptor and in :attr:`field_ids`. ``max_page_bytes`` caps pages (32 MiB, Lance's 2.0
     default); ``page_buffer_bytes`` is how much a column buffers before it writes (8 MiB).
-    ``version`` is "2.0", "2.1" or "2.2" (also "stable" = 2.2; "legacy" is refused).
+    ``version`` is "2.0", "2.1" or "2.2" (also "stable" = 2.2), or "legacy" (see ``__new__``).
     """
+
+    def __new__(cls, uri, schema: pa.Schema | None = None, version="2.2", *args, **kwargs):
+        """``version="legacy"`` (or "0.1"/"0.2") gives a
+        :class:`~lancefmt.file.legacy.writer.LegacyFileWriter`, with the same interface."""
+        if is_legacy_name(version):
+            from .legacy.writer import LegacyFileWriter
+
+            return LegacyFileWriter(uri, schema, version, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, uri, schema: pa.Schema | None = None, version="2.2",
                  storage_options: dict | None = None, *, store=None, fields=None,

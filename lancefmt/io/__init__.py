@@ -18,13 +18,9 @@ from .uri import (
 
 def open_store(uri, storage_options: dict | None = None, manifest_store=None) -> ObjectStore:
     """The (cached) store that serves ``uri``; with ``manifest_store`` (an external manifest
-    store, or a ``sqlite:///path`` URI), a copy that commits and resolves versions through it."""
-    store = ObjectStore.for_uri(uri, storage_options)
-    if manifest_store is not None:
-        from ..table.external_manifest import as_manifest_store
-
-        store = with_manifest_store(store, as_manifest_store(manifest_store))
-    return store
+    store object, see :func:`lancefmt.table.manifest_stores.as_manifest_store`), a copy that
+    commits and resolves versions through it."""
+    return with_manifest_store(ObjectStore.for_uri(uri, storage_options), manifest_store)
 
 
 __all__ = [

@@ -327,6 +327,9 @@ def with_manifest_store(store: ObjectStore, manifest_store) -> ObjectStore:
     is never changed."""
     if manifest_store is None or store.manifest_store is manifest_store:
         return store
+    if isinstance(manifest_store, str):  # a programming error below the dataset layer
+        raise TypeError("open_store takes a manifest store object; resolve "
+                        f"{manifest_store!r} with table.manifest_stores.as_manifest_store")
     bound = object.__new__(type(store))  # not copy.copy: __reduce__ returns the cached store
     bound.__dict__.update(store.__dict__)
     bound.manifest_store = manifest_store

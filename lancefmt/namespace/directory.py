@@ -54,7 +54,7 @@ from .errors import (
     TableTagNotFoundError, TableVersionNotFoundError, UnsupportedOperationError,
 )
 from .manifest import DELIMITER, MANIFEST_DIR, NAMESPACE, TABLE, Change, ManifestTable, Row
-from .merge import _after, merge_insert
+from .merge import merge_insert
 
 V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
@@ -659,7 +659,8 @@ class DirectoryNamespace(LanceNamespace):
         if not req.predicate:
             raise InvalidInputError("delete_from_table needs a predicate")
         ds = self._dataset(req.id)
-        return DeleteFromTableResponse(version=_after(ds, ds.delete(req.predicate)).version)
+        ds.delete(req.predicate)
+        return DeleteFromTableResponse(version=ds.version)
 
     def restore_table(self, request, version: int | None = None) -> RestoreTableResponse:
         req, _ = self._plain(request, RestoreTableRequest, version=version)

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..dataset import Dataset, write_dataset, write_fragments
-from ..dataset.delete import plan_delete
+from ..dataset.core.files import deletion_file_uri
+from ..dataset.mutate.delete import plan_delete
 from ..errors import DatasetExistsError, DatasetNotFoundError
 from ..io import open_store
 from ..io.uri import child
@@ -255,7 +256,7 @@ class ManifestTable:
         updated, removed = [], []
         if change.remove:
             pred = "object_id IN (" + ", ".join(_quote(o) for o in change.remove) + ")"
-            updated, removed = plan_delete(ds, pred)[:2]  # (+ row count in newer lancefmt)
+            updated, removed = plan_delete(ds.snapshot, pred)[:2]
         if updated or removed:
             op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                         new_fragments=new) if new else Delete(updated, removed, pred)
@@ -319,6 +320,4 @@ def _data_uris(dataset_uri: str, fragments) -> list:
 
 
 def _deletion_uri(ds: Dataset, meta) -> str:
-    from ..dataset.fragment import Fragment
-
-    return Fragment(ds._ctx, meta.pb).deletion_file()
+    return deletion_file_uri(ds.snapshot.ctx.resolver, meta.pb)

@@ -41,7 +41,7 @@ def _lower(options: Mapping[str, str]) -> dict:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
-def _bool(name: str, value, default: bool = False) -> bool:
+def parse_bool(name: str, value, default: bool = False) -> bool:
     if value is None:
         return default
     if isinstance(value, bool):
@@ -107,7 +107,7 @@ def manifest_store_uri(value) -> str | None:
     if value is None or str(value).strip() == "":
         return None
     value = str(value).strip()
-    from ..table.external_manifest import as_manifest_store
+    from ..table.manifest_stores import as_manifest_store
 
     if not value.startswith(("sqlite://", "dynamodb://")):
         raise InvalidArgumentError(f"option 'manifest_store' must be sqlite:///path or "
@@ -177,8 +177,8 @@ class ReadOptions:
             batch_size=_positive_int("batch_size", opts.get("batch_size"), None),
             max_batch_bytes=_positive_int("max_batch_bytes", opts.get("max_batch_bytes"),
                                           DEFAULT_MAX_BATCH_BYTES),
-            with_row_id=_bool("with_row_id", opts.get("with_row_id")),
-            with_row_address=_bool("with_row_address", opts.get("with_row_address")),
+            with_row_id=parse_bool("with_row_id", opts.get("with_row_id")),
+            with_row_address=parse_bool("with_row_address", opts.get("with_row_address")),
             filter=(opts.get("filter") or None),
             rows_per_partition=_positive_int("rows_per_partition", opts.get("rows_per_partition"),
                                              DEFAULT_ROWS_PER_PARTITION),
@@ -247,7 +247,7 @@ class WriteOptions:
             target_bases=_targets(opts.get("target_bases")),
             initial_bases=_bases(opts.get("initial_bases")),
             data_storage_version=_storage_version(opts.get("data_storage_version")),
-            enable_stable_row_ids=_bool("enable_stable_row_ids", opts.get("enable_stable_row_ids")),
+            enable_stable_row_ids=parse_bool("enable_stable_row_ids", opts.get("enable_stable_row_ids")),
             commit_message=(opts.get("commit_message") or None),
             max_retries=_positive_int("max_retries", opts.get("max_retries"), 20, minimum=0),
             storage_options=storage_options(options),

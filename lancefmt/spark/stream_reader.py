@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from ..errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
-from .options import ReadOptions, _bool
+from .options import ReadOptions, parse_bool
 from .reader import LanceReader, plan_partitions
 from .schema import spark_type
 
@@ -56,7 +56,7 @@ class LanceStreamReader(LanceReader, DataSourceStreamReader, SupportsTriggerAvai
         super().__init__(options, 0, schema, dataset_schema, parallelism)
         self.starting_version = _starting_version(raw_options)
         lowered = {str(k).lower(): v for k, v in dict(raw_options).items()}
-        self.skip_change_commits = _bool("skip_change_commits", lowered.get("skip_change_commits"))
+        self.skip_change_commits = parse_bool("skip_change_commits", lowered.get("skip_change_commits"))
         self._available_now_target = None
 
     # -- driver: offsets ---------------------------------------------------------------------

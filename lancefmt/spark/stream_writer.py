@@ -34,7 +34,7 @@ from ..io.uri import child, normalize_uri
 from .history import BATCH_ID_KEY, QUERY_ID_KEY, last_streamed_batch, version_numbers
 from .options import WriteOptions
 from .schema import arrow_schema
-from .writer import APPEND, CREATE, LanceCommitMessage, LanceWriter, _check_appendable, _data_columns
+from .writer import APPEND, CREATE, LanceCommitMessage, LanceWriter, check_appendable, data_columns
 
 QUERY_ID_OPTION = "query_id"
 CHECKPOINT_OPTION = "checkpointlocation"
@@ -84,7 +84,7 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
             raise InvalidArgumentError("the lance streaming sink supports outputMode('append') only")
         options = WriteOptions.parse(raw_options)
         query_id = query_identity(raw_options)
-        data = _data_columns(spark_schema)
+        data = data_columns(spark_schema)
         try:
             ds = dataset(options.uri, storage_options=options.storage_options)
         except DatasetNotFoundError:
@@ -93,7 +93,7 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
 
             return cls(options, CREATE, write_arrow_schema(data),
                        assign_base_ids([], options.initial_bases or []), query_id)
-        _check_appendable(arrow_schema(data), ds.schema, options.uri)
+        check_appendable(arrow_schema(data), ds.schema, options.uri)
         return cls(options, APPEND, ds.schema, list(ds.base_paths.values()), query_id)
 
     # -- executors -------------------------------------------------------------------------
@@ -123,7 +123,8 @@ class LanceStreamWriter(LanceWriter, DataSourceStreamArrowWriter):
 
     def commit(self, messages, batchId):
         from ..dataset import commit
-        from ..dataset.write import clear_staging, delete_files, staged_files
+        from ..dataset.core.files import delete_files
+        from ..dataset.write.staging import clear_staging, staged_files
         from ..table.transaction import Append, Overwrite
 
         staging = self._staging()

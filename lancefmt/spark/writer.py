@@ -42,13 +42,13 @@ class LanceCommitMessage(WriterCommitMessage):
         return f"LanceCommitMessage({len(self.fragments)} fragments, {self.rows} rows)"
 
 
-def _data_columns(schema: StructType) -> StructType:
+def data_columns(schema: StructType) -> StructType:
     """Spark's schema without Lance metadata columns (a scan's ``_rowid``/``_rowaddr`` are never
     data: Lance reserves those names)."""
     return StructType([f for f in schema.fields if f.name not in METADATA_COLUMNS])
 
 
-def _check_appendable(source: pa.Schema, target: pa.Schema, uri: str) -> None:
+def check_appendable(source: pa.Schema, target: pa.Schema, uri: str) -> None:
     missing = [n for n in target.names if source.get_field_index(n) < 0]
     extra = [n for n in source.names if target.get_field_index(n) < 0]
     if missing or extra:
@@ -88,7 +88,7 @@ class LanceWriter(DataSourceArrowWriter):
     def plan(cls, options: WriteOptions, spark_schema: StructType, overwrite: bool) -> "LanceWriter":
         """Pin the write against the latest version (driver side, at planning time), and open
         the job's staging area."""
-        from ..dataset.write import open_staged_job
+        from ..dataset.write.staging import open_staged_job
 
         writer = cls._pinned(options, spark_schema, overwrite)
         open_staged_job(writer._staging(), options.storage_options)
@@ -98,7 +98,7 @@ class LanceWriter(DataSourceArrowWriter):
     def _pinned(cls, options: WriteOptions, spark_schema: StructType, overwrite: bool) -> "LanceWriter":
         from ..dataset import dataset
 
-        data = _data_columns(spark_schema)
+        data = data_columns(spark_schema)
         try:
             ds = dataset(options.uri, storage_options=options.storage_options,
                          manifest_store=options.manifest_store)
@@ -115,7 +115,7 @@ class LanceWriter(DataSourceArrowWriter):
         bases = list(ds.base_paths.values())
         if overwrite:
             return cls(options, OVERWRITE, ds.version, write_arrow_schema(data, ds.schema), bases)
-        _check_appendable(arrow_schema(data), ds.schema, options.uri)
+        check_appendable(arrow_schema(data), ds.schema, options.uri)
         return cls(options, APPEND, ds.version, ds.schema, bases)
 
     # -- executors --------------------------------------------------------------------------
@@ -147,7 +147,7 @@ class LanceWriter(DataSourceArrowWriter):
         return LanceCommitMessage(fragments, self._file_uris(fragments), counted[0])
 
     def _staging(self) -> str:
-        from ..dataset.write import staging_uri
+        from ..dataset.write.staging import staging_uri
 
         return staging_uri(self.options.uri, self.job_id)
 
@@ -168,7 +168,8 @@ class LanceWriter(DataSourceArrowWriter):
 
     def commit(self, messages):
         from ..dataset import commit
-        from ..dataset.write import clear_staging, delete_files, staged_files
+        from ..dataset.core.files import delete_files
+        from ..dataset.write.staging import clear_staging, staged_files
 
         try:
             commit(self.options.uri, self.operation(messages), self.read_version,
@@ -194,7 +195,8 @@ class LanceWriter(DataSourceArrowWriter):
     def abort(self, messages):
         """Delete every file the job wrote: those the successful tasks reported, and those the
         staging records name (tasks that failed, were killed, or whose results Spark dropped)."""
-        from ..dataset.write import abort_staged_job, delete_files
+        from ..dataset.core.files import delete_files
+        from ..dataset.write.staging import abort_staged_job
 
         delete_files(self._written(messages), self.options.storage_options)
         abort_staged_job(self._staging(), self.options.storage_options)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .._proto import table_pb2
 from . import feature_flags
-from .manifest_builder import BuildOptions, _finish
+from .manifest_builder import BuildOptions, finish_manifest
 from .transaction import Clone
 
 
@@ -53,6 +53,6 @@ def build_clone_manifest(source: table_pb2.Manifest, source_indices, op: Clone, 
         c.base_id = base_id
         indices.append(c)
     stable = bool(source.reader_feature_flags & feature_flags.FLAG_STABLE_ROW_IDS)
-    manifest = _finish(manifest, source, source.version, transaction_file,
+    manifest = finish_manifest(manifest, source, source.version, transaction_file,
                        options or BuildOptions(), stable)
     return manifest, indices

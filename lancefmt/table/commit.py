@@ -29,6 +29,7 @@ from ..errors import (
 from ..io import open_store
 from ..io.uri import check_relative, child
 from .conflict import Verdict, check_conflict
+from .legacy_dictionaries import carried_dictionaries
 from .manifest import ManifestFile, encode_manifest_file, parse_manifest_file, read_manifest
 from .manifest_builder import BuildOptions, build_manifest
 from .naming import TRANSACTIONS_DIR, transaction_file_name
@@ -121,6 +122,7 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                         _check_against(txn, mf, dataset_uri, store)
                     if loc is latest:
                         previous = mf
+                        fill_row_counts(previous, dataset_uri, store)
                 checked = latest.version
                 version, scheme = latest.version + 1, latest.scheme
             manifest, indices = build_manifest(
@@ -129,7 +131,8 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 txn, version=version, transaction_file=txn_name if options.write_transaction_file else "",
                 options=options.build, restore_source=restore_source)
             uri = manifest_uri(dataset_uri, version, scheme)
-            data = encode_manifest_file(manifest, txn_pb, indices)
+            dictionaries = carried_dictionaries(manifest, previous, dataset_uri, store)
+            data = encode_manifest_file(manifest, txn_pb, indices, dictionaries)
             if put_manifest(dataset_uri, version, uri, data, store):
                 committed = True
                 if wants_version_hint(dataset_uri):
@@ -150,6 +153,27 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                 store.delete(txn_uri)
             except OSError:
                 pass
+
+
+def fill_row_counts(mf: ManifestFile, dataset_uri: str, store) -> None:
+    """Fragments whose ``physical_rows`` the manifest leaves 0, or cannot be trusted for (no
+    writer_version: 0.8.0 recorded the live count), get their data file's row count before a
+    commit copies them, as Lance's commit does; the new manifest then carries right counts."""
+    from ..file.reader import LanceFileReader
+    from .base_paths import BasePathResolver
+
+    frags = mf.fragments
+    todo = frags.unknown_row_counts().tolist()
+    if not todo:
+        return
+    resolver = BasePathResolver(dataset_uri, mf.header.base_paths, mf.uri)
+    counts = {}
+    for i in todo:
+        df = frags.fragment(i).files[0]
+        uri = resolver.data_file_uri(df.path, df.base_id if df.HasField("base_id") else None)
+        counts[i] = LanceFileReader(uri, store=store if uri.startswith(dataset_uri) else None,
+                                    file_size=df.file_size_bytes or None).num_rows
+    mf.set_row_counts(counts)
 
 
 def put_manifest(dataset_uri: str, version: int, uri: str, data: bytes, store) -> bool:

@@ -22,7 +22,7 @@ import uuid as _uuid
 from ..errors import CorruptFileError
 from .external_manifest import ExternalManifestStore, ManifestEntry
 from .naming import MANIFEST_SUFFIX, parse_manifest_name
-from .versions import ManifestLocation
+from .manifest_location import ManifestLocation
 
 
 def staged_manifest_uri(final_uri: str) -> str:

@@ -97,6 +97,9 @@ class FragmentTable:
         self._paths = None
         self._index = None
         self._row_counts: dict = {}
+        # Releases before 0.8.1 wrote no writer_version and could record physical_rows wrongly
+        # (0.8.0 stored the live count); Lance reads their data files instead (lance#1531).
+        self.row_counts_trusted = True
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -221,7 +224,10 @@ class FragmentTable:
 
     def unknown_row_counts(self) -> np.ndarray:
         """Positions of fragments with data files whose ``physical_rows`` is 0 (legacy manifests
-        leave it unset: the data file has the count)."""
+        leave it unset: the data file has the count), or every fragment with data files when
+        the manifest's counts are not to be trusted (no writer_version, as Lance decides)."""
+        if not self.row_counts_trusted:
+            return np.flatnonzero(self.num_data_files > 0)
         return np.flatnonzero((self.physical_rows == 0) & (self.num_data_files > 0))
 
     def fragment_by_id(self, fragment_id: int) -> "table_pb2.DataFragment":
@@ -242,6 +248,18 @@ class FragmentTable:
             "has_deletion_file": self.has_deletion_file,
             "deletion_base_id": nullable(self.deletion_base_id),
         })
+
+
+STABLE_VERSION = "2.2"  # what pylance 14 calls "stable" (lancefmt.file.format.DEFAULT_WRITE_VERSION)
+
+
+def storage_version_of_file(major: int, minor: int) -> str:
+    """The data storage version a ``DataFile``'s file version means: (0, 0..2) legacy "0.1"
+    (0.10-era files say (0, 0)), (0, 3) "2.0" (how pylance 0.13-0.16 recorded 2.0 files),
+    else "major.minor"."""
+    if major == 0:
+        return "0.1" if minor < 3 else "2.0"
+    return f"{major}.{minor}"
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -269,6 +287,7 @@ class ManifestFile:
                           for j in range(0, len(spans), 2))
         self.header = _parse(table_pb2.Manifest, header, "manifest", uri)
         self.fragments = FragmentTable(cols, buf, msg_start, uri)
+        self.fragments.row_counts_trusted = self.header.HasField("writer_version")
         self._validate()
 
     def _validate(self):
@@ -323,8 +342,11 @@ class ManifestFile:
         f = self.fragments
         if f.num_files:
             major, minor = int(f.file_major_version[0]), int(f.file_minor_version[0])
-            return "0.1" if major == 0 else f"{major}.{minor}"
-        return "2.0" if h.writer_feature_flags & ff.FLAG_USE_V2_FORMAT_DEPRECATED else "0.1"
+            return storage_version_of_file(major, minor)
+        # no files: the deprecated v2 flag meant "the stable format", which pylance 14 resolves
+        # to its stable version
+        return STABLE_VERSION if h.writer_feature_flags & ff.FLAG_USE_V2_FORMAT_DEPRECATED \
+            else "0.1"
 
     @property
     def manifest_bytes(self) -> memoryview:
@@ -384,6 +406,35 @@ class ManifestFile:
         if pos + 4 + length > limit:
             raise CorruptFileError(f"{what} at offset {pos} runs past the manifest", self.uri)
         return memoryview(self._buf)[local + 4:local + 4 + length]
+
+    def read_bytes(self, pos: int, length: int) -> bytes:
+        """``length`` bytes at ``pos`` of the part of the file before the manifest (where
+        legacy dictionary values live); fetched from storage when not read yet."""
+        limit = self._buf_start + self._msg_start - 4
+        if pos < 0 or length < 0 or pos + length > limit:
+            raise CorruptFileError(f"{length} bytes at {pos} are not before the manifest", self.uri)
+        if pos < self._buf_start:
+            store = self._store or open_store(self.uri)
+            extra = store.read_range(self.uri, pos, self._buf_start - pos)
+            if len(extra) != self._buf_start - pos:
+                raise CorruptFileError("short read before the manifest", self.uri)
+            self._buf = extra + self._buf
+            self._msg_start += len(extra)
+            self._msg_end += len(extra)
+            self._buf_start = pos
+            self.fragments._buf = self._buf
+            self.fragments._msg_start = self._msg_start
+        local = pos - self._buf_start
+        return bytes(memoryview(self._buf)[local:local + length])
+
+    def dictionary_values(self) -> dict:
+        """{field id: pa.Array} of the legacy dictionary values this file holds (see
+        :mod:`lancefmt.table.legacy_dictionaries`)."""
+        from .legacy_dictionaries import dictionary_fields, read_values
+
+        limit = self._buf_start + self._msg_start - 4
+        return {f.id: read_values(self.read_bytes, f, limit, self.uri)
+                for f in dictionary_fields(self.header.fields) if f.HasField("dictionary")}
 
     @property
     def transaction_offset(self):
@@ -494,16 +545,20 @@ def parse_manifest_file(data: bytes, uri: str | None = None) -> ManifestFile:
 
 # -- writing ----------------------------------------------------------------------------------
 
-def encode_manifest_file(manifest: "table_pb2.Manifest", transaction=None, indices=None) -> bytes:
+def encode_manifest_file(manifest: "table_pb2.Manifest", transaction=None, indices=None,
+                         dictionaries: dict | None = None) -> bytes:
     """The bytes of a manifest file in Lance's layout.
 
     ``transaction``: the inline ``transaction_pb2.Transaction`` (or None); ``indices``: a
     ``table_pb2.IndexSection``, a list of ``IndexMetadata``, or None. ``manifest`` is updated in
     place: ``index_section`` and ``transaction_section`` (field 23, as pylance 14 writes) get the
-    offsets of the sections, and the deprecated field 21 is cleared.
+    offsets of the sections, and the deprecated field 21 is cleared. ``dictionaries``
+    ({field id: pa.Array}, legacy datasets) are written first and their Fields pointed at them.
     """
     parts = []
     pos = 0
+    if dictionaries:
+        pos = _write_dictionaries(manifest, dictionaries, parts)
     if indices is not None and not isinstance(indices, table_pb2.IndexSection):
         indices = table_pb2.IndexSection(indices=list(indices))
     if indices is not None and len(indices.indices):
@@ -524,6 +579,30 @@ def encode_manifest_file(manifest: "table_pb2.Manifest", transaction=None, indic
     body = manifest.SerializeToString()
     parts += [_U32.pack(len(body)), body, _FOOTER.pack(pos, FOOTER_VERSION[0], FOOTER_VERSION[1], MAGIC)]
     return b"".join(parts)
+
+
+def _write_dictionaries(manifest, dictionaries: dict, parts: list) -> int:
+    """Legacy dictionary values at the start of the file, as pylance's ``write_manifest`` lays
+    them out; returns the position after them."""
+    from ..encoding.legacy.encode import PageEncoder
+
+    pos = 0
+
+    def write(data) -> int:
+        nonlocal pos
+        start = pos
+        b = bytes(data)
+        parts.append(b)
+        pos += len(b)
+        return start
+
+    enc = PageEncoder(write, lambda: pos)
+    for f in manifest.fields:
+        values = dictionaries.get(f.id)
+        if values is not None:
+            f.dictionary.offset = enc.write_dictionary(values)
+            f.dictionary.length = len(values)
+    return pos
 
 
 def write_manifest_file(uri: str, manifest: "table_pb2.Manifest", transaction=None, indices=None,

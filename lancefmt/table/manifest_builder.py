@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass, field
 
 from .._proto import file_pb2, rowids_pb2, table_pb2
-from .. import __version__
+from ..version import __version__
 from ..errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
 from . import feature_flags
+from .manifest import STABLE_VERSION, storage_version_of_file
 from .transaction import (
     Append, Clone, CreateIndex, DataReplacement, Delete, Merge, Opaque, Overwrite, Project,
     ReserveFragments, Restore, Rewrite, Transaction, Update, UpdateBases, UpdateConfig,
@@ -142,7 +143,7 @@ def _data_format_of(frags, requested: str | None) -> str:
         raise InvalidArgumentError(f"data files of several format versions: {sorted(versions)}")
     if versions:
         major, minor = versions.pop()
-        found = "0.1" if major == 0 else f"{major}.{minor}"
+        found = storage_version_of_file(major, minor)
         if requested and requested != found:
             raise InvalidArgumentError(
                 f"requested data storage version {requested} but the data files are {found}")
@@ -150,11 +151,44 @@ def _data_format_of(frags, requested: str | None) -> str:
     return requested or "2.2"  # pylance 14's default ("stable")
 
 
+def _keep_inferred_format(manifest) -> None:
+    """A manifest of an old release has no ``data_format``; Lance infers it on read (from the
+    data files, else the deprecated v2 writer flag, else legacy) and writes what it inferred on
+    its next commit. Doing the same keeps a 0.10-era legacy dataset legacy (a "2.0" guess made
+    pylance refuse its 0.1 data files)."""
+    if manifest.HasField("data_format") and manifest.data_format.version:
+        return
+    manifest.data_format.file_format = "lance"
+    for frag in manifest.fragments:
+        for df in frag.files:
+            major, minor = df.file_major_version, df.file_minor_version
+            manifest.data_format.version = storage_version_of_file(major, minor)
+            return
+    deprecated_v2 = manifest.writer_feature_flags & feature_flags.FLAG_USE_V2_FORMAT_DEPRECATED
+    manifest.data_format.version = STABLE_VERSION if deprecated_v2 else "0.1"
+
+
+def _fix_legacy_format(manifest) -> None:
+    """pylance 0.16 could record "0.1" for a dataset of 2.0 files; Lance's commit corrects it
+    to what the files are, and refuses a dataset that mixes file versions (it needs a
+    rollback), as here."""
+    if manifest.data_format.version not in ("0.1", "legacy"):
+        return
+    found = {storage_version_of_file(df.file_major_version, df.file_minor_version)
+             for f in manifest.fragments for df in f.files}
+    if len(found) > 1:
+        raise UnsupportedFeatureError(
+            f"the dataset contains a mixture of file versions ({', '.join(sorted(found))}); "
+            f"roll it back to an earlier version")
+    if found and found != {"0.1"}:
+        manifest.data_format.version = found.pop()
+
+
 def _check_file_versions(frags, data_format: str) -> None:
     """New data files must match the dataset's storage version (Lance refuses mixtures)."""
     for f in frags:
         for df in f.files:
-            found = "0.1" if df.file_major_version == 0 else f"{df.file_major_version}.{df.file_minor_version}"
+            found = storage_version_of_file(df.file_major_version, df.file_minor_version)
             if data_format and found != data_format:
                 raise InvalidArgumentError(
                     f"data file {df.path} is format {found} but the dataset stores {data_format}")
@@ -198,7 +232,8 @@ def build_manifest(
         src, src_indices = restore_source
         manifest = table_pb2.Manifest()
         manifest.CopyFrom(src)
-        return _finish(manifest, previous, version, transaction_file, options,
+        _keep_inferred_format(manifest)
+        return finish_manifest(manifest, previous, version, transaction_file, options,
                        stable=bool(src.reader_feature_flags & feature_flags.FLAG_STABLE_ROW_IDS)), \
             list(src_indices)
 
@@ -214,6 +249,7 @@ def build_manifest(
     manifest = table_pb2.Manifest()
     if previous is not None:
         manifest.CopyFrom(previous)
+        _keep_inferred_format(manifest)
         if not keep_fragments:
             del manifest.fragments[:]
     next_id = (previous.max_fragment_id + 1) if previous is not None and previous.HasField("max_fragment_id") else 0
@@ -338,7 +374,7 @@ def build_manifest(
             top = max(top, manifest.max_fragment_id)
         manifest.max_fragment_id = top
     same = _SameFragments(previous) if keep_fragments else None
-    return _finish(manifest, previous, version, transaction_file, options, stable, same), indices
+    return finish_manifest(manifest, previous, version, transaction_file, options, stable, same), indices
 
 
 class _SameFragments:
@@ -357,7 +393,10 @@ class _SameFragments:
         return 1
 
 
-def _finish(manifest, previous, version, transaction_file, options, stable, fragments=None):
+def finish_manifest(manifest, previous, version, transaction_file, options, stable,
+                    fragments=None):
+    """Stamp a built manifest: version, transaction file, timestamp, writer and the derived
+    counters (shared by every operation's build and by clones)."""
     manifest.version = version
     manifest.transaction_file = transaction_file
     ts = options.timestamp_ns if options.timestamp_ns is not None else time.time_ns()
@@ -370,6 +409,7 @@ def _finish(manifest, previous, version, transaction_file, options, stable, frag
         manifest.data_format.file_format = "lance"
     if not manifest.data_format.version:
         manifest.data_format.version = options.data_storage_version or "2.0"
+    _fix_legacy_format(manifest)
     for k, v in options.extra_config.items():
         manifest.config[k] = v
     manifest.ClearField("index_section")

@@ -13,27 +13,15 @@ listing is completed with the versions it committed), and half-finished commits 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import CorruptFileError, DatasetNotFoundError
 from ..io import open_store
 from ..io.uri import child
+from .commit_external import merge_listing, resolve_latest, resolve_version
 from .manifest import ManifestFile, read_manifest
+from .manifest_location import ManifestLocation
 from .naming import VERSIONS_DIR, is_detached_version, listing_scheme, manifest_file_name, \
     parse_manifest_name
 from .refs import resolve_version_ref
-
-
-@dataclass(frozen=True)
-class ManifestLocation:
-    """Where one version's manifest is: its URI, size in bytes (None if unknown), naming
-    scheme (``"v1"``/``"v2"``) and whether it is a detached version."""
-
-    version: int
-    uri: str
-    size: int | None
-    scheme: str
-    detached: bool = False
 
 
 def versions_dir(dataset_uri: str) -> str:
@@ -52,8 +40,6 @@ def list_manifests(dataset_uri: str, *, store=None, storage_options=None,
     vdir = versions_dir(dataset_uri)
     out = _locations(store.list(vdir), vdir, include_detached)
     if getattr(store, "manifest_store", None) is not None:
-        from .commit_external import merge_listing
-
         out = merge_listing(dataset_uri, out, store, store.manifest_store)
     return out
 
@@ -78,8 +64,6 @@ def latest_manifest(dataset_uri: str, *, store=None, storage_options=None) -> Ma
     """The latest version's manifest; :class:`DatasetNotFoundError` if there is none."""
     store = store or open_store(dataset_uri, storage_options)
     if getattr(store, "manifest_store", None) is not None:
-        from .commit_external import resolve_latest
-
         loc = resolve_latest(dataset_uri, store, store.manifest_store)
         if loc is not None:
             return loc
@@ -124,8 +108,6 @@ def locate_manifest(dataset_uri: str, version: int, *, store=None,
     store = store or open_store(dataset_uri, storage_options)
     version = int(version)
     if getattr(store, "manifest_store", None) is not None:
-        from .commit_external import resolve_version
-
         loc = resolve_version(dataset_uri, version, store, store.manifest_store)
         if loc is not None:
             return loc

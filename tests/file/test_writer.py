@@ -98,8 +98,10 @@ def test_version_argument(tmp_path):
         assert LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]),
                                version=v).version == expected
     assert _Writer(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())])).version == (2, 2)
-    with pytest.raises(UnsupportedFeatureError, match="legacy"):
-        LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]), version="legacy")
+    for v in ("legacy", "0.1", "0.2", (0, 1)):  # the legacy format's own writer
+        w = LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]), version=v)
+        assert type(w).__name__ == "LegacyFileWriter" and w.version == (0, 2)
+        w.abort()
     with pytest.raises(UnsupportedFeatureError):
         LanceFileWriter(str(tmp_path / "f.lance"), pa.schema([("a", pa.int8())]), version="9.9")
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lancefmt
-from lancefmt.dataset import direct_take
+from lancefmt.dataset.read import direct_take
 from lancefmt.errors import CorruptFileError
 from lancefmt.file.reader import LanceFileReader
 
@@ -56,7 +56,7 @@ def indices(n):
 
 def test_direct_take_matches_pylance(datasets):
     ours, theirs, _ = datasets
-    plan = direct_take.direct_plan(ours._ctx, ours._fragment_pbs(), tuple(NUMERIC))
+    plan = direct_take.direct_plan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), tuple(NUMERIC))
     assert plan is not None and plan.live_rows == theirs.count_rows()
     n = theirs.count_rows()
     for idx in indices(n):
@@ -89,7 +89,7 @@ def test_other_columns_take_the_general_path(datasets):
     ours, theirs, _ = datasets
     for cols in (["i64", "s"], ["nulls"], None):
         key = tuple(cols or ours.schema.names)
-        assert direct_take.direct_plan(ours._ctx, ours._fragment_pbs(), key) is None
+        assert direct_take.direct_plan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), key) is None
         for idx in indices(theirs.count_rows())[:3]:
             assert ours.take(idx, columns=cols).equals(theirs.take(idx, columns=cols))
     # low-cardinality values (dictionary pages in 2.1/2.2: the general path there)
@@ -140,7 +140,7 @@ def test_inconsistent_segment_table_is_a_corrupt_file_error(datasets, monkeypatc
 
     monkeypatch.setattr(direct_take, "_add_file", add)
     with pytest.raises(CorruptFileError, match="direct take"):
-        direct_take.DirectTakePlan(ours._ctx, ours._fragment_pbs(), ("i32",))
+        direct_take.DirectTakePlan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), ("i32",))
     monkeypatch.undo()
-    plan = direct_take.DirectTakePlan(ours._ctx, ours._fragment_pbs(), ("i32",))
+    plan = direct_take.DirectTakePlan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), ("i32",))
     assert plan.take(np.array([0, plan.live_rows - 1])).num_rows == 2

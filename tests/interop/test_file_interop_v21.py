@@ -176,16 +176,15 @@ def test_pylance_file_reads_identically(tmp_path, case, version):
         expected.column(expected.column_names[-1]).to_pylist()
 
 
-def test_legacy_v1_dataset_is_refused_by_name(tmp_path):
+def test_legacy_v1_dataset_reads(tmp_path):
+    """Legacy files go to the legacy reader (tests/interop/test_legacy_interop.py)."""
     import lance
 
     import lancefmt
-    from lancefmt.errors import UnsupportedFeatureError
 
     uri = str(tmp_path / "legacy")
     lance.write_dataset(pa.table({"a": [1, 2, 3]}), uri, data_storage_version="legacy")
-    with pytest.raises(UnsupportedFeatureError, match="legacy Lance file format 0.1"):
-        lancefmt.dataset(uri).to_table()
+    assert lancefmt.dataset(uri).to_table().equals(lance.dataset(uri).to_table())
 
 
 def test_maps_read_identically_2_2(tmp_path):

@@ -104,7 +104,7 @@ def test_pylance_api_writer_defaults_to_2_2(tmp_path):
     assert PyLanceReader(path).metadata().minor_version == 2
 
 
-@pytest.mark.parametrize("bad", ["legacy", "0.1", "next", "2.3", "3.0", "banana"])
+@pytest.mark.parametrize("bad", ["next", "2.3", "3.0", "banana"])
 def test_unwritable_versions_are_refused_before_writing(tmp_path, bad):
     path = tmp_path / "x.lance"
     with pytest.raises(lancefmt.UnsupportedFeatureError):
@@ -149,8 +149,11 @@ def test_write_fragments_follow_the_version_rules(tmp_path):
     frags = lancefmt.write_fragments(table, str(tmp_path / "f"))
     assert {(f.file_major_version, f.file_minor_version) for fr in frags
             for f in fr.files} == {(2, 2)}
+    legacy = lancefmt.write_fragments(table, str(tmp_path / "l"), data_storage_version="legacy")
+    assert {(f.file_major_version, f.file_minor_version) for fr in legacy
+            for f in fr.files} == {(0, 2)}
     with pytest.raises(lancefmt.UnsupportedFeatureError):
-        lancefmt.write_fragments(table, str(tmp_path / "g"), data_storage_version="legacy")
+        lancefmt.write_fragments(table, str(tmp_path / "g"), data_storage_version="2.3")
     assert not os.path.exists(tmp_path / "g")
 
 

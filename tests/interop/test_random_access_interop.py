@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 import lancefmt
-from lancefmt.dataset.direct_take import direct_plan
+from lancefmt.dataset.read.direct_take import direct_plan
 from lancefmt.errors import RowOutOfRangeError
 
 lance = pytest.importorskip("lance")
@@ -50,7 +50,7 @@ def test_take_unsorted_and_repeated_indices(datasets):
     with pytest.raises(RowOutOfRangeError):
         ours.take([n])
     # fixed-width columns take the direct path, which checks the offsets as it reads them
-    assert direct_plan(ours._ctx, ours._fragment_pbs(), ("id", "f")) is not None
+    assert direct_plan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), ("id", "f")) is not None
     for bad in ([n], [-1], [0, n + 5, 3], [5] * 70_000 + [n]):
         with pytest.raises(RowOutOfRangeError, match=f"out of range for {n} rows"):
             ours.take(bad, columns=["id", "f"])

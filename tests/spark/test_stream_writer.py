@@ -168,7 +168,7 @@ def test_replay_after_a_kill_between_commit_and_cleanup_keeps_committed_files(tm
     replayed batch 1 (skipped) and a later abort must not delete the files version 2 references."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    write_module = importlib.import_module("lancefmt.dataset.write")
+    write_module = importlib.import_module("lancefmt.dataset.write.staging")
     from lancefmt.spark.stream_writer import LanceStreamWriter
 
     uri = str(tmp_path / "out.lance")

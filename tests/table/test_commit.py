@@ -180,4 +180,4 @@ def test_transaction_file_name_escaping_transactions_dir_is_refused(tmp_path):
     fake = SimpleNamespace(transaction=lambda: None,
                            header=SimpleNamespace(transaction_file="../../outside.txn"))
     with pytest.raises(InvalidPathError):
-        read_transaction_of(fake, ds.uri, ds._store)
+        read_transaction_of(fake, ds.uri, ds.snapshot.store)

@@ -164,7 +164,7 @@ def test_views_pickle_with_their_store(tmp_path, ms):
     ds = lancefmt.write_dataset(rows(3), uri, manifest_store=ms)
     again = pickle.loads(pickle.dumps(ds))
     assert again.manifest_store.path == ms.path and again.version == 1
-    assert again._store.manifest_store is again.manifest_store
+    assert again.snapshot.store.manifest_store is again.manifest_store
     assert open_store(uri).manifest_store is None  # the shared cached store stays unbound
     again.update_config({"x": "1"})
     assert again.version == 2

@@ -12,7 +12,8 @@ import pytest
 
 import lancefmt
 from lancefmt.errors import InvalidArgumentError, LanceError
-from lancefmt.table.external_manifest import ManifestEntry, as_manifest_store
+from lancefmt.table.external_manifest import ManifestEntry
+from lancefmt.table.manifest_stores import as_manifest_store
 from lancefmt.errors import ForkedStoreError, SqliteStoreError
 from lancefmt.table.sqlite_pool import _ForkGate
 

@@ -18,8 +18,8 @@ class FieldReaders:
     page_encoding_url = PAGE_ENCODING_URL
 
     @staticmethod
-    def assign_columns(roots):
-        return assign_columns(roots)
+    def assign_columns(roots, columns=None, path=None):
+        return assign_columns(roots, columns, path)
 
     @staticmethod
     def column_field_ids(root) -> set:

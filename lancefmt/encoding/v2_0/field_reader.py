@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError
 
 from ..._proto import encodings_v2_0_pb2 as pb
 from ...errors import CorruptFileError, UnsupportedFeatureError
+from .._utf8 import first_invalid_utf8_row
 from .._validity import copy_bitmap
 from ..column import ColumnInfo, PageInfo, PageSource
 from ..take import span_positions, spans, take_chunks
@@ -34,6 +35,7 @@ from .page_decoder import PageDecoder, is_binary_like, is_large_binary_like
 
 ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
 _INT32_MAX = 2**31 - 1
+_BINARY_TYPES = ("string", "binary", "large_string", "large_binary", "json")
 
 
 def parse_page_encoding(page: PageInfo, path: str | None) -> pb.ArrayEncoding:
@@ -414,6 +416,53 @@ class ListFieldReader(FieldReader):
         self.items.evict_before(source, item_row)
 
 
+class ListOfBytesFieldReader(FieldReader):
+    """Strings and binaries as pylance 0.13-era 2.0 files store them: a ``list<uint8>`` (an
+    offsets column, then a column of the bytes), read as Lance's decoder reads them -- the
+    list's offsets, validity and bytes viewed as the binary array (strings checked UTF-8)."""
+
+    def __init__(self, lists: "ListFieldReader", dtype, path: str | None):
+        self.lists = lists
+        self.dtype = dtype
+        self.path = path
+        self.num_rows = lists.num_rows
+        self.column = lists.column
+
+    def pages_for(self, start, stop):
+        return self.lists.pages_for(start, stop)
+
+    def _as_binary(self, chunk: pa.Array) -> pa.Array:
+        values = chunk.values
+        data = values.buffers()[1]
+        data = pa.py_buffer(b"") if data is None else data.slice(values.offset, len(values))
+        width = 8 if pa.types.is_large_list(chunk.type) else 4
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if width == 8 else np.int32)
+        offsets = offsets[chunk.offset:chunk.offset + len(chunk) + 1]
+        if pa.types.is_string(self.dtype) or pa.types.is_large_string(self.dtype):
+            bad = first_invalid_utf8_row(data, offsets)
+            if bad >= 0:
+                raise CorruptFileError(f"column {self.column.index}: string of row {bad} is not "
+                                       f"valid UTF-8", self.path)
+        return pa.Array.from_buffers(self.dtype, len(chunk),
+                                     [chunk.buffers()[0], chunk.buffers()[1], data],
+                                     offset=chunk.offset)
+
+    def read(self, source, start, stop):
+        return [self._as_binary(c) for c in self.lists.read(source, start, stop)]
+
+    def evict_before(self, source, row):
+        self.lists.evict_before(source, row)
+
+
+def is_list_of_bytes(columns, index: int, dtype, path) -> bool:
+    """Whether column ``index`` holds a string/binary field the 0.13-era way (its first page
+    is a list: the bytes are in the next column)."""
+    if not is_binary_like(dtype) or not 0 <= index < len(columns) or not columns[index].pages:
+        return False
+    first = columns[index].pages[0]
+    return parse_page_encoding(first, path).WhichOneof("array_encoding") == "list"
+
+
 COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
 
 
@@ -476,18 +525,33 @@ def build_field_reader(node, dtype: pa.DataType, column_of, columns, path) -> Fi
         items = build_field_reader(node.children[0], dtype.value_type, column_of, columns, path)
         return ListFieldReader(column(node.id)[0], items, dtype, path)
     col, kind = column(node.id, blob_ok=is_binary_like(dtype))
+    if kind == "values" and is_list_of_bytes(columns, col.index, dtype, path):
+        if col.index + 1 >= len(columns):
+            raise CorruptFileError(f"field {node.name!r}: list-encoded bytes without their "
+                                   f"column", path)
+        large = is_large_binary_like(dtype)
+        items = PrimitiveFieldReader(columns[col.index + 1], pa.uint8(), path)
+        list_type = pa.large_list(pa.field("item", pa.uint8(), False)) if large else \
+            pa.list_(pa.field("item", pa.uint8(), False))
+        return ListOfBytesFieldReader(ListFieldReader(col, items, list_type, path), dtype, path)
     if kind == "blob":
         return BlobFieldReader(col, dtype, path)
     return PrimitiveFieldReader(col, dtype, path)
 
 
-def assign_columns(roots) -> dict[int, int]:
+def assign_columns(roots, columns=None, path=None) -> dict[int, int]:
     """Field id -> column index as 2.0 allocates them: pre-order, every field one column,
-    except the children of packed structs (their parent's single column holds them)."""
+    except the children of packed structs (their parent's single column holds them). With the
+    file's ``columns``, a 0.13-era string/binary field (list-encoded) takes two columns."""
     out: dict[int, int] = {}
+    taken = [0]
 
     def visit(node):
-        out[node.id] = len(out)
+        out[node.id] = taken[0]
+        taken[0] += 1
+        if columns is not None and not node.children and node.logical_type in _BINARY_TYPES \
+                and is_list_of_bytes(columns, out[node.id], pa.binary(), path):
+            taken[0] += 1
         if node.is_packed_struct():
             return
         for c in node.children:

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ...errors import InvalidArgumentError, UnsupportedFeatureError
 from .._validity import copy_bitmap
-from .page_encoder import (EncodedPage, PageOptions, _offsets_view, encode_list_offsets,
+from .page_encoder import (EncodedPage, PageOptions, offsets_view, encode_list_offsets,
                            encode_page, struct_header_page)
 
 DEFAULT_PAGE_BUFFER_BYTES = 8 * 1024 * 1024
@@ -109,7 +109,7 @@ class ListFieldWriter(FieldWriter):
         n = len(arr)
         if n == 0:
             return
-        offsets = _offsets_view(arr).astype(np.int64)
+        offsets = offsets_view(arr).astype(np.int64)
         first, last = int(offsets[0]), int(offsets[-1])
         mask = None
         if arr.null_count:
@@ -208,7 +208,7 @@ class BlobFieldWriter(FieldWriter):
         positions, sizes = [], []
         for arr in chunks:
             n = len(arr)
-            offsets = _offsets_view(arr)
+            offsets = offsets_view(arr)
             data = arr.buffers()[2]
             valid = np.ones(n, dtype=bool) if not arr.null_count else np.unpackbits(
                 copy_bitmap(arr.buffers()[0], arr.offset, n), count=n, bitorder="little").astype(bool)

@@ -148,7 +148,7 @@ def _values(arr: pa.Array, bufs: _Buffers, options: PageOptions) -> pb.ArrayEnco
     return pb.ArrayEncoding(flat=pb.Flat(bits_per_value=bits, buffer=bufs.add(buf)))
 
 
-def _offsets_view(arr: pa.Array) -> np.ndarray:
+def offsets_view(arr: pa.Array) -> np.ndarray:
     """The ``n + 1`` Arrow offsets of a (large) binary/string/list array, as numpy."""
     dtype = np.int64 if (pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
                          or pa.types.is_large_list(arr.type)) else np.int32
@@ -158,7 +158,7 @@ def _offsets_view(arr: pa.Array) -> np.ndarray:
 
 def _binary(arr: pa.Array, bufs: _Buffers, options: PageOptions) -> pb.ArrayEncoding:
     n = len(arr)
-    offsets = _offsets_view(arr)
+    offsets = offsets_view(arr)
     validity = arr.buffers()[0] if arr.null_count else None
     ends, adjustment = encode_adjusted_offsets(offsets, validity, arr.offset)
     data = arr.buffers()[2]

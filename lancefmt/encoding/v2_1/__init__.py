@@ -35,7 +35,8 @@ class FieldReaders:
         self.version = tuple(version)
 
     @staticmethod
-    def assign_columns(roots):
+    def assign_columns(roots, columns=None, path=None):
+        """(``columns``/``path``: the 2.0 scheme's signature; 2.1 layouts need neither.)"""
         return assign_columns(roots)
 
     @staticmethod

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
 from ...errors import UnsupportedFeatureError
-from .page_encoder import EncodedPage, PageInput
+from .encoded_page import EncodedPage, PageInput
 from .shred import LIST, layer_codes
 from .value_block import FixedBlock
 

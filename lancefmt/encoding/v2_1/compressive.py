@@ -311,7 +311,7 @@ def _variable_block(enc, buf, n, path) -> VariableValues:
     return VariableValues(n, offs, data, bits)
 
 
-class _FsstTable:
+class FsstTable:
     """A parsed FSST symbol table (8-byte header, n symbols of 8 bytes, n lengths)."""
 
     __slots__ = ("compressed", "symbols", "lens")
@@ -355,12 +355,12 @@ class _FsstTable:
 _FSST_CACHE: dict = {}
 
 
-def _fsst_table(enc, path) -> _FsstTable:
+def _fsst_table(enc, path) -> FsstTable:
     """The parsed table (cached: every chunk of a page repeats the page's table)."""
     raw = enc.fsst.symbol_table
     table = _FSST_CACHE.get(raw)
     if table is None:
-        table = _FsstTable(bytes(raw), path)
+        table = FsstTable(bytes(raw), path)
         if len(_FSST_CACHE) >= 64:
             _FSST_CACHE.clear()
         _FSST_CACHE[raw] = table

@@ -162,13 +162,13 @@ class StructuralFieldReader:
             if leaf.num_rows != self.num_rows:
                 raise CorruptFileError(f"field columns differ in rows ({leaf.num_rows} vs "
                                        f"{self.num_rows})", path)
-        self._single = len(leaves) == 1 and leaves[0][1].dtype.equals(self.storage)
+        self.single_leaf = len(leaves) == 1 and leaves[0][1].dtype.equals(self.storage)
 
     def pages_for(self, start, stop):
         return [p for _, leaf in self.leaves for p in leaf.pages_for(start, stop)]
 
     def _join(self, parts):
-        if self._single:
+        if self.single_leaf:
             out = parts[0]
         else:
             paths = [p for p, _ in self.leaves]

@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 
 from ...errors import UnsupportedFeatureError
 from .field_reader import assign_columns, storage_type
-from .page_encoder import PageInput, encode_page
+from .encoded_page import PageInput
+from .page_encoder import encode_page
 from .shred import ITEM, LIST, layer_codes, leaf_paths_of, shred
 from .value_block import is_variable, value_block
 

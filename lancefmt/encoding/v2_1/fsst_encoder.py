@@ -11,6 +11,7 @@ import numpy as np
 
 from ._fsst_encode import count_codes, fsst_encode
 from .value_block import VariableBlock
+from .value_encoders import VariableEncoder
 
 TABLE_BYTES = 8 + 256 * 8 + 256
 MAGIC = 0x46535354 << 32
@@ -155,8 +156,6 @@ class FsstMiniBlockEncoder:
     dictionary = None
 
     def __init__(self, compressed: VariableBlock, table: bytes):
-        from .value_encoders import VariableEncoder
-
         self.inner = VariableEncoder(compressed)
         self.table = table
         self.num_buffers = self.inner.num_buffers

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
 from ...errors import UnsupportedFeatureError
-from .page_encoder import EncodedPage, PageInput
+from .encoded_page import EncodedPage, PageInput
 from .value_block import VariableBlock
 
 
@@ -97,7 +97,7 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
         if ln.sum():
             rel = np.repeat(dst_starts - src_starts, ln)
             src = np.concatenate([np.arange(a, a + b) for a, b in zip(src_starts, ln)]) \
-                if len(ln) < 64 else _ranges(src_starts, ln)
+                if len(ln) < 64 else byte_ranges(src_starts, ln)
             out[src + rel] = block.data[src]
     else:
         p = pos[vis_idx]
@@ -167,7 +167,7 @@ def _maybe_fsst(block: VariableBlock, options):
     return got if got is not None else (block, None)
 
 
-def _ranges(starts, lens) -> np.ndarray:
+def byte_ranges(starts, lens) -> np.ndarray:
     """Concatenated ``arange(s, s + l)`` for every (s, l)."""
     total = int(lens.sum())
     out = np.ones(total, dtype=np.int64)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
-from . import value_encoders
+from .encoder_choice import choose_value_encoder
 from .level_encoder import LevelPacker
-from .page_encoder import EncodedPage, PageInput
+from .encoded_page import EncodedPage, PageInput
 
 TARGET_CHUNK_BYTES = 4096
 MAX_CHUNK_VALUES = 4096
@@ -26,7 +26,7 @@ def _pow2_floor(x: int) -> int:
 
 def encode(inp: PageInput, version, options) -> EncodedPage | None:
     large = tuple(version) >= (2, 2)
-    enc = value_encoders.choose(inp.block, version, options)
+    enc = choose_value_encoder(inp.block, version, options)
     n = inp.block.n
     has_levels = inp.rep is not None or inp.defs is not None
     entries = len(inp.rep) if inp.rep is not None else (

@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import UnsupportedFeatureError
-from .page_encoder import PageInput, constant_all_null
+from .encoded_page import PageInput
+from .page_encoder import constant_all_null
 from .shred import LIST, is_list_type, layer_codes, leaf_paths_of, shred
 from .value_block import FixedBlock, VariableBlock, is_variable, value_block
 
@@ -165,7 +166,7 @@ class PackedLeafWriter:
 def variable_rows(blocks, widths):
     """(int64 offsets, bytes) of rows made of every field's bytes, a variable field's after
     its little-endian length."""
-    from .fullzip_encoder import _ranges
+    from .fullzip_encoder import byte_ranges
 
     n = blocks[0].n
     sizes = np.zeros((n, len(widths)), dtype=np.int64)
@@ -185,7 +186,7 @@ def variable_rows(blocks, widths):
         out[(at[:, None] + np.arange(lw)).reshape(-1)] = \
             lens.astype(f"<u{lw}").view(np.uint8)
         if lens.sum():
-            src = _ranges(b.offsets[:-1].astype(np.int64), lens)
-            dst = _ranges((at + lw).astype(np.int64), lens)
+            src = byte_ranges(b.offsets[:-1].astype(np.int64), lens)
+            dst = byte_ranges((at + lw).astype(np.int64), lens)
             out[dst] = b.data[src]
     return offsets, out

@@ -7,38 +7,17 @@ about 4 KiB of data (:mod:`.miniblock_encoder`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
+from . import fullzip_encoder, miniblock_encoder
+from .encoded_page import EncodedPage, PageInput
 from .value_block import DictBlock, FixedBlock, VariableBlock
 
 FULL_ZIP_MIN_VALUE_BYTES = 256
 
 
-@dataclass
-class EncodedPage:
-    encoding: pb.PageLayout
-    buffers: list = field(default_factory=list)
-    num_rows: int = 0
-
-
-@dataclass
-class PageInput:
-    layers: list              # RepDefLayer innermost first
-    rep: np.ndarray | None    # uint16 per entry
-    defs: np.ndarray | None   # uint16 per entry
-    block: object             # FixedBlock | VariableBlock of the visible items
-    visible: np.ndarray | None  # bool per entry (None: every entry is visible)
-    num_rows: int
-    max_rep: int
-    max_visible_def: int
-
-
 def encode_page(inp: PageInput, version, options) -> EncodedPage:
-    from . import fullzip_encoder, miniblock_encoder
-
     if _all_null(inp):
         return constant_all_null(inp)
     if tuple(version) >= (2, 2):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from . import blocks
+from . import compressive
 from ._chunks import gather, gather_variable, parse_headers
 from ._repdef import zip_walk_fixed, zip_walk_variable
 from .layout import Layers
@@ -44,12 +45,6 @@ class PageData:
     values: object
     num_visible: int
     chunk_entries: object = None  # mini-block: level entries per decoded chunk
-
-
-def _compressive():
-    from . import compressive  # the compressive layer (helper branch compressive21)
-
-    return compressive
 
 
 def _u8(buf) -> np.ndarray:
@@ -116,7 +111,7 @@ class MiniBlockPage:
             if dict_buf is None:
                 raise CorruptFileError(f"{where}: dictionary page without a dictionary buffer",
                                        path)
-            self.dictionary = _compressive().decode_block(
+            self.dictionary = compressive.decode_block(
                 mb.dictionary, _u8(dict_buf), int(mb.num_dictionary_items), path=path)
         self.rep_index = None
         if mb.repetition_index_depth:
@@ -198,7 +193,7 @@ class MiniBlockPage:
                                        self.path)
             ranges = np.stack([ranges[:, 0], 2 * nlev], axis=1)
             return gather(data, np.ascontiguousarray(ranges)).view("<u2")
-        comp = _compressive()
+        comp = compressive
         batch = comp.decode_levels_batch(enc, data, ranges[:, 0], ranges[:, 1], nlev,
                                          path=self.path)   # bit-packed levels, one pass
         if batch is not None:
@@ -214,7 +209,7 @@ class MiniBlockPage:
 
     def _values(self, data, vbufs, counts, ids):
         mb, where, path = self.mb, self.where, self.path
-        comp = _compressive()
+        comp = compressive
         enc = mb.value_compression
         kind = enc.WhichOneof("compression")
         total = int(counts.sum())
@@ -287,7 +282,7 @@ def decode_full_zip(fz, buffers, where: str, path) -> PageData:
     buf = _u8(buffers[0])
     entries = int(fz.num_items)
     max_visible = layers.max_visible_def
-    comp = _compressive()
+    comp = compressive
     try:
         kind = fz.WhichOneof("details")
         if kind == "bits_per_value":
@@ -322,7 +317,7 @@ def _levels(enc_set, enc, buf, count, where, path):
     if enc_set:
         if count > _MAX_LEVELS or count > 8 * 1024 * len(buf) + 65536:
             raise CorruptFileError(f"{where}: {count} levels in {len(buf)} bytes", path)
-        out = _compressive().decode_levels(enc, _u8(buf), int(count), path=path)
+        out = compressive.decode_levels(enc, _u8(buf), int(count), path=path)
         if out.size != count:
             raise CorruptFileError(f"{where}: decoded {out.size} levels, expected {count}", path)
         return out

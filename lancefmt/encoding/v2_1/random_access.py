@@ -26,7 +26,8 @@ from . import assemble, blocks, pages
 from ._fastlanes import take_miniblock_rows
 from ._repdef import row_starts, zip_walk_fixed, zip_walk_variable
 from .layout import Layers, parse_layout
-from .pages import MiniBlockPage, PageData, _compressive
+from . import compressive
+from .pages import MiniBlockPage, PageData
 from .values import FixedValues, VariableValues
 
 # A take reading more than this fraction of a page's rows decodes the whole page instead.
@@ -42,7 +43,7 @@ def miniblock(page, buffers, path) -> MiniBlockPage:
     return MiniBlockPage.from_buffers(mb, buffers, page.describe(), path)
 
 
-def _meta_ranges(page, roles):
+def meta_ranges(page, roles):
     out = []
     for r in roles:
         if r is not None:
@@ -61,10 +62,10 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
         page = col.pages[int(page_of[g[0]])]
         local = rows[g] - page.row_start
         plans.append([page, local, _plan_kind(leaf, source, page, local)])
-    _load_meta(leaf, source, [p for p in plans if p[2] in ("mini", "zipidx")])
+    load_meta(leaf, source, [p for p in plans if p[2] in ("mini", "zipidx")])
     if source.mapped is not None:
         for plan in plans:
-            if plan[2] == "mini" and _direct_values(plan[0].v21_meta) is not None:
+            if plan[2] == "mini" and direct_values(plan[0].v21_meta) is not None:
                 plan[2] = "direct"  # values read row by row where they lie in the map
     for plan in plans:
         if plan[2] == "mini" and _touches_most_chunks(plan[0].v21_meta.row_ends, plan[1]):
@@ -122,7 +123,7 @@ def _plan_kind(leaf, source, page, local) -> str:
     if kind == "mini_block_layout":
         mb = layout.mini_block_layout
         roles = MiniBlockPage.buffer_roles(mb)
-        if _meta_ranges(page, roles) is None or mb.repetition_index_depth not in (0, 1) or (
+        if meta_ranges(page, roles) is None or mb.repetition_index_depth not in (0, 1) or (
                 mb.HasField("rep_compression") and not mb.repetition_index_depth):
             return "whole"
         return "mini"
@@ -137,7 +138,7 @@ def _plan_kind(leaf, source, page, local) -> str:
     return "whole"
 
 
-def _load_meta(leaf, source, plans) -> None:
+def load_meta(leaf, source, plans) -> None:
     """Fetch and parse the page-level metadata of the pages a take reads in part."""
     todo = [p for p in plans if getattr(p[0], "v21_meta", None) is None]
     ranges, spans_ = [], []
@@ -146,7 +147,7 @@ def _load_meta(leaf, source, plans) -> None:
         if kind == "mini":
             mb = layout.mini_block_layout
             m, _d, d, r = MiniBlockPage.buffer_roles(mb)
-            rs = _meta_ranges(page, (m, d, r))
+            rs = meta_ranges(page, (m, d, r))
         else:
             rs = [(int(page.buffer_offsets[1]), int(page.buffer_sizes[1]))]
         spans_.append((len(ranges), len(rs)))
@@ -178,7 +179,7 @@ def _load_meta(leaf, source, plans) -> None:
         page.v21_meta = meta
 
 
-def _direct_values(meta: MiniBlockPage):
+def direct_values(meta: MiniBlockPage):
     """``(bitpacked, bits)`` when each row of the mini-block page is one value found without
     decoding its chunk (no levels, dictionary or repetition index; one value buffer of inline
     bit-packed words or flat whole-byte values, uncompressed), else None. Once per page."""
@@ -206,7 +207,7 @@ def _take_direct(leaf, page, local, mapped) -> pa.Array:
     file (one Cython pass; no chunk is decoded)."""
     meta = page.v21_meta
     bitpacked, bits = meta.direct
-    data = _mapped_buffer(mapped, page, 1, leaf.path)
+    data = mapped_buffer(mapped, page, 1, leaf.path)
     chunks = meta.chunks
     where = page.describe()
     try:
@@ -313,7 +314,7 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     if kind == "mini":
         meta = page.v21_meta
         if "mapped" in need:  # the chunks are decoded where they lie in the mapped file
-            data = _mapped_buffer(need["mapped"], page, 1, leaf.path)
+            data = mapped_buffer(need["mapped"], page, 1, leaf.path)
             pd = meta.decode(need["chunks"], data, meta.chunks.offsets[need["chunks"]])
         else:
             data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in pieces]) \
@@ -345,7 +346,7 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
             raw = VariableValues(vis, offs, vals, int(fz.bits_per_offset))
     except ValueError as e:
         raise CorruptFileError(f"{where}: {e}", leaf.path) from None
-    values = _compressive().FullZipValues(fz.value_compression, path=leaf.path).decode(raw)
+    values = compressive.FullZipValues(fz.value_compression, path=leaf.path).decode(raw)
     pd = PageData(layers, rep if fz.bits_rep else None, defs if fz.bits_def else None, values, vis)
     arr = assemble.page_array(pd, leaf.path_types, where, leaf.path)
     if len(arr) != local.size:
@@ -354,7 +355,7 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
     return [arr]
 
 
-def _mapped_buffer(mapped: pa.Buffer, page, index: int, path) -> np.ndarray:
+def mapped_buffer(mapped: pa.Buffer, page, index: int, path) -> np.ndarray:
     """Page buffer ``index`` as a zero-copy view of the memory-mapped file (bounds checked)."""
     start, size = int(page.buffer_offsets[index]), int(page.buffer_sizes[index])
     if start < 0 or size < 0 or start + size > mapped.size:

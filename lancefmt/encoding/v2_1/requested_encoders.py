@@ -7,6 +7,7 @@ import numpy as np
 
 from ..._proto import encodings_v2_1_pb2 as pb
 from .value_block import FixedBlock
+from .value_encoders import FlatEncoder, RleEncoder
 
 BSS_AUTO_MAX_ENTROPY = 4.0   # bits per byte position; pylance's "auto" threshold
 
@@ -35,8 +36,6 @@ class ByteStreamSplitEncoder:
     num_buffers = 1
 
     def __init__(self, block: FixedBlock):
-        from .value_encoders import FlatEncoder
-
         self.block = block
         self.width = block.bits // 8
         self.flat = FlatEncoder(block)
@@ -75,8 +74,6 @@ class ByteStreamSplitEncoder:
 
 def rle_by_threshold(block: FixedBlock, threshold: float):
     """RLE exactly when runs < values * threshold (``lance-encoding:rle-threshold``)."""
-    from .value_encoders import RleEncoder
-
     t = block.bits
     if t not in (8, 16, 32, 64) or block.fsl_dims or block.n == 0:
         return None

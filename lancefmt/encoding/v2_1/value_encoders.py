@@ -131,10 +131,11 @@ class VariableEncoder:
 
 
 class DictionaryEncoder:
-    """u32 indices (encoded like any integers) plus the items as one block-encoded buffer."""
+    """u32 indices (encoded like any integers: ``inner`` is their value encoder) plus the items
+    as one block-encoded buffer."""
 
-    def __init__(self, block: DictBlock, version, options):
-        self.inner = choose(block.indices, version, options)
+    def __init__(self, block: DictBlock, inner):
+        self.inner = inner
         self.num_buffers = self.inner.num_buffers
         items = block.items
         if isinstance(items, VariableBlock):
@@ -370,34 +371,3 @@ class GeneralEncoder:
             bc.level = int(self.level)
         return pb.CompressiveEncoding(general=pb.General(compression=bc,
                                                          values=self.inner.description()))
-
-
-def choose(block, version, options):
-    """The value encoder of a mini-block page: dictionary indices / integers bit-packed when
-    that is smaller, FSST for strings (as pylance: asked for, or pages of 32 KiB+), General
-    zstd/lz4 when the field asks (``lance-encoding:compression``), byte-stream-split and RLE
-    as ``lance-encoding:bss`` / ``rle-threshold`` ask (:mod:`.requested_encoders`)."""
-    scheme = options.compression if options is not None else None
-    if isinstance(block, DictBlock):
-        return DictionaryEncoder(block, version, options)
-    if isinstance(block, VariableBlock):
-        from .fsst_encoder import FsstMiniBlockEncoder
-
-        enc = FsstMiniBlockEncoder.maybe(block, scheme) or VariableEncoder(block)
-    else:
-        from .requested_encoders import ByteStreamSplitEncoder, rle_by_threshold
-
-        enc = ByteStreamSplitEncoder.maybe(block, options)
-        threshold = options.rle_threshold if options is not None else None
-        if enc is None and threshold is not None and scheme != "none":
-            enc = rle_by_threshold(block, threshold)
-        if enc is None and scheme not in ("none", "zstd", "lz4"):
-            enc = BitpackEncoder.maybe(block)
-            best = enc.packed_bytes if enc is not None else len(block.data)
-            if threshold is None:
-                enc = RleEncoder.maybe(block, best) or enc
-        if enc is None:
-            enc = FlatEncoder(block)
-    if scheme in ("zstd", "lz4"):
-        enc = GeneralEncoder(enc, scheme, options.compression_level)
-    return enc

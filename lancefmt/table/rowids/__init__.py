@@ -9,10 +9,12 @@
 * :class:`RowIdIndex`: row id -> row address over live rows.
 * ``meta``: load any of these from a ``DataFragment`` (inline or external storage).
 """
+from .._rowids import fill_range  # ids first, first + 1, ... into an array (Cython)
 from .address import MISSING_ADDRESS, fragment_addresses, row_address, split_addresses
 from .encoded_array import EncodedU64Array
 from .index import RowIdIndex
 from .meta import (
+    carry_row_ids,
     load_created_at_versions,
     load_last_updated_at_versions,
     load_row_id_sequence,
@@ -38,6 +40,8 @@ from .version import (
 )
 
 __all__ = [
+    "carry_row_ids",
+    "fill_range",
     "MISSING_ADDRESS", "row_address", "fragment_addresses", "split_addresses",
     "EncodedU64Array", "SegmentKind", "U64Segment", "sorted_segment_sizes",
     "RowIdSequence", "decode_row_ids", "encode_row_ids", "live_row_ids", "rechunk_sequences",

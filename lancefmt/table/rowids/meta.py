@@ -10,8 +10,8 @@ import numpy as np
 
 from ...errors import CorruptFileError
 from ...io import check_relative, child, open_store
-from .sequence import RowIdSequence, decode_row_ids
-from .version import RowDatasetVersionSequence, decode_versions
+from .sequence import RowIdSequence, decode_row_ids, encode_row_ids
+from .version import RowDatasetVersionSequence, decode_versions, encode_versions
 
 # (oneof name, inline field, external field) in DataFragment.
 _ROW_IDS = ("row_id_sequence", "inline_row_ids", "external_row_ids")
@@ -105,3 +105,20 @@ def load_version_sequences(fragment, dataset_uri: str = "", storage_options: dic
     """(created_at, last_updated_at) :class:`RowDatasetVersionSequence` objects (or None each)."""
     return (_load_versions(fragment, _CREATED, dataset_uri, storage_options, True),
             _load_versions(fragment, _UPDATED, dataset_uri, storage_options, True))
+
+
+def carry_row_ids(fragments, row_ids: np.ndarray, created: np.ndarray, updated=None) -> None:
+    """Rows rewritten into new ``fragments`` (``FragmentMetadata``s; update, merge insert,
+    compaction) keep who they are: the first ``len(row_ids)`` rows get their stable row ids
+    and created-at (and, when given, last-updated-at) versions inline; rows after them get
+    new ids at commit."""
+    start = 0
+    for f in fragments:
+        if start >= row_ids.size:
+            break
+        n = min(f.physical_rows, row_ids.size - start)
+        f.pb.inline_row_ids = encode_row_ids(row_ids[start:start + n])
+        f.pb.inline_created_at_versions = encode_versions(created[start:start + n])
+        if updated is not None:
+            f.pb.inline_last_updated_at_versions = encode_versions(updated[start:start + n])
+        start += n

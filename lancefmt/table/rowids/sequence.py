@@ -27,7 +27,7 @@ def decode_row_ids(data, path=None, expected_len: int | None = None) -> np.ndarr
     sequence whose length differs from ``expected_len`` (pass the fragment's physical rows).
     """
     table, total = _rowids.scan_row_id_sequence(data, path)
-    _check_length(total, expected_len, path, "row id sequence")
+    check_length(total, expected_len, path, "row id sequence")
     if total == 0:
         return np.empty(0, dtype=np.uint64)
     return _rowids.fill_values(data, table, total)
@@ -48,7 +48,7 @@ def _check_distinct(values: np.ndarray) -> None:
             f"row ids must be distinct; {int(uniq[np.argmax(counts > 1)])} appears more than once")
 
 
-def _check_length(total, expected, path, what):
+def check_length(total, expected, path, what):
     if expected is not None and total != expected:
         from ...errors import CorruptFileError
 

@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from .. import _rowids
 from .segment import U64Segment
-from .sequence import _check_length
+from .sequence import check_length
 from .serialization import segment_from_row, version_runs_to_bytes
 
 Col = _rowids.Col
@@ -24,7 +24,7 @@ Col = _rowids.Col
 def decode_versions(data, path=None, expected_len: int | None = None) -> np.ndarray:
     """``RowDatasetVersionSequence`` bytes -> per-row uint64 versions (CorruptFileError if bad)."""
     table, total = _rowids.scan_version_sequence(data, path)
-    _check_length(total, expected_len, path, "version sequence")
+    check_length(total, expected_len, path, "version sequence")
     return np.repeat(table[:, Col.VERSION], table[:, Col.COUNT].astype(np.int64))
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from lancefmt.encoding.v2_1 import fsst_encoder as fe
 from lancefmt.encoding.v2_1._fsst import fsst_decode
 from lancefmt.encoding.v2_1._fsst_encode import count_codes, fsst_encode
-from lancefmt.encoding.v2_1.compressive import _FsstTable
+from lancefmt.encoding.v2_1.compressive import FsstTable
 from lancefmt.encoding.v2_1.value_block import value_block
 
 
@@ -16,7 +16,7 @@ def _roundtrip(strings):
     block = value_block(pa.array(strings, pa.binary()))
     vals, lens = fe.build_table(block)
     offs, data = fsst_encode(np.ascontiguousarray(block.data), block.offsets, vals, lens)
-    table = _FsstTable(fe.serialise_table(vals, lens), "t")
+    table = FsstTable(fe.serialise_table(vals, lens), "t")
     back_offs, back, bad = fsst_decode(data, offs, table.symbols, table.lens)
     assert bad == -1
     assert np.array_equal(back_offs, block.offsets)

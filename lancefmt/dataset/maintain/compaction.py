@@ -1,0 +1,288 @@
+"""Compaction (``Dataset.optimize.compact_files``): rewrite small and deletion-heavy fragments.
+
+Planning follows Lance's ``plan_compaction``: walking the fragments in order, a fragment is a
+candidate when its deleted share exceeds ``materialize_deletions_threshold`` (with
+``materialize_deletions``) or it has fewer than ``target_rows_per_fragment`` rows; runs of
+adjacent candidates form bins (any other fragment ends a run); a bin of one fragment with
+nothing to materialize is left alone. Each bin's live rows are read in order and written as
+new fragments of at most ``target_rows_per_fragment`` rows; all bins commit as the groups of
+one Rewrite transaction (Rewrite's conflict rules apply). With stable row ids the new
+fragments carry the rows' ids and created/updated-at versions, so row ids survive compaction.
+
+Defaults come from the dataset's ``lance.compaction.*`` config keys, as in pylance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import InvalidArgumentError, LanceError
+from ...table.fragment import FragmentMetadata
+from ...table.rowids import carry_row_ids
+from ...table.rowids.meta import load_created_at_versions, load_last_updated_at_versions
+from ...table.transaction import ReserveFragments, Rewrite, RewriteGroup
+from ..core.files import data_file_uris, delete_files
+from ..core.plan import CommitPlan
+from ..core.view import View
+from ..read.scan import ScanSpec, load_deletions
+from ..write.files import DEFAULT_MAX_BYTES_PER_FILE
+from ..write.fragments import write_fragments
+from .compact_reader import read_live_rows
+
+DEFAULT_TARGET_ROWS = 1024 * 1024
+DEFAULT_THRESHOLD = 0.1
+CONFIG_PREFIX = "lance.compaction."
+
+
+@dataclass
+class CompactionMetrics:
+    """What a compaction did (pylance's ``CompactionMetrics``)."""
+
+    fragments_removed: int = 0
+    fragments_added: int = 0
+    files_removed: int = 0
+    files_added: int = 0
+
+
+COMPACTION_MODES = ("reencode", "try_binary_copy", "force_binary_copy")
+
+
+class BinaryCopyError(LanceError, OSError):
+    """``compaction_mode="force_binary_copy"`` on fragments whose files cannot be copied as
+    they are (deleted rows to drop), as pylance refuses it (an OSError there)."""
+
+
+@dataclass
+class CompactionOptions:
+    target_rows_per_fragment: int = DEFAULT_TARGET_ROWS
+    max_rows_per_group: int = 1024
+    max_bytes_per_file: int | None = None
+    materialize_deletions: bool = True
+    materialize_deletions_threshold: float = DEFAULT_THRESHOLD
+    num_threads: int | None = None
+    batch_size: int | None = None
+    compaction_mode: str = "reencode"
+
+    @classmethod
+    def resolve(cls, config: dict, **given) -> "CompactionOptions":
+        """Explicit arguments, then ``lance.compaction.*`` config, then defaults."""
+        out = cls()
+        mode = given.pop("compaction_mode", None) or config.get(CONFIG_PREFIX + "compaction_mode")
+        if mode is not None:
+            if mode not in COMPACTION_MODES:
+                raise InvalidArgumentError(f"Invalid compaction mode {mode!r}. Valid values: "
+                                           + ", ".join(map(repr, COMPACTION_MODES)))
+            out.compaction_mode = mode
+        for name, default in vars(cls()).items():
+            if name == "compaction_mode":
+                continue
+            value = given.get(name)
+            if value is None and CONFIG_PREFIX + name in config:
+                raw = config[CONFIG_PREFIX + name]
+                value = (raw.lower() == "true") if isinstance(default, bool) else \
+                    float(raw) if isinstance(default, float) else int(raw)
+            if value is not None:
+                setattr(out, name, value)
+        if out.target_rows_per_fragment <= 0:
+            raise InvalidArgumentError("target_rows_per_fragment must be positive")
+        if not 0.0 <= out.materialize_deletions_threshold <= 1.0:
+            raise InvalidArgumentError("materialize_deletions_threshold must be within [0, 1]")
+        return out
+
+
+def _deleted(pb) -> int:
+    return pb.deletion_file.num_deleted_rows if pb.HasField("deletion_file") else 0
+
+
+def plan_compaction(pbs, options: CompactionOptions) -> list[list]:
+    """Bins (lists of fragment protobufs) to rewrite, in fragment order."""
+    bins, current = [], []
+    for pb in pbs:
+        rows = pb.physical_rows
+        deleted = _deleted(pb)
+        materialize = options.materialize_deletions and rows and \
+            deleted / rows > options.materialize_deletions_threshold
+        if materialize or rows < options.target_rows_per_fragment:
+            current.append((pb, bool(materialize)))
+        elif current:
+            bins.append(current)
+            current = []
+    if current:
+        bins.append(current)
+    out = []
+    for b in bins:
+        for task in _split_for_size(b, options.target_rows_per_fragment):
+            if len(task) == 1 and not task[0][1]:
+                continue
+            out.append([pb for pb, _ in task])
+    return out
+
+
+def _split_for_size(bin_, target: int) -> list:
+    """Tasks of adjacent fragments holding at least ``target`` live rows each (the last one
+    what is left), as Lance splits a bin; each task becomes one new fragment."""
+    tasks, current, rows = [], [], 0
+    for pb, materialize in bin_:
+        current.append((pb, materialize))
+        rows += pb.physical_rows - _deleted(pb)
+        if rows >= target:
+            tasks.append(current)
+            current, rows = [], 0
+    if current:
+        if tasks:  # a remainder joins the task before it (as Lance's plan does)
+            tasks[-1].extend(current)
+        else:
+            tasks.append(current)
+    return tasks
+
+
+def _read_group(snapshot, pbs, stable: bool, batch_size, threads=None):
+    """Live rows of ``pbs`` in order, and (row ids, created, updated versions) if stable."""
+    spec = ScanSpec.build(snapshot.schema, snapshot.schema.names, with_row_id=stable,
+                          batch_size=batch_size)
+    # small fragments file by file on the lean path, others by the shared scan pool; in order
+    table = read_live_rows(snapshot.ctx, pbs, spec, stable, threads)
+    created, updated = [], []
+    for pb in pbs if stable else ():
+        dv = load_deletions(snapshot.ctx, pb)
+        kept = dv.kept_indices(pb.physical_rows) if dv is not None and len(dv) else None
+        for out, loader in ((created, load_created_at_versions),
+                            (updated, load_last_updated_at_versions)):
+            v = loader(pb, snapshot.uri, snapshot.storage_options)
+            if v is None:
+                v = np.ones(pb.physical_rows, dtype=np.uint64)
+            out.append(v[kept] if kept is not None else v)
+    if not stable:
+        return table, None
+    ids = table.column("_rowid").to_numpy()
+    return table.drop_columns(["_rowid"]), (ids, np.concatenate(created), np.concatenate(updated))
+
+
+def _rewrite_group(snapshot, pbs, options: CompactionOptions, stable: bool):
+    table, meta = _read_group(snapshot, pbs, stable, options.batch_size, options.num_threads)
+    if not table.num_rows:
+        return RewriteGroup([FragmentMetadata(pb) for pb in pbs], []), []
+    frags = write_fragments(table, snapshot.uri, storage_options=snapshot.storage_options,
+                            base_store_params=snapshot.base_store_params,
+                            max_rows_per_file=max(options.target_rows_per_fragment, table.num_rows),
+                            max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE)
+    if meta is not None:
+        carry_row_ids(frags, *meta)
+    old = [FragmentMetadata(pb) for pb in pbs]
+    return RewriteGroup(old, frags), data_file_uris(snapshot.ctx.resolver, frags)
+
+
+def _check_binary_copy(bins) -> None:
+    """Refuse ``force_binary_copy`` where pylance does: a fragment with deleted rows cannot be
+    copied page for page. (Compatible fragments are re-encoded here, which reads back the same
+    rows as a binary copy: lancefmt has no page-copying writer yet.)"""
+    for b in bins:
+        for pb in b:
+            if _deleted(pb):
+                raise BinaryCopyError(f"Not supported: binary copy of fragment {pb.id}, which "
+                                      "has deleted rows (compaction_mode='force_binary_copy')")
+
+
+def _progress(total: int, enabled):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="compacting", unit="frag")
+
+
+def compact_files(snapshot, options: CompactionOptions, progress=None):
+    """(Rewrite operation or None, files written, metrics) for compacting ``snapshot``."""
+    bins = plan_compaction(snapshot.fragment_pbs(), options)
+    metrics = CompactionMetrics()
+    if not bins:
+        return None, [], metrics
+    if options.compaction_mode == "force_binary_copy":
+        _check_binary_copy(bins)
+    stable = snapshot.has_stable_row_ids
+    bar = _progress(sum(len(b) for b in bins), progress)
+    groups, written = [], []
+    try:
+        for b in bins:  # each group is read by the shared scan pool (num_threads)
+            group, files = _rewrite_group(snapshot, b, options, stable)
+            groups.append(group)
+            written += files
+            if bar is not None:
+                bar.update(len(group.old_fragments))
+    except BaseException:
+        delete_files(written, snapshot.storage_options)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    for g in groups:
+        metrics.fragments_removed += len(g.old_fragments)
+        metrics.fragments_added += len(g.new_fragments)
+        metrics.files_removed += sum(len(f.pb.files) + f.pb.HasField("deletion_file")
+                                     for f in g.old_fragments)
+        metrics.files_added += sum(len(f.pb.files) for f in g.new_fragments)
+    return Rewrite(groups), [(u, snapshot.storage_options) for u in written], metrics
+
+
+def compact(snapshot, options: CompactionOptions, progress=None):
+    """Compact and commit: (committed snapshot, metrics). As pylance: a ReserveFragments
+    commit first, then the Rewrite names the reserved ids (so index remapping could refer to
+    them; the versions match pylance's run)."""
+    op, written, metrics = compact_files(snapshot, options, progress)
+    if op is None:
+        return snapshot, metrics
+    try:
+        snapshot = _reserve_ids(snapshot, op)
+    except BaseException:
+        for uri, opts in written:
+            delete_files([uri], opts)
+        raise
+    snapshot.run_after_commit()
+    return snapshot.commit_plan(CommitPlan(op, written)).run_after_commit(), metrics
+
+
+def _reserve_ids(snapshot, op: Rewrite):
+    """Commit a ReserveFragments for the Rewrite's new fragments and give them the reserved
+    ids; the snapshot committed (``snapshot`` when there is nothing to reserve)."""
+    new = [f for g in op.groups for f in g.new_fragments]
+    if not new:
+        return snapshot
+    before = snapshot.manifest.max_fragment_id if snapshot.manifest.HasField("max_fragment_id") else 0
+    snapshot = snapshot.commit(ReserveFragments(len(new)))
+    top = snapshot.manifest.max_fragment_id
+    for i, f in enumerate(new):
+        f.pb.id = top - len(new) + 1 + i
+    assert f.pb.id == top and top - len(new) >= before
+    return snapshot
+
+
+class DatasetOptimizer:
+    """``Dataset.optimize`` (pylance's ``DatasetOptimizer``) over the dataset's view."""
+
+    def __init__(self, view: View):
+        self._view = view
+
+    def compact_files(self, *, target_rows_per_fragment: int | None = None,
+                      max_rows_per_group: int | None = None,
+                      max_bytes_per_file: int | None = None,
+                      materialize_deletions: bool | None = None,
+                      materialize_deletions_threshold: float | None = None,
+                      num_threads: int | None = None, batch_size: int | None = None,
+                      compaction_mode: str | None = None,
+                      progress=None, **_ignored) -> CompactionMetrics:
+        """Compact and commit; the dataset moves to the new version. ``progress``: a tqdm
+        bar over the fragments rewritten. ``compaction_mode``: pylance's names; the binary
+        modes re-encode (same rows; no page copy yet), ``force_binary_copy`` refuses fragments
+        with deleted rows as pylance does."""
+        snapshot = self._view.snapshot
+        options = CompactionOptions.resolve(
+            snapshot.config(), target_rows_per_fragment=target_rows_per_fragment,
+            max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
+            materialize_deletions=materialize_deletions,
+            materialize_deletions_threshold=materialize_deletions_threshold,
+            num_threads=num_threads, batch_size=batch_size, compaction_mode=compaction_mode)
+        committed, metrics = compact(snapshot, options, progress)
+        self._view.move_to(committed)
+        return metrics

@@ -1,0 +1,542 @@
+"""Scanning: fragments -> RecordBatches, with projection, deletions, row ids/addresses, filters.
+
+One fragment is scanned by :class:`FragmentScan`: it opens the data files holding the wanted
+columns, reads row windows of all of them in step, drops deleted rows (the deletion vector's
+kept indices; a window without deletions is passed through untouched), adds ``_rowid`` /
+``_rowaddr`` (uint64) when asked, applies the filter, and projects.
+
+A dataset scan (:func:`scan_batches`) runs fragment windows on a thread pool (file I/O and the
+Cython/Arrow decoders release the GIL) and yields their batches in order, then applies
+``offset``/``limit``.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...encoding.pool_memory import pool_empty
+from ...errors import CorruptFileError, InvalidArgumentError
+from ...sql import referenced_columns, to_expression
+from ...table.rowids import fill_range
+from ...table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
+from ...table.naming import deletion_file_name
+from ...table.rowids.meta import load_row_id_sequence
+from ...table.rowids.segment import SegmentKind
+from ..core.context import ScanContext
+from ..core.reader_cache import cached_value, caches_of, open_data_file
+
+ROW_ID = "_rowid"
+ROW_ADDRESS = "_rowaddr"
+DEFAULT_BATCH_SIZE = 8192
+# Rows read per step inside a fragment: large enough to amortise per-call work, small enough
+# to bound memory for wide rows (vectors).
+WINDOW_ROWS = 1 << 17
+MAX_TASK_ROWS = 1 << 20
+
+
+REMOTE_SCHEMES = ("s3://", "s3a://", "gs://", "gcs://", "az://", "abfs://", "abfss://", "http")
+
+
+def is_remote(ctx: ScanContext | None) -> bool:
+    """Whether the dataset lives in an object store (latency-bound: reads are batched)."""
+    return ctx is not None and ctx.uri.startswith(REMOTE_SCHEMES)
+
+
+def default_threads(ctx: ScanContext | None = None) -> int:
+    """Fragments scanned at once. Local files are CPU-bound once cached: one thread per core
+    (at least two, so I/O and decoding overlap). Object stores are latency-bound: many
+    requests in flight."""
+    cpus = os.cpu_count() or 2
+    if is_remote(ctx):
+        return 16
+    return max(2, min(8, cpus))
+
+
+_POOLS: dict = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def scan_pool(threads: int) -> ThreadPoolExecutor:
+    """A process-wide executor per size (threads are not re-created for every scan)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="lancefmt-scan")
+        return pool
+
+
+def _forget_pools_after_fork() -> None:  # a forked child has none of the parent's threads
+    _POOLS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """What a scan returns: output columns, the filter, and the metadata columns."""
+
+    columns: tuple            # output top-level column names
+    read_columns: tuple       # columns read (output + filter-only), schema order
+    filter: pc.Expression | None
+    with_row_id: bool = False
+    with_row_address: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
+    filter_row_id: bool = False        # the filter reads _rowid / _rowaddr (computed, then dropped)
+    filter_row_address: bool = False
+
+    @property
+    def need_row_id(self) -> bool:
+        return self.with_row_id or self.filter_row_id
+
+    @property
+    def need_row_address(self) -> bool:
+        return self.with_row_address or self.filter_row_address
+
+    @classmethod
+    def build(cls, schema: pa.Schema, columns=None, filter=None, with_row_id=False,
+              with_row_address=False, batch_size=None) -> "ScanSpec":
+        if columns is None:
+            columns = schema.names
+        elif isinstance(columns, str):
+            raise InvalidArgumentError("columns must be a list of names")
+        columns = list(columns)
+        meta = {ROW_ID: False, ROW_ADDRESS: False}
+        plain = []
+        for c in columns:
+            if c in meta and schema.get_field_index(c) < 0:
+                meta[c] = True
+            else:
+                plain.append(c)
+        unknown = [c for c in plain if schema.get_field_index(c) < 0]
+        if unknown:
+            raise InvalidArgumentError(f"no such column(s): {', '.join(map(repr, unknown))}")
+        expr = to_expression(filter, schema)
+        wanted = set(plain)
+        if expr is not None:
+            wanted |= set(referenced_columns(expr, schema))
+        read = tuple(n for n in schema.names if n in wanted)
+        if batch_size is not None and int(batch_size) <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        return cls(tuple(plain), read, expr, bool(with_row_id or meta[ROW_ID]),
+                   bool(with_row_address or meta[ROW_ADDRESS]), int(batch_size or DEFAULT_BATCH_SIZE),
+                   ROW_ID in wanted and schema.get_field_index(ROW_ID) < 0,
+                   ROW_ADDRESS in wanted and schema.get_field_index(ROW_ADDRESS) < 0)
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        fields = [schema.field(c) for c in self.columns]
+        if self.with_row_id:
+            fields.append(pa.field(ROW_ID, pa.uint64()))
+        if self.with_row_address:
+            fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
+        return pa.schema(fields, metadata=schema.metadata)
+
+
+def load_deletions(ctx: ScanContext, frag) -> DeletionVector | None:
+    """A fragment's deletion vector (None if it has no deletion file)."""
+    if not frag.HasField("deletion_file"):
+        return None
+    d = frag.deletion_file
+    name = deletion_file_name(frag.id, d.read_version, d.id, deletion_file_kind(d))
+    base = d.base_id if d.HasField("base_id") else None
+    uri = ctx.resolver.deletion_file_uri(name, base)
+
+    def load():
+        dv = read_deletion_file(uri, deletion_file_kind(d), physical_rows=frag.physical_rows,
+                                storage_options=ctx.options_for(uri))
+        if d.num_deleted_rows and len(dv) != d.num_deleted_rows:
+            raise CorruptFileError(f"holds {len(dv)} deletions, the manifest says {d.num_deleted_rows}", uri)
+        return dv
+
+    # Deletion files are immutable: read once per dataset view.
+    return cached_value(ctx, ("deletions", uri, frag.physical_rows, d.num_deleted_rows), load)
+
+
+def row_id_sequence(ctx: ScanContext, frag):
+    """A fragment's RowIdSequence (parsed once per dataset view), None without stable ids."""
+    which = frag.WhichOneof("row_id_sequence")
+    if which is None:
+        return None
+    if which == "inline_row_ids":
+        key = ("row ids", frag.id, frag.physical_rows, frag.inline_row_ids)
+    else:
+        e = frag.external_row_ids
+        key = ("row ids", frag.id, frag.physical_rows, e.path, e.offset, e.size)
+    return cached_value(ctx, key, lambda: load_row_id_sequence(frag, ctx.uri, ctx.storage_options))
+
+
+_UNSET = object()
+
+
+def id_run(first: int, n: int) -> np.ndarray:
+    """``first, first + 1, ...`` (``n`` values), written in one pass over pool memory."""
+    out = pool_empty(n, np.uint64)
+    fill_range(out, first)
+    return out
+
+
+def shifted(positions: np.ndarray, first: int) -> np.ndarray:
+    """``positions + first`` as uint64, in one pass over pool memory."""
+    out = pool_empty(positions.size, np.uint64)
+    np.add(positions, np.uint64(first), out=out, casting="unsafe")
+    return out
+
+
+class FragmentScan:
+    """Reads one fragment for one :class:`ScanSpec`."""
+
+    def __init__(self, ctx: ScanContext, frag, spec: ScanSpec):
+        self.ctx = ctx
+        self.frag = frag
+        self.spec = spec
+        self.num_rows = frag.physical_rows
+        self._deletions = None
+        self._deletions_loaded = False
+        self._row_ids = None
+        self._range_start = _UNSET
+
+    # -- pieces ---------------------------------------------------------------------------
+    @property
+    def deletions(self) -> DeletionVector | None:
+        if not self._deletions_loaded:
+            self._deletions = load_deletions(self.ctx, self.frag)
+            self._deletions_loaded = True
+        return self._deletions
+
+    def _first_row_id(self):
+        """The first row id when the fragment's ids are one contiguous range (the common case:
+        a window's ids are then computed, never decoded), else None."""
+        if self._range_start is _UNSET:
+            self._range_start = None
+            if self.ctx.stable_row_ids:
+                seq = row_id_sequence(self.ctx, self.frag)
+                if seq is not None and len(seq.segments) == 1 and \
+                        seq.segments[0].kind == SegmentKind.RANGE and len(seq) == self.num_rows:
+                    self._range_start = int(seq.segments[0].start)
+            else:
+                self._range_start = int(self.frag.id) << 32  # row ids are row addresses
+        return self._range_start
+
+    def row_ids_at(self, start: int, end: int, positions=None) -> np.ndarray:
+        """Row ids of physical rows ``positions`` (or of ``[start, end)`` when None): one
+        arange for a range sequence, else one gather from the ids decoded (in Cython) once."""
+        first = self._first_row_id()
+        if first is not None:
+            if positions is None:
+                return id_run(first + start, end - start)
+            return shifted(np.asarray(positions), first)
+        ids = self.row_ids()
+        return ids[start:end] if positions is None else ids[positions]
+
+    def row_ids(self) -> np.ndarray:
+        """Row ids of all physical rows (stable ids, or row addresses without them)."""
+        if self._row_ids is None:
+            if self.ctx.stable_row_ids:
+                seq = row_id_sequence(self.ctx, self.frag)
+                self._row_ids = None if seq is None else seq.to_numpy()
+            else:
+                self._row_ids = (np.uint64(self.frag.id) << np.uint64(32)) | \
+                    np.arange(self.num_rows, dtype=np.uint64)
+        return self._row_ids
+
+    def file_plan(self):
+        """[(reader, projection, names)] for data files holding wanted columns; and the names
+        stored in no data file (read as nulls). Planned once per fragment and columns for the
+        dataset view (the same projection objects also keep their field readers), so
+        repeated small takes pay no schema work."""
+        key = ("file plan", id(self.frag), tuple(self.spec.read_columns))
+        cache = caches_of(self.ctx).small
+        hit = cache.get(key)
+        if hit is not None and hit[0] is self.frag:
+            return hit[1], hit[2]
+        plan, nulls = self._make_file_plan()
+        cache.put(key, (self.frag, plan, nulls))
+        return plan, nulls
+
+    def _make_file_plan(self):
+        wanted = list(self.spec.read_columns)
+        plan = []
+        placed = set()
+        for df in self.frag.files:
+            ids = set(df.fields)
+            names = [n for n in wanted if n not in placed and ids & set(self.ctx.root_ids[n])]
+            if not names:
+                continue
+            base = df.base_id if df.HasField("base_id") else None
+            uri = self.ctx.resolver.data_file_uri(df.path, base)
+            reader = open_data_file(self.ctx, uri, df.file_size_bytes)
+            if reader.num_rows != self.num_rows:
+                raise CorruptFileError(f"has {reader.num_rows} rows, fragment {self.frag.id} "
+                                       f"has {self.num_rows}", uri)
+            # the same for every data file written alike: built once per view (it cost more
+            # than decoding a small fragment)
+            field_ids, column_indices = tuple(df.fields), tuple(df.column_indices)
+            proj = cached_value(
+                self.ctx, ("projection", tuple(names), field_ids, column_indices, reader.version),
+                lambda: reader.projection(names, fields=self.ctx.fields, field_ids=list(field_ids),
+                                          column_indices=list(column_indices)))
+            plan.append((reader, proj, names))
+            placed.update(names)
+        nulls = [n for n in wanted if n not in placed]
+        return plan, nulls
+
+    # -- reading --------------------------------------------------------------------------
+    def windows(self, start: int = 0, stop: int | None = None) -> Iterator[pa.Table]:
+        """Filtered, projected tables for physical rows ``[start, stop)`` (window by window)."""
+        stop = self.num_rows if stop is None else min(stop, self.num_rows)
+        if start >= stop:
+            return
+        plan, nulls = self.file_plan()
+        dv = self.deletions
+        kept = dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
+        window = max(self.spec.batch_size, WINDOW_ROWS)
+        iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
+        schema = self.ctx.schema
+        pos = start
+        while pos < stop:
+            end = min(pos + window, stop)
+            columns = {}
+            for it, (_, _, names) in zip(iters, plan):
+                batch = next(it)
+                for n, col in zip(batch.schema.names, batch.columns):
+                    columns[n] = col
+            for n in nulls:
+                columns[n] = pa.nulls(end - pos, schema.field(n).type)
+            positions = None
+            if kept is not None:
+                lo, hi = np.searchsorted(kept, [pos, end])
+                if hi - lo != end - pos:
+                    positions = kept[lo:hi]
+            yield self._finish(columns, pos, end, positions)
+            pos = end
+
+    def _finish(self, columns: dict, start: int, end: int, positions) -> pa.Table:
+        """Drop deleted rows (``positions``: physical offsets kept, None = all of the window),
+        add row ids/addresses, filter and project."""
+        spec = self.spec
+        n = end - start
+        if positions is not None:
+            take = pa.array((positions - start).astype(np.int32))
+            columns = {k: v.take(take) for k, v in columns.items()}
+        names = [c for c in spec.read_columns]
+        arrays = [columns[c] for c in names]
+        if spec.need_row_id:
+            names.append(ROW_ID)
+            arrays.append(pa.array(self.row_ids_at(start, end, positions)))
+        if spec.need_row_address:
+            names.append(ROW_ADDRESS)
+            base = int(self.frag.id) << 32
+            arrays.append(pa.array(id_run(base + start, end - start) if positions is None
+                                   else shifted(positions, base)))
+        length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
+        table = pa.Table.from_arrays(arrays, schema=self._window_schema(names, arrays)) if arrays \
+            else pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
+        if spec.filter is not None:
+            table = table.filter(spec.filter)
+        out = list(spec.columns)
+        if spec.with_row_id:
+            out.append(ROW_ID)
+        if spec.with_row_address:
+            out.append(ROW_ADDRESS)
+        if table.column_names != out:
+            table = table.select(out)
+        return table
+
+    def _window_schema(self, names, arrays) -> pa.Schema:
+        """The arrays' own types, with the dataset's nullability (a ``not null`` column stays
+        ``not null`` in what scans return, as the dataset schema says)."""
+        schema = self.ctx.schema
+        fields = []
+        for name, arr in zip(names, arrays):
+            i = schema.get_field_index(name)
+            nullable = schema.field(i).nullable if i >= 0 else True
+            fields.append(pa.field(name, arr.type, nullable=nullable))
+        return pa.schema(fields)
+
+    def batches(self, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
+        for table in self.windows(start, stop):
+            yield from table.to_batches(max_chunksize=self.spec.batch_size)
+
+    def count(self) -> int:
+        if self.spec.filter is None:
+            dv = self.deletions
+            return self.num_rows - (len(dv) if dv is not None else 0)
+        return sum(t.num_rows for t in self.windows())
+
+
+def _tasks(ctx, fragments, spec):
+    for frag in fragments:
+        scan = FragmentScan(ctx, frag, spec)
+        n = frag.physical_rows
+        if n <= MAX_TASK_ROWS:
+            yield scan, 0, n
+        else:
+            for s in range(0, n, MAX_TASK_ROWS):
+                yield scan, s, min(n, s + MAX_TASK_ROWS)
+
+
+def _task_windows(task) -> Iterator[list]:
+    """A task's batches, a window's worth at a time (one hand-over per window, not per batch)."""
+    scan, start, stop = task
+    for table in scan.windows(start, stop):
+        yield table.to_batches(max_chunksize=scan.spec.batch_size)
+
+
+def _task_batches(task) -> Iterator[pa.RecordBatch]:
+    for batches in _task_windows(task):
+        yield from batches
+
+
+class _End:
+    """Marks the end of a task's batches in its queue."""
+
+
+class _Failed:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class _Stream:
+    """One task's batches, produced on a pool thread into a bounded queue of windows (so a scan
+    holds a few windows per running task, whatever the dataset's size). The consumer reads a task no
+    thread has taken yet itself: a scan started while another one's producers hold every
+    pool thread still makes progress."""
+
+    def __init__(self, task, pool: ThreadPoolExecutor, depth: int):
+        self.task = task
+        self.queue: queue.Queue = queue.Queue(depth)
+        self.stop = threading.Event()
+        self.future = pool.submit(self._produce)
+
+    def _produce(self) -> None:
+        try:
+            for batches in _task_windows(self.task):
+                if not self._put(batches):
+                    return
+            self._put(_End)
+        except BaseException as e:  # noqa: BLE001 -- raised in the consumer
+            self._put(_Failed(e))
+
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False  # the consumer went away
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if self.future.cancel():  # not started: read it here rather than wait for a thread
+            yield from _task_batches(self.task)
+            return
+        while True:
+            item = self.queue.get()
+            if item is _End:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield from item
+
+    def close(self) -> None:
+        self.stop.set()
+        self.future.cancel()
+
+
+# Windows a running task may hold ready beyond what the consumer took.
+STREAM_DEPTH = 2
+
+
+def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
+                 threads: int | None = None, readahead: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Batches of the fragments in order, after ``offset``, up to ``limit``. Up to
+    ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read ahead on ``threads``
+    threads, each streaming its windows through a queue of :data:`STREAM_DEPTH`: memory stays
+    bounded by the running tasks' windows, not by the dataset."""
+    if limit is not None and int(limit) < 0:
+        raise InvalidArgumentError("limit must be >= 0")
+    if offset is not None and int(offset) < 0:
+        raise InvalidArgumentError("offset must be >= 0")
+    skip = int(offset or 0)
+    remaining = None if limit is None else int(limit)
+    if remaining == 0:
+        return
+    threads = threads or default_threads(ctx)
+    readahead = readahead or threads * 2
+    tasks = iter(_tasks(ctx, fragments, spec))
+    if threads <= 1 or len(fragments) <= 1:
+        yield from _trim((_task_batches(t) for t in tasks), skip, remaining)
+        return
+    pool = scan_pool(threads)
+    streams: deque = deque()
+
+    def fill():
+        while len(streams) < readahead:
+            try:
+                t = next(tasks)
+            except StopIteration:
+                return
+            streams.append(_Stream(t, pool, STREAM_DEPTH))
+
+    def results():
+        fill()
+        while streams:
+            yield streams[0]  # _trim reads it to its end before asking for the next
+            streams.popleft()
+            fill()
+
+    try:
+        yield from _trim(results(), skip, remaining)
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def _trim(results, skip, remaining):
+    for batches in results:
+        for b in batches:
+            if skip:
+                if b.num_rows <= skip:
+                    skip -= b.num_rows
+                    continue
+                b = b.slice(skip)
+                skip = 0
+            if remaining is not None:
+                if b.num_rows >= remaining:
+                    if remaining:
+                        yield b.slice(0, remaining)
+                    return
+                remaining -= b.num_rows
+            if b.num_rows:
+                yield b
+
+
+def live_counts(ctx: ScanContext, pbs) -> np.ndarray:
+    """Live rows of each fragment of ``pbs`` (a deletion count the manifest leaves unknown is
+    read from the deletion file)."""
+    out = np.empty(len(pbs), dtype=np.int64)
+    for i, pb in enumerate(pbs):
+        deleted = 0
+        if pb.HasField("deletion_file"):
+            deleted = pb.deletion_file.num_deleted_rows
+            if deleted == 0:  # 0 means "unknown" in the manifest: count the file
+                dv = load_deletions(ctx, pb)
+                deleted = len(dv) if dv is not None else 0
+        out[i] = pb.physical_rows - deleted
+    return out
+
+
+def scan_table(ctx: ScanContext, pbs, spec: ScanSpec, limit: int | None = None) -> pa.Table:
+    """The rows of ``pbs`` that ``spec`` selects (the first ``limit``), as one table."""
+    batches = list(scan_batches(ctx, pbs, spec, limit=limit))
+    return pa.Table.from_batches(batches, schema=spec.output_schema(ctx.schema))

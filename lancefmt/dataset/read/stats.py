@@ -1,0 +1,105 @@
+"""``Dataset.stats`` (pylance's ``LanceStats``) and ``Dataset.lance_schema``.
+
+``dataset_stats`` comes from the manifest alone; ``data_stats`` opens each data file's tail
+(footer + column metadata, no page data) and adds up the page buffer bytes of each field's
+column, as Lance reports "bytes on disk" per field id.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ...errors import InvalidArgumentError
+from ...file.reader import LanceFileReader
+from ...file.schema import arrow_from_fields
+from ..core.files import data_file_uri
+from .scan import live_counts
+
+
+@dataclass
+class FieldStatistics:
+    id: int              # field id
+    bytes_on_disk: int   # (possibly compressed) bytes of the field's pages
+
+
+@dataclass
+class DataStatistics:
+    fields: list
+
+
+class LanceStats:
+    """``Dataset.stats`` of one version (a snapshot)."""
+
+    def __init__(self, snapshot):
+        self._snapshot = snapshot
+
+    def dataset_stats(self, max_rows_per_group: int = 1024) -> dict:
+        """``{"num_deleted_rows", "num_fragments", "num_small_files"}``; a small file is a
+        fragment with fewer than ``max_rows_per_group`` physical rows."""
+        snapshot = self._snapshot
+        pbs = snapshot.fragment_pbs()
+        live = live_counts(snapshot.ctx, pbs)
+        return {
+            "num_deleted_rows": int(sum(pb.physical_rows for pb in pbs) - live.sum()),
+            "num_fragments": len(pbs),
+            "num_small_files": sum(1 for pb in pbs if pb.physical_rows < max_rows_per_group),
+        }
+
+    def data_stats(self) -> DataStatistics:
+        snapshot = self._snapshot
+        ctx = snapshot.ctx
+        totals = {f.id: 0 for f in snapshot.lance_fields}
+        for pb in snapshot.fragment_pbs():
+            for df in pb.files:
+                uri = data_file_uri(ctx.resolver, df)
+                meta = LanceFileReader(uri, store=ctx.store_for(uri),
+                                       file_size=df.file_size_bytes or None).metadata
+                for field_id, col in zip(df.fields, df.column_indices):
+                    if field_id in totals and 0 <= col < len(meta.columns):
+                        totals[field_id] += sum(sum(p.buffer_sizes) for p in meta.columns[col].pages)
+        return DataStatistics([FieldStatistics(i, n) for i, n in sorted(totals.items())])
+
+    def index_stats(self, index_name: str) -> dict:
+        raise InvalidArgumentError(f"Index not found: {index_name} (lancefmt writes no indices)")
+
+
+class LanceSchema:
+    """The Lance schema of a version: Field messages in pre-order, convertible to Arrow."""
+
+    def __init__(self, fields: list):
+        self._fields = list(fields)
+
+    @property
+    def fields(self) -> list:
+        return list(self._fields)
+
+    def field(self, name: str):
+        """The top-level (or dotted nested) Field named ``name``, or None."""
+        by_parent = {}
+        for f in self._fields:
+            by_parent.setdefault(f.parent_id, []).append(f)
+        parent = -1
+        found = None
+        for part in name.split("."):
+            found = next((f for f in by_parent.get(parent, []) if f.name == part), None)
+            if found is None:
+                return None
+            parent = found.id
+        return found
+
+    def field_case_insensitive(self, name: str):
+        for f in self._fields:
+            if f.parent_id == -1 and f.name.lower() == name.lower():
+                return f
+        return None
+
+    def to_pyarrow(self) -> pa.Schema:
+        return arrow_from_fields(self._fields)
+
+    def __eq__(self, other):
+        return isinstance(other, LanceSchema) and [f.SerializeToString() for f in self._fields] == \
+            [f.SerializeToString() for f in other._fields]
+
+    def __repr__(self):
+        return "LanceSchema(" + ", ".join(f"{f.name}:{f.id}" for f in self._fields) + ")"

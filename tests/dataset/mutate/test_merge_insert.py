@@ -1,0 +1,120 @@
+"""merge_insert on lancefmt alone: stats, conditions, stable row ids, errors and the conflict
+rules of its Update transaction (pylance equality in tests/interop/test_write_api_interop.py)."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancefmt
+from lancefmt.dataset.mutate.merge_insert import MergeInsertError
+from lancefmt.errors import InvalidArgumentError
+from lancefmt.table.commit import read_transaction_of
+
+
+def table(ids, v=None):
+    ids = np.asarray(ids, dtype=np.int64)
+    return pa.table({"id": ids, "v": pa.array(v if v is not None else [f"v{i}" for i in ids])})
+
+
+@pytest.fixture
+def ds(tmp_path):
+    return lancefmt.write_dataset(table(range(10)), str(tmp_path / "d"), max_rows_per_file=4,
+                                  enable_stable_row_ids=True)
+
+
+def test_upsert_keeps_row_ids_of_updated_rows(ds):
+    before = dict(zip(*[ds.to_table(with_row_id=True)[c].to_pylist() for c in ("id", "_rowid")]))
+    stats = (ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+             .execute(table([2, 9, 20], ["a", "b", "c"])))
+    assert stats == {"num_inserted_rows": 1, "num_updated_rows": 2, "num_deleted_rows": 0}
+    t = ds.to_table(with_row_id=True)
+    after = dict(zip(t["id"].to_pylist(), t["_rowid"].to_pylist()))
+    assert after[2] == before[2] and after[9] == before[9] and after[20] == 10
+    assert dict(zip(t["id"].to_pylist(), t["v"].to_pylist()))[9] == "b"
+    txn = read_transaction_of(ds.manifest_file, ds.uri, ds.snapshot.store)
+    assert txn.kind == "update"
+
+
+def test_insert_only_delete_matched_and_by_source(ds):
+    stats = ds.merge_insert("id").when_not_matched_insert_all().execute(table([1, 50]))
+    assert stats == {"num_inserted_rows": 1, "num_updated_rows": 0, "num_deleted_rows": 0}
+    stats = ds.merge_insert(["id"]).when_matched_delete().execute(table([1, 2, 99]))
+    assert stats["num_deleted_rows"] == 2 and ds.count_rows() == 9
+    stats = ds.merge_insert("id").when_not_matched_by_source_delete("id > 5").execute(table([7]))
+    assert stats["num_deleted_rows"] == 4  # 6, 8, 9 and 50 (7 is matched)
+    assert sorted(ds.to_table()["id"].to_pylist()) == [0, 3, 4, 5, 7]
+
+
+def test_condition_on_target_and_source(ds):
+    src = table([3, 4], ["v3", "zzz"])
+    stats = ds.merge_insert("id").when_matched_update_all("target.v != source.v").execute(src)
+    assert stats["num_updated_rows"] == 1
+    assert ds.to_table(filter="id = 4")["v"].to_pylist() == ["zzz"]
+
+
+def test_errors(ds):
+    with pytest.raises(MergeInsertError):
+        ds.merge_insert("id").when_matched_fail().execute(table([1]))
+    with pytest.raises(MergeInsertError, match="Ambiguous"):
+        ds.merge_insert("id").when_matched_update_all().execute(table([1, 1]))
+    with pytest.raises(InvalidArgumentError):
+        ds.merge_insert("nope")
+    with pytest.raises(InvalidArgumentError):
+        ds.merge_insert("id").when_matched_update_all().execute(pa.table({"id": [1]}))
+    assert ds.version == 1
+
+
+def test_concurrent_delete_of_same_fragment_is_retried(tmp_path):
+    uri = str(tmp_path / "d")
+    a = lancefmt.write_dataset(table(range(10)), uri)
+    b = lancefmt.dataset(uri)
+    b.delete("id = 0")                      # lands first, same fragment
+    stats = a.merge_insert("id").when_matched_update_all().execute(table([5], ["new"]))
+    assert stats["num_updated_rows"] == 1 and a.version == 3
+    t = lancefmt.dataset(uri).to_table()
+    assert 0 not in t["id"].to_pylist() and t.filter(pa.compute.equal(t["id"], 5))["v"].to_pylist() == ["new"]
+
+
+@pytest.mark.parametrize("scale", [1, 10**12], ids=["dense", "sparse"])
+def test_dense_and_hash_matching_agree(tmp_path, scale):
+    """Sequential keys take the direct-address path, spread-out keys the hash join; string
+    keys and null target keys the join too. The results are the same."""
+    ids = np.arange(0, 3000, dtype=np.int64) * scale
+    uri = str(tmp_path / "d")
+    ds = lancefmt.write_dataset(pa.table({"id": ids, "v": pa.array(ids.astype(str))}), uri,
+                                max_rows_per_file=1000)
+    src_ids = np.r_[np.arange(2990, 3010), np.arange(0, 3000, 100)] * scale
+    stats = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(pa.table({"id": src_ids, "v": pa.array(["new"] * len(src_ids))}))
+    assert stats == {"num_inserted_rows": 10, "num_updated_rows": 40, "num_deleted_rows": 0}
+    t = ds.to_table()
+    assert t.num_rows == 3010 and t.filter(pa.compute.equal(t["v"], "new")).num_rows == 50
+
+
+def test_string_keys_and_null_target_keys(tmp_path):
+    uri = str(tmp_path / "d")
+    ds = lancefmt.write_dataset(pa.table({"k": ["a", None, "c"], "n": [1, 2, 3]}), uri)
+    stats = ds.merge_insert("k").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(pa.table({"k": ["c", None, "d"], "n": [30, 20, 40]}))
+    assert stats == {"num_inserted_rows": 2, "num_updated_rows": 1, "num_deleted_rows": 0}
+    assert sorted(ds.to_table()["n"].to_pylist()) == [1, 2, 20, 30, 40]
+
+
+def test_execute_uncommitted_then_commit_or_conflict(ds):
+    """Staged merges write files but no version; committing the Transaction checks conflicts
+    against its read version (an Update of a fragment deleted from since is refused)."""
+    builder = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    txn, stats = builder.execute_uncommitted(table([1, 30], ["a", "b"]))
+    assert stats == {"num_inserted_rows": 1, "num_updated_rows": 1, "num_deleted_rows": 0}
+    assert isinstance(txn, lancefmt.Transaction) and txn.read_version == 1 == ds.latest_version
+    with pytest.raises(InvalidArgumentError):
+        lancefmt.LanceDataset.commit(ds.uri, txn, commit_message="no")
+    new = lancefmt.LanceDataset.commit(ds.uri, txn)
+    assert new.version == 2 and ds.version == 1
+    got = dict(zip(*[new.to_table()[c].to_pylist() for c in ("id", "v")]))
+    assert got[1] == "a" and got[30] == "b" and len(got) == 11
+
+    stale, _ = builder.execute_uncommitted(table([2], ["c"]))  # planned on version 1
+    new.delete("id = 3")  # the same fragment (rows 0..3), by another writer
+    with pytest.raises(lancefmt.LanceError):
+        lancefmt.commit(ds.uri, stale, max_retries=0)
+    assert lancefmt.dataset(ds.uri).version == 3
