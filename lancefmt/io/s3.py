@@ -41,7 +41,7 @@ from ..errors import (
 from .options import DEFAULT_PROCESS_IO_LIMIT, Resolved
 from .ranges import plan_reads
 from .retry import RetryStats, ShortBody, as_storage_error, error_code, http_status, with_retries
-from .store import FileInfo, FsspecStore, ObjectStore
+from .store import FileInfo, FsspecStore, ObjectStore, register_family_store
 
 MIN_PART_SIZE = 5 * 1024 * 1024         # S3's smallest part (but the last)
 PARTS_PER_STEP = 100                    # part size doubles every 100 parts (10,000 at most)
@@ -711,3 +711,6 @@ class _S3Writer:
             self.close()
         else:
             self.abort()
+
+
+register_family_store("s3", S3Store)

@@ -308,16 +308,25 @@ class ObjectStore(abc.ABC):
         return self.read_range(uri, start, size - start), size
 
 
+# Store classes of their own for a family of schemes (``"s3"``: :class:`~.s3.S3Store`), filled
+# in by those modules when the io package imports them; every other scheme goes through fsspec.
+_FAMILY_STORES: dict = {}
+
+
+def register_family_store(family_name: str, cls) -> None:
+    """Serve every scheme of ``family_name`` with ``cls(protocol, storage_options, resolved)``."""
+    _FAMILY_STORES[family_name] = cls
+
+
 def _new_store(protocol: str, storage_options: dict | None) -> ObjectStore:
     resolved = resolve(protocol, storage_options)
     if protocol == "file":
         return LocalStore(storage_options, resolved.settings)
     if protocol == "memory":
         return MemoryStore(storage_options)
-    if family(protocol) == "s3":
-        from .s3 import S3Store
-
-        return S3Store(protocol, storage_options, resolved)
+    special = _FAMILY_STORES.get(family(protocol))
+    if special is not None:
+        return special(protocol, storage_options, resolved)
     return FsspecStore(protocol, storage_options, resolved)
 
 
