@@ -130,6 +130,8 @@ def storage_error(exc: BaseException, operation: str, path: str | None) -> Stora
             break
     reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return cls(operation, path, reason, getattr(exc, "errno", None))
+
+
 class RowOutOfRangeError(InvalidArgumentError, OSError):
     """A row offset/address past the rows there are. pylance raises OSError here and
     ValueError for other bad arguments; this is both, so either handler catches it."""
@@ -156,3 +158,13 @@ class SqliteStoreError(StorageError, sqlite3.OperationalError):
     """SQLite failed an operation on the store (locked past the timeout, disk full, corrupt
     file...). A :class:`StorageError` (so an ``OSError``) and still a
     ``sqlite3.OperationalError``; the SQLite error is ``__cause__``."""
+
+
+class MissingDependencyError(LanceError, ImportError):
+    """An optional package lancefmt needs for this operation is not installed (``gcsfs`` for
+    ``gs://``, ``adlfs`` for ``az://``...); the message names it and the pip command."""
+
+
+class LanceWarning(UserWarning):
+    """Something lancefmt ignored or could not honour, where pylance goes on silently too (a
+    storage option it does not know, ...): the run continues, the warning says what was dropped."""

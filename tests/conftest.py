@@ -79,3 +79,32 @@ def counting_s3():
     yield options, server.log
     server.stop()
 
+
+
+@pytest.fixture(scope="session")
+def s3_proxy_server():
+    """A moto S3 server behind the latency/bandwidth/fault proxy of ``tests/support/s3_proxy``:
+    a :class:`s3_proxy.ProxiedS3` (``.proxy``, ``.endpoint``, ``.upstream``, option dicts)."""
+    moto_server = pytest.importorskip("moto.server")
+    from s3_proxy import ProxiedS3, S3Proxy
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    upstream = f"http://{host}:{port}"
+    proxy = S3Proxy(upstream).start()
+    yield ProxiedS3(proxy, upstream)
+    proxy.stop()
+    server.stop()
+
+
+@pytest.fixture
+def proxied_s3(s3_proxy_server):
+    """The proxied S3 server with a fresh bucket, counts cleared, no delay, no faults pending:
+    ``(env, bucket)``."""
+    from s3_proxy import create_bucket
+
+    bucket = create_bucket(s3_proxy_server.upstream)
+    s3_proxy_server.proxy.reset(latency=0.0, bandwidth=None)
+    yield s3_proxy_server, bucket
+    s3_proxy_server.proxy.reset(latency=0.0, bandwidth=None)

@@ -3,6 +3,7 @@
 Nothing above this package imports fsspec. See :class:`ObjectStore` for the operations,
 including the atomic :meth:`ObjectStore.put_if_absent` the commit protocol relies on.
 """
+from . import s3 as _s3  # noqa: F401  (registers the s3 family's store)
 from .durable import wait_durable
 from .store import FileInfo, LocalStore, MemoryStore, FsspecStore, ObjectStore, with_manifest_store
 from .uri import (

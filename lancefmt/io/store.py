@@ -13,7 +13,12 @@ makes an object visible *whole* and *only if* nothing is there yet, atomically:
   and where that is missing too, a :class:`~lancefmt.errors.ConditionalPutUnsupportedError`
   asking for an external manifest store;
 * ``memory://``: a check and a write under one process-wide lock;
-* ``s3://``: a conditional PUT with ``If-None-Match: *``.
+* ``s3://``: a conditional PUT with ``If-None-Match: *`` (:mod:`.s3`; a retried PUT whose
+  first response was lost is recognised as ours).
+
+``storage_options`` are pylance's (``aws_endpoint``, ``allow_http``, ``AWS_*`` variables...) or
+fsspec's own arguments; :mod:`.options` maps them. Remote failures are retried as pylance
+retries them (:mod:`.retry`); what reaches a caller is always a :class:`StorageError`.
 """
 from __future__ import annotations
 
@@ -27,13 +32,15 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 
-from ..errors import LanceError, storage_error
+from ..errors import InvalidArgumentError, LanceError
 from .durable import defer_sync, sync_enabled, wait_durable
 from .local_commit import fsync_dir, rename_noreplace, start_writeback
+from .options import StoreSettings, env_fingerprint, family, resolve
+from .retry import as_storage_error, is_dependency_error
 from .uri import split_uri, join_uri
 
 # Store methods whose OS errors become StorageErrors (naming the operation and the object).
-_GUARDED = ("read", "read_range", "read_ranges", "read_tail", "size", "exists", "list",
+_GUARDED = ("read", "read_range", "read_ranges", "read_many", "read_tail", "size", "exists", "list",
             "list_sorted_page", "put", "put_durable",
             "put_if_absent", "delete", "delete_many", "copy", "open_output", "open_input")
 
@@ -48,8 +55,10 @@ def _guard(name: str, fn):
             out = fn(self, *args, **kwargs)
         except LanceError:
             raise
-        except OSError as e:
-            raise storage_error(e, name, _subject(args)) from e
+        except Exception as e:  # noqa: BLE001 - a client library's errors become StorageErrors
+            if not is_dependency_error(e):
+                raise
+            raise as_storage_error(e, name, _subject(args)) from e
         if name == "open_output":
             return _GuardedOutput(out, _subject(args))
         return out
@@ -65,8 +74,10 @@ def _guard_walk(fn):
             yield from fn(self, uri, *args, **kwargs)
         except LanceError:
             raise
-        except OSError as e:
-            raise storage_error(e, "walk", uri) from e
+        except Exception as e:  # noqa: BLE001
+            if not is_dependency_error(e):
+                raise
+            raise as_storage_error(e, "walk", uri) from e
 
     guarded._guarded = True
     return guarded
@@ -78,6 +89,8 @@ def _subject(args) -> str | None:
     first = args[0]
     if isinstance(first, str):
         return first
+    if isinstance(first, (list, tuple)) and first and isinstance(first[0], tuple):
+        return ", ".join(sorted({str(r[0]) for r in first})[:3])  # read_many's requests
     try:
         return ", ".join(list(first)[:3]) or None
     except TypeError:
@@ -95,8 +108,10 @@ class _GuardedOutput:
             return getattr(self._inner, op)(*args)
         except LanceError:
             raise
-        except OSError as e:
-            raise storage_error(e, op, self._uri) from e
+        except Exception as e:  # noqa: BLE001
+            if not is_dependency_error(e):
+                raise
+            raise as_storage_error(e, op, self._uri) from e
 
     def write(self, data):
         return self._call("write", data)
@@ -148,6 +163,7 @@ class ObjectStore(abc.ABC):
     """Storage behind one URI scheme (and one set of ``storage_options``)."""
 
     protocol: str = ""
+    settings: StoreSettings = StoreSettings()
     # The external manifest store commits and version lookups go through (None: the object
     # store's own put-if-absent); set on a copy by :func:`with_manifest_store`.
     manifest_store = None
@@ -169,19 +185,16 @@ class ObjectStore(abc.ABC):
     # -- construction -------------------------------------------------------------------
     @staticmethod
     def for_uri(uri, storage_options: dict | None = None) -> "ObjectStore":
+        """The cached store for ``uri``'s scheme, these options and the environment variables
+        they may be completed from (a changed ``AWS_ENDPOINT`` gets a new store)."""
         protocol = split_uri(uri).protocol
-        key = (protocol, _freeze(storage_options))
+        key = (protocol, _freeze(storage_options), env_fingerprint(protocol))
         store = _STORES.get(key)
         if store is None:
             with _STORES_LOCK:
                 store = _STORES.get(key)
                 if store is None:
-                    if protocol == "file":
-                        store = LocalStore(storage_options)
-                    elif protocol == "memory":
-                        store = MemoryStore(storage_options)
-                    else:
-                        store = FsspecStore(protocol, storage_options)
+                    store = _new_store(protocol, storage_options)
                     _STORES[key] = store
         return store
 
@@ -210,7 +223,23 @@ class ObjectStore(abc.ABC):
         """Implemented by each store."""
 
     def read_ranges(self, uri: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """``read_many`` of ranges of one object."""
         return [self.read_range(uri, s, n) for s, n in ranges]
+
+    def read_many(self, requests: Sequence[tuple[str, int, int]]) -> list[bytes]:
+        """The bytes of every ``(uri, start, length)``, in the order asked, each exactly
+        ``length`` long unless the object ends first (as ``pread``). Remote stores send the
+        whole batch at once: nearby ranges merged, up to ``settings.io_parallelism`` requests
+        in flight; local and memory stores read object by object."""
+        out: list = [None] * len(requests)
+        by_uri: dict = {}
+        for i, (uri, start, length) in enumerate(requests):
+            by_uri.setdefault(uri, []).append(i)
+        for uri, idx in by_uri.items():
+            got = self.read_ranges(uri, [(requests[i][1], requests[i][2]) for i in idx])
+            for i, data in zip(idx, got):
+                out[i] = data
+        return out
 
     @abc.abstractmethod
     def size(self, uri: str) -> int:
@@ -280,6 +309,28 @@ class ObjectStore(abc.ABC):
         return self.read_range(uri, start, size - start), size
 
 
+# Store classes of their own for a family of schemes (``"s3"``: :class:`~.s3.S3Store`), filled
+# in by those modules when the io package imports them; every other scheme goes through fsspec.
+_FAMILY_STORES: dict = {}
+
+
+def register_family_store(family_name: str, cls) -> None:
+    """Serve every scheme of ``family_name`` with ``cls(protocol, storage_options, resolved)``."""
+    _FAMILY_STORES[family_name] = cls
+
+
+def _new_store(protocol: str, storage_options: dict | None) -> ObjectStore:
+    resolved = resolve(protocol, storage_options)
+    if protocol == "file":
+        return LocalStore(storage_options, resolved.settings)
+    if protocol == "memory":
+        return MemoryStore(storage_options)
+    special = _FAMILY_STORES.get(family(protocol))
+    if special is not None:
+        return special(protocol, storage_options, resolved)
+    return FsspecStore(protocol, storage_options, resolved)
+
+
 def with_manifest_store(store: ObjectStore, manifest_store) -> ObjectStore:
     """A copy of ``store`` whose commits and version lookups use ``manifest_store`` (an
     :class:`~lancefmt.table.external_manifest.ExternalManifestStore`); the cached store itself
@@ -302,8 +353,10 @@ def _rebind(uri, storage_options, manifest_store):
 class LocalStore(ObjectStore):
     """Local file system, with plain ``os`` calls (``pread`` for ranged reads)."""
 
-    def __init__(self, storage_options=None):
+    def __init__(self, storage_options=None, settings: StoreSettings | None = None):
         super().__init__("file", storage_options)
+        if settings is not None:
+            self.settings = settings
 
     def read(self, uri):
         with open(self._path(uri), "rb") as f:
@@ -531,16 +584,28 @@ def _mtime(entry: dict) -> float | None:
 class FsspecStore(ObjectStore):
     """Any fsspec file system (s3fs for ``s3://``, gcsfs, ...)."""
 
-    def __init__(self, protocol, storage_options=None):
+    def __init__(self, protocol, storage_options=None, resolved=None):
         super().__init__(protocol, storage_options)
         import fsspec  # imported on first use: local-only processes (Spark planners) skip it
 
-        options = dict(self.storage_options)
+        if resolved is None:
+            resolved = resolve(protocol, storage_options)
+        self.settings = resolved.settings
+        options = dict(resolved.fs_kwargs)
         if protocol != "memory":
             # No listings cache: after a listing, s3fs answers size/exists of a newer object
             # from the cached listing ("not found"), which hides other writers' commits.
             options.setdefault("use_listings_cache", False)
-        self.fs = fsspec.filesystem(protocol, **options)
+        try:
+            self.fs = fsspec.filesystem(protocol, **options)
+        except ImportError as e:
+            from ..errors import MissingDependencyError
+
+            raise MissingDependencyError(f"{protocol}:// storage needs a package that is not "
+                                         f"installed: {e}") from e
+        except (TypeError, ValueError, KeyError) as e:
+            raise InvalidArgumentError(
+                f"storage options for {protocol}:// refused by fsspec: {e}") from e
 
     def read(self, uri):
         return self.fs.cat_file(self._path(uri))

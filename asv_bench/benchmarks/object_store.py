@@ -1,0 +1,232 @@
+"""Reading at cloud latency (issue 26): lancefmt vs pylance on the same dataset in S3, through
+the latency proxy of ``tests/support/s3_proxy.py`` (20 ms per request, optionally a bandwidth
+cap per bucket) in front of moto, both in a child process so the client measured here has the
+interpreter to itself. Both libraries get the same ``storage_options`` dict (pylance's names).
+
+Fixture: 2M rows (int64, float64, int32) in 10 fragments written once with pylance (2.0 and
+2.2), copied into a moto bucket (straight, not through the proxy). Measured: open (a fresh
+``dataset()``), take of 1,000 random rows on an open dataset, full scan, one-column scan.
+``track_*_ratio`` = pylance time / lancefmt time, interleaved, best of several (above 1:
+lancefmt faster); ``track_*_requests`` = requests the proxy served for one run of each.
+
+Run directly for a one-shot table (``--rows`` smaller for a quick run):
+``cd asv_bench && PYTHONPATH=.. ../.venv/bin/python -m benchmarks.object_store [--rows 200000]``
+"""
+import argparse
+import atexit
+import os
+import shutil
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+from .common import best_time, scratch_dir, speedup
+
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if os.path.isdir(os.path.join(_CHECKOUT, "lancefmt")) and sys.path[:1] != [_CHECKOUT]:
+    sys.path.insert(0, _CHECKOUT)
+_SUPPORT = os.path.join(_CHECKOUT, "tests", "support")
+if _SUPPORT not in sys.path:
+    sys.path.insert(1, _SUPPORT)
+
+ROWS = int(os.environ.get("LANCEFMT_BENCH_S3_ROWS", 2_000_000))
+FRAGMENTS = 10
+LATENCY = 0.02
+VERSIONS = ["2.0", "2.2"]
+TAKE_ROWS = 1_000
+
+
+def _table(rows, seed=0):
+    rng = np.random.default_rng(seed)
+    return pa.table({
+        "i64": pa.array(np.arange(rows, dtype=np.int64)),
+        "f64": pa.array(rng.random(rows)),
+        "i32": pa.array(rng.integers(0, 1 << 30, rows, dtype=np.int32)),
+    })
+
+
+def local_fixture(rows: int, version: str) -> str:
+    """The dataset written by pylance on local disk (kept between runs)."""
+    import lance
+
+    path = os.path.join(scratch_dir("object_store"), f"ds_{version}_{rows}")
+    if not os.path.exists(path + ".ready"):
+        shutil.rmtree(path, ignore_errors=True)
+        lance.write_dataset(_table(rows), path, max_rows_per_file=max(1, rows // FRAGMENTS),
+                            data_storage_version=version)
+        open(path + ".ready", "w").close()
+    return path
+
+
+class S3Env:
+    """moto + the proxy in a child process, a bucket holding the fixtures, the options."""
+
+    def __init__(self, rows=ROWS, versions=VERSIONS, latency=LATENCY, bandwidth=None):
+        from s3_proxy import ProxiedS3, RemoteProxy, create_bucket
+
+        from lancefmt.io import open_store
+
+        self.proxy = RemoteProxy()
+        atexit.register(self.proxy.stop)
+        env = ProxiedS3(self.proxy, self.proxy.upstream)
+        self.options = env.pylance_options()
+        bucket = create_bucket(self.proxy.upstream)
+        direct = open_store("s3://x", {**self.options, "aws_endpoint": self.proxy.upstream})
+        self.uris = {}
+        for version in versions:
+            local = local_fixture(rows, version)
+            uri = f"s3://{bucket}/ds_{version}"
+            for dirpath, _, files in os.walk(local):
+                for name in files:
+                    rel = os.path.relpath(os.path.join(dirpath, name), local)
+                    if rel.endswith("latest_version_hint.json"):
+                        continue  # pylance writes none on S3
+                    with open(os.path.join(dirpath, name), "rb") as f:
+                        direct.put(f"{uri}/{rel}", f.read())
+            self.uris[version] = uri
+        self.rows = rows
+        self.proxy.reset(latency=latency, bandwidth=bandwidth)
+
+    def requests(self, fn) -> int:
+        """Requests the proxy served for one ``fn()``."""
+        self.proxy.reset()
+        fn()
+        return sum(self.proxy.counts().values())
+
+
+_ENV = None
+
+
+def _env() -> S3Env:
+    global _ENV
+    if _ENV is None:
+        _ENV = S3Env()
+    return _ENV
+
+
+def random_rows(n, total, seed=26):
+    return np.sort(np.random.default_rng(seed).choice(total, n, replace=False))
+
+
+class Workload:
+    """The four operations, for one storage version, on both libraries."""
+
+    def __init__(self, env: S3Env, version: str):
+        import lance
+
+        import lancefmt
+
+        assert lancefmt.__file__.startswith(_CHECKOUT), lancefmt.__file__
+        self.env, self.uri, self.opts = env, env.uris[version], env.options
+        self.idx = random_rows(min(TAKE_ROWS, env.rows), env.rows)
+        self.open = {"lancefmt": lambda: lancefmt.dataset(self.uri, storage_options=self.opts),
+                     "pylance": lambda: lance.dataset(self.uri, storage_options=self.opts)}
+        ours, peer = self.open["lancefmt"](), self.open["pylance"]()
+        self.take = {"lancefmt": lambda: ours.take(self.idx), "pylance": lambda: peer.take(self.idx)}
+        self.scan = {"lancefmt": lambda: ours.to_table(), "pylance": lambda: peer.to_table()}
+        self.projected = {"lancefmt": lambda: ours.to_table(columns=["f64"]),
+                          "pylance": lambda: peer.to_table(columns=["f64"])}
+        assert self.take["lancefmt"]().equals(self.take["pylance"]())
+        assert self.projected["lancefmt"]().equals(self.projected["pylance"]())
+        assert self.scan["lancefmt"]().num_rows == env.rows
+
+    def ops(self):
+        return {"open": self.open, "take 1,000 rows": self.take, "full scan": self.scan,
+                "one-column scan": self.projected}
+
+
+class ObjectStoreRead:
+    params = VERSIONS
+    param_names = ["data_storage_version"]
+    timeout = 3600
+    number = 1
+    repeat = 5
+
+    def setup(self, version):
+        self.w = Workload(_env(), version)
+
+    def time_lancefmt_open(self, version):
+        self.w.open["lancefmt"]()
+
+    def time_pylance_open(self, version):
+        self.w.open["pylance"]()
+
+    def time_lancefmt_take(self, version):
+        self.w.take["lancefmt"]()
+
+    def time_pylance_take(self, version):
+        self.w.take["pylance"]()
+
+    def time_lancefmt_scan(self, version):
+        self.w.scan["lancefmt"]()
+
+    def time_pylance_scan(self, version):
+        self.w.scan["pylance"]()
+
+    def time_lancefmt_projected_scan(self, version):
+        self.w.projected["lancefmt"]()
+
+    def time_pylance_projected_scan(self, version):
+        self.w.projected["pylance"]()
+
+    def _ratio(self, pair):
+        return speedup(pair["lancefmt"], pair["pylance"], repeat=5)
+
+    def track_open_ratio(self, version):
+        return self._ratio(self.w.open)
+
+    def track_take_ratio(self, version):
+        return self._ratio(self.w.take)
+
+    def track_scan_ratio(self, version):
+        return self._ratio(self.w.scan)
+
+    def track_projected_scan_ratio(self, version):
+        return self._ratio(self.w.projected)
+
+    def track_take_requests_lancefmt(self, version):
+        return self.w.env.requests(self.w.take["lancefmt"])
+
+    def track_take_requests_pylance(self, version):
+        return self.w.env.requests(self.w.take["pylance"])
+
+    def track_scan_requests_lancefmt(self, version):
+        return self.w.env.requests(self.w.scan["lancefmt"])
+
+    def track_scan_requests_pylance(self, version):
+        return self.w.env.requests(self.w.scan["pylance"])
+
+    track_open_ratio.unit = track_take_ratio.unit = "pylance time / lancefmt time"
+    track_scan_ratio.unit = track_projected_scan_ratio.unit = "pylance time / lancefmt time"
+    track_take_requests_lancefmt.unit = track_take_requests_pylance.unit = "requests"
+    track_scan_requests_lancefmt.unit = track_scan_requests_pylance.unit = "requests"
+
+
+def main():  # pragma: no cover - a one-shot report
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=ROWS)
+    ap.add_argument("--latency", type=float, default=LATENCY)
+    ap.add_argument("--bandwidth", type=float, default=None, help="bytes/s per bucket")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--versions", default=",".join(VERSIONS))
+    args = ap.parse_args()
+    versions = args.versions.split(",")
+    env = S3Env(args.rows, versions, args.latency, args.bandwidth)
+    print(f"{args.rows:,} rows, {args.latency * 1e3:.0f} ms per request"
+          + (f", {args.bandwidth / 1e6:.0f} MB/s per bucket" if args.bandwidth else "")
+          + f"; best of {args.repeat}, interleaved")
+    for version in versions:
+        w = Workload(env, version)
+        for name, pair in w.ops().items():
+            ratio = speedup(pair["lancefmt"], pair["pylance"], repeat=args.repeat)
+            ours = best_time(pair["lancefmt"], repeat=args.repeat)
+            peer = best_time(pair["pylance"], repeat=args.repeat)
+            n_ours, n_peer = env.requests(pair["lancefmt"]), env.requests(pair["pylance"])
+            print(f"{version} {name:>16}: lancefmt {ours * 1e3:8.1f} ms ({n_ours:4d} requests)  "
+                  f"pylance {peer * 1e3:8.1f} ms ({n_peer:4d} requests)  | ratio {ratio:5.2f}")
+    env.proxy.stop()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
