@@ -90,9 +90,14 @@ class S3Env:
 
     def requests(self, fn) -> int:
         """Requests the proxy served for one ``fn()``."""
+        return self.traffic(fn)[0]
+
+    def traffic(self, fn) -> tuple[int, int]:
+        """Requests the proxy served for one ``fn()``, and the body bytes it sent back."""
         self.proxy.reset()
         fn()
-        return sum(self.proxy.counts().values())
+        n = sum(self.proxy.counts().values())
+        return n, self.proxy.bytes_out
 
 
 _ENV = None
@@ -222,9 +227,10 @@ def main():  # pragma: no cover - a one-shot report
             ratio = speedup(pair["lancefmt"], pair["pylance"], repeat=args.repeat)
             ours = best_time(pair["lancefmt"], repeat=args.repeat)
             peer = best_time(pair["pylance"], repeat=args.repeat)
-            n_ours, n_peer = env.requests(pair["lancefmt"]), env.requests(pair["pylance"])
-            print(f"{version} {name:>16}: lancefmt {ours * 1e3:8.1f} ms ({n_ours:4d} requests)  "
-                  f"pylance {peer * 1e3:8.1f} ms ({n_peer:4d} requests)  | ratio {ratio:5.2f}")
+            (n_ours, b_ours), (n_peer, b_peer) = env.traffic(pair["lancefmt"]), env.traffic(pair["pylance"])
+            print(f"{version} {name:>16}: lancefmt {ours * 1e3:8.1f} ms ({n_ours:4d} req, "
+                  f"{b_ours / 1e6:6.1f} MB)  pylance {peer * 1e3:8.1f} ms ({n_peer:4d} req, "
+                  f"{b_peer / 1e6:6.1f} MB)  | ratio {ratio:5.2f}")
     env.proxy.stop()
 
 

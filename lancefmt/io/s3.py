@@ -93,6 +93,26 @@ async def _read_body(resp, expected: int | None) -> bytes:
     return data
 
 
+def fix_user_agent(client) -> None:
+    """Compute the client's User-Agent header once instead of twice per request.
+
+    botocore rebuilds the string from its components (sanitising each) for every request and
+    again just before sending it: about 2 ms of CPU per request, half of what a small ranged GET
+    costs us. The string only changes with botocore's per-feature usage metrics, which a store
+    that makes the same few calls does not need fresh. Left alone where botocore's internals
+    differ from what this expects."""
+    creator = getattr(client, "_user_agent_creator", None)
+    build = getattr(creator, "to_string", None)
+    if build is None:
+        return
+    try:
+        fixed = build()
+    except Exception:  # noqa: BLE001 - an unexpected botocore: keep its own behaviour
+        return
+    if isinstance(fixed, str):
+        creator.to_string = lambda: fixed
+
+
 class S3Store(FsspecStore):
     """``s3://`` through s3fs's client; see the module docstring."""
 
@@ -103,6 +123,7 @@ class S3Store(FsspecStore):
         self._fs = None
         self._pid = None
         self._fs_lock = threading.Lock()
+        self._tuned_client = None
         self._slots: dict = {}
         self.stats = RetryStats()
         self._read_kw = dict(self.settings.read_kwargs)
@@ -134,7 +155,11 @@ class S3Store(FsspecStore):
         return sync(fs.loop, coro_fn, *args)
 
     async def _client(self):
-        return await self.fs.set_session()
+        client = await self.fs.set_session()
+        if client is not self._tuned_client:
+            fix_user_agent(client)
+            self._tuned_client = client
+        return client
 
     def _slot(self):
         """An async context manager for one request: the store's and the process's caps."""

@@ -388,3 +388,29 @@ def test_bad_value_through_the_dataset_api(env):
         lancefmt.dataset(f"s3://{bucket}/x", storage_options=e.pylance_options(allow_http="maybe"))
     with pytest.raises(InvalidArgumentError, match="timeout"):
         lancefmt.dataset(f"s3://{bucket}/x", storage_options=e.pylance_options(timeout="-5s"))
+
+
+def test_user_agent_is_built_once_and_still_sent(env):
+    """fix_user_agent: every request carries botocore's User-Agent, built once per client."""
+    e, uri = _obj(env)
+    store = _store(e)
+    store.put(uri, DATA)
+    client = store.fs.s3
+    calls = []
+    creator = client._user_agent_creator
+    real = type(creator).to_string
+
+    def counting(self):
+        calls.append(1)
+        return real(self)
+
+    type(creator).to_string, was = counting, type(creator).to_string
+    try:
+        e.proxy.reset()
+        for _ in range(3):
+            assert store.read_range(uri, 10, 5) == DATA[10:15]
+    finally:
+        type(creator).to_string = was
+    assert calls == []  # the instance's fixed string answered, not the class's builder
+    agents = {s.headers.get("user-agent") for s in e.proxy.seen("GET")}
+    assert len(agents) == 1 and "botocore" in agents.pop()

@@ -135,6 +135,7 @@ class S3Proxy:
         self.faults_served: Counter = Counter()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.bytes_out = 0  # response bodies sent since the last reset (what a read cost)
         self._rules: list[_Rule] = []
         self._pipes: dict[str, _Pipe] = {}
         self._lock = threading.Lock()
@@ -180,6 +181,7 @@ class S3Proxy:
             self.faults_served = Counter()
             self._rules = []
             self.max_in_flight = self.in_flight
+            self.bytes_out = 0
             if latency is not None:
                 self.latency = latency
             if bandwidth != "keep":
@@ -312,6 +314,8 @@ class S3Proxy:
         if request.method == "HEAD":
             await resp.write_eof()
             return resp
+        with self._lock:
+            self.bytes_out += len(payload)
         if fault == "truncate":
             await resp.write(payload[:len(payload) // 2])
             return self._reset(request)
@@ -337,6 +341,7 @@ class S3Proxy:
             return web.Response(status=404)
         return web.json_response({"counts": dict(self.counts(q.get("path_contains", ""))),
                                   "max_in_flight": self.max_in_flight,
+                                  "bytes_out": self.bytes_out,
                                   "faults_served": dict(self.faults_served)})
 
     def _error(self, seen, status, code, message):
@@ -411,6 +416,7 @@ class RemoteProxy:
         self.endpoint, self.upstream = info["endpoint"], info["upstream"]
         self.port = int(self.endpoint.rsplit(":", 1)[1])
         self.max_in_flight = 0
+        self.bytes_out = 0
         self.faults_served: Counter = Counter()
 
     def _call(self, op, **query):
@@ -422,6 +428,7 @@ class RemoteProxy:
         with urlopen(f"{self.endpoint}{CONTROL}{op}?{q}", timeout=30) as r:
             out = json.loads(r.read())
         self.max_in_flight = out["max_in_flight"]
+        self.bytes_out = out["bytes_out"]
         self.faults_served = Counter(out["faults_served"])
         return out
 
