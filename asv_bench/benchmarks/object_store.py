@@ -46,14 +46,15 @@ def _table(rows, seed=0):
     })
 
 
-def local_fixture(rows: int, version: str) -> str:
+def local_fixture(rows: int, version: str, fragments: int = FRAGMENTS) -> str:
     """The dataset written by pylance on local disk (kept between runs)."""
     import lance
 
-    path = os.path.join(scratch_dir("object_store"), f"ds_{version}_{rows}")
+    name = f"ds_{version}_{rows}" + ("" if fragments == FRAGMENTS else f"_{fragments}f")
+    path = os.path.join(scratch_dir("object_store"), name)
     if not os.path.exists(path + ".ready"):
         shutil.rmtree(path, ignore_errors=True)
-        lance.write_dataset(_table(rows), path, max_rows_per_file=max(1, rows // FRAGMENTS),
+        lance.write_dataset(_table(rows), path, max_rows_per_file=max(1, rows // fragments),
                             data_storage_version=version)
         open(path + ".ready", "w").close()
     return path
@@ -62,7 +63,8 @@ def local_fixture(rows: int, version: str) -> str:
 class S3Env:
     """moto + the proxy in a child process, a bucket holding the fixtures, the options."""
 
-    def __init__(self, rows=ROWS, versions=VERSIONS, latency=LATENCY, bandwidth=None):
+    def __init__(self, rows=ROWS, versions=VERSIONS, latency=LATENCY, bandwidth=None,
+                 fragments=FRAGMENTS):
         from s3_proxy import ProxiedS3, RemoteProxy, create_bucket
 
         from lancefmt.io import open_store
@@ -75,7 +77,7 @@ class S3Env:
         direct = open_store("s3://x", {**self.options, "aws_endpoint": self.proxy.upstream})
         self.uris = {}
         for version in versions:
-            local = local_fixture(rows, version)
+            local = local_fixture(rows, version, fragments)
             uri = f"s3://{bucket}/ds_{version}"
             for dirpath, _, files in os.walk(local):
                 for name in files:
@@ -208,6 +210,47 @@ class ObjectStoreRead:
     track_scan_requests_lancefmt.unit = track_scan_requests_pylance.unit = "requests"
 
 
+# Scan memory: the same fragment size (100k rows, 2 MB), 4x the fragments. Flat means the
+# scan holds a bounded number of fragments' reads whatever the dataset's size.
+MEMORY_ROWS = [1_500_000, 6_000_000]
+
+
+def scan_peak_bytes(uri: str, options: dict) -> int:
+    """Peak bytes held while streaming a whole scan: Python objects (downloaded bodies) plus
+    pyarrow's pool (decoded batches), above what was held before."""
+    import tracemalloc
+
+    import lancefmt
+
+    ds = lancefmt.dataset(uri, storage_options=options)
+    pool = pa.default_memory_pool()
+    tracemalloc.start()
+    try:
+        base, peak = pool.bytes_allocated(), 0
+        for _ in ds.to_batches():
+            peak = max(peak, pool.bytes_allocated() - base)
+        return tracemalloc.get_traced_memory()[1] + peak
+    finally:
+        tracemalloc.stop()
+
+
+class ScanMemory:
+    params = MEMORY_ROWS
+    param_names = ["rows"]
+    timeout = 3600
+
+    def setup(self, rows):
+        self.env = S3Env(rows, ["2.2"], fragments=rows // 100_000)
+
+    def teardown(self, rows):
+        self.env.proxy.stop()
+
+    def track_scan_peak_mb(self, rows):
+        return scan_peak_bytes(self.env.uris["2.2"], self.env.options) / 1e6
+
+    track_scan_peak_mb.unit = "MB"
+
+
 def main():  # pragma: no cover - a one-shot report
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=ROWS)
@@ -215,6 +258,7 @@ def main():  # pragma: no cover - a one-shot report
     ap.add_argument("--bandwidth", type=float, default=None, help="bytes/s per bucket")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--versions", default=",".join(VERSIONS))
+    ap.add_argument("--memory", action="store_true", help="also the scan-memory check")
     args = ap.parse_args()
     versions = args.versions.split(",")
     env = S3Env(args.rows, versions, args.latency, args.bandwidth)
@@ -232,6 +276,13 @@ def main():  # pragma: no cover - a one-shot report
                   f"{b_ours / 1e6:6.1f} MB)  pylance {peer * 1e3:8.1f} ms ({n_peer:4d} req, "
                   f"{b_peer / 1e6:6.1f} MB)  | ratio {ratio:5.2f}")
     env.proxy.stop()
+    if args.memory:
+        for rows in MEMORY_ROWS:
+            menv = S3Env(rows, ["2.2"], args.latency, args.bandwidth, fragments=rows // 100_000)
+            peak = scan_peak_bytes(menv.uris["2.2"], menv.options)
+            print(f"scan memory: {rows:,} rows in {rows // 100_000} fragments: "
+                  f"peak {peak / 1e6:.1f} MB held ({rows * 20 / 1e6:.0f} MB of data)")
+            menv.proxy.stop()
 
 
 if __name__ == "__main__":  # pragma: no cover
