@@ -68,7 +68,8 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
             if plan[2] == "mini" and direct_values(plan[0].v21_meta) is not None:
                 plan[2] = "direct"  # values read row by row where they lie in the map
     for plan in plans:
-        if plan[2] == "mini" and _touches_most_chunks(plan[0].v21_meta.row_ends, plan[1]):
+        if plan[2] == "mini" and _touches_most_chunks(plan[0].v21_meta.row_ends, plan[1]) \
+                and not _gatherable(plan[0].v21_meta, plan[1]):
             plan[2] = "whole"  # every chunk is decoded anyway: the page decoder is faster
     ranges, pending = [], []
     for plan in plans:
@@ -220,6 +221,36 @@ def _take_direct(leaf, page, local, mapped) -> pa.Array:
     return assemble.page_array(pd, leaf.path_types, where, leaf.path)
 
 
+def _gatherable(meta: MiniBlockPage, local: np.ndarray) -> bool:
+    """Whether the ``local`` rows (ascending) of this page can be read straight out of their
+    chunks' bytes: a plain page (:func:`direct_values`)."""
+    return direct_values(meta) is not None and (local.size < 2 or bool(
+        (local[1:] >= local[:-1]).all()))
+
+
+def _gather_fetched(leaf, page, local, need, data) -> pa.Array:
+    """:func:`_take_direct` over the fetched bytes of the wanted chunks (an object store's take):
+    each row's value is read where it lies in its chunk, no chunk is decoded. ``data`` holds
+    the wanted chunks only, chunk ``need["chunks"][i]`` at ``need["starts"][i]``; the rows all
+    lie in those chunks (they chose them), and each is still checked against its chunk."""
+    meta = page.v21_meta
+    bitpacked, bits = meta.direct
+    chunks, ids = meta.chunks, need["chunks"]
+    rows_from = np.append(chunks.value_starts[ids], chunks.value_starts[ids[-1] + 1])
+    where = page.describe()
+    try:
+        raw = take_miniblock_rows(np.ascontiguousarray(data, dtype=np.uint8),
+                                  np.ascontiguousarray(need["starts"], dtype=np.int64),
+                                  np.ascontiguousarray(chunks.sizes[ids], dtype=np.int64),
+                                  np.ascontiguousarray(rows_from, dtype=np.int64),
+                                  np.ascontiguousarray(local, dtype=np.int64),
+                                  4 if chunks.wide else 2, bitpacked, bits)
+    except ValueError as e:
+        raise CorruptFileError(f"{where}: {e}", leaf.path) from None
+    pd = PageData(meta.layers, None, None, FixedValues(bits, local.size, raw), local.size)
+    return assemble.page_array(pd, leaf.path_types, where, leaf.path)
+
+
 def _chunk_row_ends(meta: MiniBlockPage, page, path) -> np.ndarray:
     """Rows ended by the end of each chunk (cumulative)."""
     if meta.rep_index is None:
@@ -319,6 +350,8 @@ def _decode_rows(leaf, page, local, kind, need, pieces) -> list[pa.Array]:
         else:
             data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in pieces]) \
                 if len(pieces) != 1 else np.frombuffer(pieces[0], dtype=np.uint8)
+            if _gatherable(meta, local):
+                return [_gather_fetched(leaf, page, local, need, data)]
             pd = meta.decode(need["chunks"], data, need["starts"])
         begin, end = _row_entries(meta, pd, need, local, where, leaf)
         arr = assemble.page_array(_select(pd, begin, end), leaf.path_types, where, leaf.path)

@@ -164,6 +164,32 @@ def test_plain_miniblock_rows_are_read_in_place(big_file, column, monkeypatch):
     assert mapped.to_pylist() == expected.column(column).to_pylist()
 
 
+@pytest.mark.parametrize("column", ["id", "f"])
+@pytest.mark.parametrize("count", [5, 400, 3000], ids=["few", "some", "most-chunks"])
+def test_fetched_plain_chunks_are_gathered_not_decoded(big_file, column, count, monkeypatch):
+    """Unmapped (an object store's) takes of plain mini-block pages read each row out of its
+    fetched chunk: equal to decoding those chunks and to pylance, also when the rows touch
+    most chunks (then the page is not decoded whole either)."""
+    from lancefmt.encoding.v2_1 import random_access
+
+    rows = np.unique(np.concatenate([[0, 1023, 1024, N - 1], np.random.default_rng(count)
+                                     .choice(N, count, replace=False)]))
+    reader = LanceFileReader(big_file)
+    monkeypatch.setattr(reader._source, "mapped", lambda: None)
+    calls = []
+    gather = random_access._gather_fetched
+    monkeypatch.setattr(random_access, "_gather_fetched",
+                        lambda *a: calls.append(1) or gather(*a))
+    got = reader.take(rows, [column]).column(0)
+    assert calls
+    monkeypatch.setattr(random_access, "_gatherable", lambda meta, local: False)
+    decoded = LanceFileReader(big_file)
+    monkeypatch.setattr(decoded._source, "mapped", lambda: None)
+    assert got.equals(decoded.take(rows, [column]).column(0))
+    expected = lance_file.LanceFileReader(big_file).take_rows(rows.tolist()).to_table()
+    assert got.to_pylist() == expected.column(column).to_pylist()
+
+
 def test_in_place_rows_of_a_bad_chunk_are_corrupt():
     from lancefmt.encoding.v2_1._fastlanes import take_miniblock_rows
 
