@@ -414,3 +414,38 @@ def test_user_agent_is_built_once_and_still_sent(env):
     assert calls == []  # the instance's fixed string answered, not the class's builder
     agents = {s.headers.get("user-agent") for s in e.proxy.seen("GET")}
     assert len(agents) == 1 and "botocore" in agents.pop()
+
+
+def test_pylance_names_reach_every_entry_point(env):
+    """The same pylance-style dict works for the file writer and reader, other versions of a
+    dataset, per-base options of a multi-base dataset and a directory namespace's
+    ``storage.`` properties: every request goes through the proxy it names."""
+    from lancefmt import BasePath
+    from lancefmt.file import LanceFileReader, LanceFileWriter
+    from lancefmt.namespace import DirectoryNamespace
+
+    e, bucket = env
+    opts = e.pylance_options()
+    table = pa.table({"x": list(range(10))})
+    root = f"s3://{bucket}/{uuid.uuid4().hex[:8]}"
+    e.proxy.reset()
+    with LanceFileWriter(f"{root}/one.lance", table.schema, storage_options=opts) as w:
+        w.write_batch(table)
+    assert LanceFileReader(f"{root}/one.lance", opts).read_all().to_table().equals(table)
+
+    ds = lancefmt.write_dataset(table, f"{root}/ds", storage_options=opts)
+    ds.insert(table)
+    assert ds.checkout_version(1).count_rows() == 10
+
+    cold = {"cold": {"aws_endpoint": e.endpoint, "allow_http": "true"}}
+    multi = lancefmt.write_dataset(
+        table, f"{root}/multi", storage_options=opts, base_store_params=cold,
+        initial_bases=[BasePath(f"s3://{bucket}/cold-{uuid.uuid4().hex[:6]}", name="cold")],
+        target_bases=["cold"])
+    assert lancefmt.dataset(f"{root}/multi", storage_options=opts,
+                            base_store_params=cold).to_table().equals(multi.to_table())
+
+    ns = DirectoryNamespace(root=f"{root}/ns", **{f"storage.{k}": v for k, v in opts.items()})
+    ns.create_table(["t"], table)
+    assert ns.open_table(["t"]).to_table().equals(table)
+    assert e.proxy.counts()["PUT"] >= 4 and e.proxy.counts()["GET"] >= 4
