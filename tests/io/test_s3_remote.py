@@ -449,3 +449,20 @@ def test_pylance_names_reach_every_entry_point(env):
     ns.create_table(["t"], table)
     assert ns.open_table(["t"]).to_table().equals(table)
     assert e.proxy.counts()["PUT"] >= 4 and e.proxy.counts()["GET"] >= 4
+
+
+def test_checksums_only_when_asked(env):
+    """As Lance: a PUT carries no checksum unless ``checksum_algorithm`` asks for one, and a
+    GET does not ask the server for one to check."""
+    e, uri = _obj(env)
+    e.proxy.reset()
+    _store(e).put(uri, DATA)
+    assert _store(e).read(uri) == DATA
+    for seen in e.proxy.seen():
+        assert not any(h.startswith("x-amz-checksum") or h == "x-amz-checksum-mode"
+                       for h in seen.headers), (seen.method, seen.headers)
+    e.proxy.reset()
+    _store(e, checksum_algorithm="sha256").put(uri, DATA)
+    (put,) = e.proxy.seen("PUT")
+    assert any(h.startswith("x-amz-checksum") or h == "x-amz-sdk-checksum-algorithm"
+               for h in put.headers), put.headers
