@@ -26,7 +26,7 @@ from ..dataset.core.commit import CONFLICT_RETRIES
 from ..dataset.core.files import data_file_uris
 from ..dataset.mutate.merge_insert import MergeInsertError
 from ..dataset.write.fragments import write_fragments
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, NotSupportedError
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import carry_row_ids, load_created_at_versions
 from ..table.transaction import Update
@@ -83,6 +83,17 @@ class MergeBuilder:
         self.retries = int(retries)
         return self
 
+    # Delta Lake's names, for ``LanceTable.merge`` (lancefmt.spark.table)
+    whenMatchedUpdateAll = when_matched_update_all    # noqa: N815
+    whenMatchedDelete = when_matched_delete           # noqa: N815
+    whenNotMatchedBySourceDelete = when_not_matched_by_source_delete  # noqa: N815
+
+    def whenNotMatchedInsertAll(self, condition=None) -> "MergeBuilder":  # noqa: N802
+        if condition is not None:
+            raise NotSupportedError("Lance inserts every unmatched source row: "
+                                    "filter the source instead of an insert condition")
+        return self.when_not_matched_insert_all()
+
     def execute(self) -> dict:
         """Run the merge; pylance's statistics (``num_inserted_rows``, ``num_updated_rows``,
         ``num_deleted_rows``)."""
@@ -116,7 +127,7 @@ class MergeBuilder:
             source = self.source.select(
                 *[F.col(n).cast(target_df.schema[n].dataType).alias(n) if n in target_df.columns
                   else F.col(n) for n in schema.names]).withColumn("__src", F.lit(True))
-            target = target_df.withColumn("__tgt", F.lit(True))
+            target = target_df.alias("target").withColumn("__tgt", F.lit(True))
             if self.by_source_condition is not None:  # over the target's own columns
                 target = target.withColumn("__gone", F.coalesce(as_column(
                     self.by_source_condition, "the not-matched-by-source condition"), F.lit(False)))
