@@ -99,3 +99,38 @@ def test_ambiguous_matches_and_matched_fail_commit_nothing(spark, tmp_path):
         MergeBuilder(spark, uri, once.drop("s"), "id").when_matched_update_all().execute()
     assert lance.dataset(uri).version == 1
     assert unreferenced_files(uri) == []
+
+
+@pytest.mark.parametrize("concurrent, runs", [("append", 1), ("delete", 2)])
+def test_concurrent_writers_rebased_or_run_again(spark, tmp_path, monkeypatch, concurrent, runs):
+    """An append while the merge runs is rebased over (both survive); a delete in a fragment
+    the merge also deletes from is a conflict: the merge runs again on the latest version."""
+    from lancefmt.spark import merge
+
+    uri, copy = twins(tmp_path, rows(range(40)), max_rows_per_file=20)
+    real, calls = merge.collect_payloads, []
+
+    def other_writer(u):
+        if concurrent == "append":
+            lancefmt.write_dataset(rows([1000, 1001]), u, mode="append")
+        else:
+            lancefmt.dataset(u).delete("id = 31")
+
+    def patched(df):
+        out = real(df)
+        calls.append(1)
+        if len(calls) == 1:
+            other_writer(uri)
+        return out
+
+    monkeypatch.setattr(merge, "collect_payloads", patched)
+    source = rows([30, 35, 77], x=-1.0)
+    MergeBuilder(spark, uri, spark.createDataFrame(source.to_pandas()), "id") \
+        .when_matched_update_all().when_not_matched_insert_all().execute()
+    other_writer(copy)
+    lance.dataset(copy).merge_insert("id").when_matched_update_all() \
+        .when_not_matched_insert_all().execute(source)
+    assert len(calls) == runs
+    assert lance.dataset(uri).version == 3
+    assert_same_rows(uri, copy)
+    assert unreferenced_files(uri) == []
