@@ -27,7 +27,7 @@ from ..errors import InvalidArgumentError
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import carry_row_ids, load_created_at_versions
 from ..table.transaction import Delete, Update
-from .expressions import as_column, select_pruned
+from .expressions import as_column, select_pruned, sql_text
 from .jobs import (
     RESULT_SCHEMA, Pinned, collect_payloads, commit_job, fault_point, fragment_runs,
     payload_batch, physical_offsets,
@@ -39,7 +39,7 @@ def delete(spark, uri, where, *, storage_options: dict | None = None,
            manifest_store: str | None = None, conflict_retries: int = CONFLICT_RETRIES) -> int:
     """Delete the rows of the dataset at ``uri`` matching ``where``; the rows deleted."""
     condition = as_column(where, "the delete condition")
-    text = where if isinstance(where, str) else str(where)
+    text = sql_text(where)  # the predicate the Delete transaction records
 
     def run(pinned: Pinned, job):
         snapshot = pinned.snapshot()

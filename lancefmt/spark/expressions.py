@@ -27,6 +27,15 @@ def as_column(value, what: str):
     raise InvalidArgumentError(f"{what} must be Spark SQL text or a Column, not {value!r}")
 
 
+def sql_text(value) -> str:
+    """The text of ``value``: itself, or a ``Column``'s expression as Spark prints it (its repr
+    unwrapped; SQL for ``F.expr`` Columns, Spark's expression tree for others in Spark 4.1)."""
+    if isinstance(value, str):
+        return value
+    match = _COLUMN_REPR.match(str(value))
+    return match.group(1) if match else str(value)
+
+
 def _names_in(text: str, qualifiers=None) -> set | None:
     import sqlglot
     from sqlglot import exp

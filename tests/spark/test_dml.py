@@ -12,6 +12,7 @@ import pytest
 import lancefmt
 from lancefmt.errors import LanceError
 from lancefmt.spark import dml
+from lancefmt.spark.history import transaction
 
 from .conftest import arm_fault, assert_same_rows, twins, unreferenced_files
 
@@ -40,6 +41,8 @@ def test_delete_equals_pylance_and_touches_only_matching_fragments(spark, tmp_pa
     assert not os.path.exists(marker)
     lance.dataset(copy).delete("id >= 25 AND id < 60 AND id % 2 = 1")
     assert n == 18 and lance.dataset(uri).version == 2
+    predicate = transaction(uri, 2)[1].operation.predicate  # Spark's text, not the Column's repr
+    assert not predicate.startswith("Column<") and ">=(id, 25)" in predicate
     after = fragments(uri)
     assert after[0] == before[0] and after[3] == before[3]        # untouched
     assert after[1] != before[1] and after[2] != before[2]
