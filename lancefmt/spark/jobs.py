@@ -28,6 +28,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from ..dataset.core.commit import CONFLICT_RETRIES, conflict_backoff
@@ -164,16 +165,48 @@ def run_tasks(spark, job: StagedJob, tasks: list, run_one, kind: str) -> list:
         return []
 
     def run_partition(items):
-        for index, task in items:
+        from pyspark import cloudpickle
+
+        for index, blob in items:
+            task = cloudpickle.loads(blob)
             with job.task() as staging:
                 result = run_one(task, staging)
             fault_point(kind)
             yield pickle.dumps((index, result))
 
-    rdd = spark.sparkContext.parallelize(list(enumerate(tasks)), len(tasks))
+    from pyspark import cloudpickle
+
+    # cloudpickled here: tasks may hold functions defined in __main__ (a backfill's UDF)
+    items = [(i, cloudpickle.dumps(t)) for i, t in enumerate(tasks)]
+    rdd = spark.sparkContext.parallelize(items, len(items))
     results = [pickle.loads(b) for b in rdd.mapPartitions(run_partition).collect()]
     results.sort(key=lambda pair: pair[0])
     return [r for _, r in results]
+
+
+def fragment_runs(batches, address: str = "_rowaddr"):
+    """``(fragment id, [batches])`` for each run of consecutive rows of one fragment in
+    ``batches`` (a partition of whole fragments keeps each fragment in one run)."""
+    current, parts = None, []
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        frags = batch.column(address).to_numpy() >> 32
+        bounds = np.flatnonzero(np.diff(frags)) + 1
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frags.size]):
+            fid = int(frags[lo])
+            if fid != current:
+                if current is not None:
+                    yield current, parts
+                current, parts = fid, []
+            parts.append(batch.slice(int(lo), int(hi - lo)))
+    if current is not None:
+        yield current, parts
+
+
+def physical_offsets(table, address: str = "_rowaddr") -> np.ndarray:
+    """The physical row offsets (within their fragment) of ``table``'s row addresses."""
+    return (table.column(address).to_numpy() & 0xFFFFFFFF).astype(np.uint32)
 
 
 def fault_point(kind: str) -> None:
@@ -189,12 +222,14 @@ def fault_point(kind: str) -> None:
     os._exit(17)
 
 
-def commit_job(pinned: Pinned, run, retries: int = CONFLICT_RETRIES):
+def commit_job(pinned: Pinned, run, retries: int = CONFLICT_RETRIES, carry=None):
     """Run a job and commit it once: ``run(pinned, job)`` returns ``(operation or None, files
     its tasks wrote for it, result)``. Returns ``(committed snapshot, or the pinned one when
     there was nothing to do, result)``. A retryable conflict re-runs the job on the latest
-    version; any other failure removes every file the job wrote."""
+    version; ``carry()`` then names the files the next run may reuse (kept; the rest of the
+    job's files go). Any other failure removes every file the job wrote."""
     attempt = 0
+    carried: set = set()  # files kept from earlier runs: ours to remove unless committed
     while True:
         snapshot = pinned.snapshot()
         job = StagedJob(pinned).open()
@@ -202,15 +237,20 @@ def commit_job(pinned: Pinned, run, retries: int = CONFLICT_RETRIES):
             operation, files, result = run(pinned, job)
         except BaseException:
             job.abort()
+            delete_files(sorted(carried), pinned.storage_options)
             raise
         if operation is None:
             job.finish([])
+            delete_files(sorted(carried), pinned.storage_options)
             return snapshot, result
         try:
             committed = snapshot.commit(operation)
         except RetryableCommitConflictError:
-            job.finish([])  # every task has returned: nothing of the job is running
             attempt += 1
+            keep = set(carry()) if carry is not None and attempt <= retries else set()
+            job.finish(keep)  # every task has returned: nothing of the job is running
+            delete_files(sorted(carried - keep), pinned.storage_options)
+            carried = keep
             if attempt > retries:
                 raise
             conflict_backoff(attempt)
@@ -218,6 +258,8 @@ def commit_job(pinned: Pinned, run, retries: int = CONFLICT_RETRIES):
             continue
         except BaseException:
             job.finish([])
+            delete_files(sorted(carried), pinned.storage_options)
             raise
         job.finish(files)
+        delete_files(sorted(carried - set(files)), pinned.storage_options)
         return committed.run_after_commit(), result

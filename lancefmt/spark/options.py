@@ -195,11 +195,12 @@ class ReadOptions:
 
 def _ids(name: str, value) -> tuple | None:
     """Fragment ids given as ``1,2,3`` or a JSON list."""
-    names = _names(name, value if not isinstance(value, (list, tuple)) else json.dumps(value))
-    if names is None:
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
     try:
-        return tuple(int(n) for n in names)
+        items = value if isinstance(value, (list, tuple)) else \
+            json.loads(value) if str(value).strip().startswith("[") else str(value).split(",")
+        return tuple(int(str(n).strip()) for n in items if str(n).strip())
     except (TypeError, ValueError):
         raise InvalidArgumentError(f"option {name!r} must list fragment ids, not {value!r}") from None
 

@@ -1,0 +1,313 @@
+"""Merge (upsert) a DataFrame of changes into a Lance table on executors, in one commit.
+
+``MergeBuilder`` has pylance's ``merge_insert`` clauses; conditions are Spark SQL (or Columns)
+over ``target.<col>`` and ``source.<col>``. The job, as Lance's ``merge_insert`` with
+``REWRITE_ROWS``:
+
+1. Spark joins the target's keys (pinned version, with row addresses; stable row ids when the
+   dataset has them; the columns the conditions use) with the source on the key columns, and
+   labels each pair: ``U`` update, ``D`` delete, ``I`` insert, ``S`` delete not matched by
+   source, ``F`` a match under ``when_matched_fail``;
+2. each task of the join writes its updated and inserted rows as new fragments (updated rows
+   first, keeping their stable row ids and created-at versions) and passes the row addresses
+   to delete on;
+3. the addresses are repartitioned by fragment, and each fragment with rows to delete gets one
+   new deletion file (no other fragment is touched); a target row matched by two source rows
+   makes the merge fail as ambiguous, as in Lance;
+4. the driver commits one ``Update`` against the pinned version; a concurrent writer touching
+   the same fragments is a retryable conflict, and the job then runs again on the latest one.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..dataset.core.commit import CONFLICT_RETRIES
+from ..dataset.core.files import data_file_uris
+from ..dataset.mutate.merge_insert import MergeInsertError
+from ..dataset.write.fragments import write_fragments
+from ..errors import InvalidArgumentError, NotSupportedError
+from ..table.fragment import FragmentMetadata
+from ..table.rowids import carry_row_ids, load_created_at_versions
+from ..table.transaction import Update
+from .dml import delete_rows_of, gather_deletions
+from .expressions import as_column, select_pruned
+from .jobs import (
+    RESULT_SCHEMA, Pinned, collect_payloads, commit_job, fault_point, payload_batch,
+)
+from .schema import ROW_ADDRESS, ROW_ID, BatchCaster
+
+ACTION, ADDR, RID, FRAG, OFFSET, PAYLOAD = "__action", "__addr", "__rowid", "__frag", "__offset", "payload"
+UPDATE, DELETE, INSERT, BY_SOURCE, FAIL = "U", "D", "I", "S", "F"
+SHUFFLE_SCHEMA = f"{FRAG} long, {OFFSET} long, {PAYLOAD} binary"
+
+
+class MergeBuilder:
+    """Clauses as pylance's ``MergeInsertBuilder``; :meth:`execute` runs the Spark job."""
+
+    def __init__(self, spark, uri, source, on, *, storage_options: dict | None = None,
+                 manifest_store: str | None = None):
+        if on is None or (not isinstance(on, str) and not list(on)):
+            raise InvalidArgumentError("merge needs the key column(s) 'on'")
+        self.spark, self.uri, self.source = spark, uri, source
+        self.on = [on] if isinstance(on, str) else list(on)
+        self.storage_options, self.manifest_store = storage_options, manifest_store
+        self.matched = None               # None | "update" | "delete" | "fail"
+        self.matched_condition = None
+        self.insert = False
+        self.by_source_delete = False
+        self.by_source_condition = None
+        self.retries = CONFLICT_RETRIES
+
+    def when_matched_update_all(self, condition=None) -> "MergeBuilder":
+        self.matched, self.matched_condition = "update", condition
+        return self
+
+    def when_matched_delete(self, condition=None) -> "MergeBuilder":
+        self.matched, self.matched_condition = "delete", condition
+        return self
+
+    def when_matched_fail(self) -> "MergeBuilder":
+        self.matched, self.matched_condition = "fail", None
+        return self
+
+    def when_not_matched_insert_all(self) -> "MergeBuilder":
+        self.insert = True
+        return self
+
+    def when_not_matched_by_source_delete(self, condition=None) -> "MergeBuilder":
+        self.by_source_delete, self.by_source_condition = True, condition
+        return self
+
+    def conflict_retries(self, retries: int) -> "MergeBuilder":
+        self.retries = int(retries)
+        return self
+
+    # Delta Lake's names, for ``LanceTable.merge`` (lancefmt.spark.table)
+    whenMatchedUpdateAll = when_matched_update_all    # noqa: N815
+    whenMatchedDelete = when_matched_delete           # noqa: N815
+    whenNotMatchedBySourceDelete = when_not_matched_by_source_delete  # noqa: N815
+
+    def whenNotMatchedInsertAll(self, condition=None) -> "MergeBuilder":  # noqa: N802
+        if condition is not None:
+            raise NotSupportedError("Lance inserts every unmatched source row: "
+                                    "filter the source instead of an insert condition")
+        return self.when_not_matched_insert_all()
+
+    def execute(self) -> dict:
+        """Run the merge; pylance's statistics (``num_inserted_rows``, ``num_updated_rows``,
+        ``num_deleted_rows``)."""
+        pinned = Pinned.latest(self.uri, self.storage_options, self.manifest_store)
+        _, stats = commit_job(pinned, self._run, self.retries)
+        return stats
+
+    # -- the job ------------------------------------------------------------------------------
+    def _labelled(self, pinned: Pinned, snapshot):
+        """The join of target and source, one row per action: ``__action``, ``__addr`` (the
+        target row), [``__rowid``], and the source's columns."""
+        from pyspark.sql import functions as F
+
+        schema, stable = snapshot.schema, snapshot.has_stable_row_ids
+        missing = [k for k in self.on if schema.get_field_index(k) < 0]
+        if missing:
+            raise InvalidArgumentError(f"merge key(s) {missing} are not columns of {pinned.uri}")
+        have = self.source.columns
+        absent = [n for n in schema.names if n not in have]
+        extra = [n for n in have if schema.get_field_index(n) < 0]
+        if absent or extra:
+            raise InvalidArgumentError(f"the merge source has columns {have}, the dataset "
+                                       f"{schema.names} (partial updates are not supported)")
+        conditions = [c for c in (self.matched_condition, self.by_source_condition) if c is not None]
+
+        def read(columns):
+            columns = list(dict.fromkeys(list(self.on) + list(columns)))
+            return pinned.read(self.spark, columns, with_row_id=stable, whole_fragments=False)
+
+        def label(target_df):
+            source = self.source.select(
+                *[F.col(n).cast(target_df.schema[n].dataType).alias(n) if n in target_df.columns
+                  else F.col(n) for n in schema.names]).withColumn("__src", F.lit(True))
+            target = target_df.alias("target").withColumn("__tgt", F.lit(True))
+            if self.by_source_condition is not None:  # over the target's own columns
+                target = target.withColumn("__gone", F.coalesce(as_column(
+                    self.by_source_condition, "the not-matched-by-source condition"), F.lit(False)))
+            t, s = target.alias("target"), source.alias("source")
+            how = {(False, False): "inner", (True, False): "right", (False, True): "left",
+                   (True, True): "full"}[(self.insert, self.by_source_delete)]
+            joined = t.join(s, [F.col(f"target.{k}") == F.col(f"source.{k}") for k in self.on], how)
+            both = F.col("target.__tgt").isNotNull() & F.col("source.__src").isNotNull()
+            only_source = F.col("target.__tgt").isNull()
+            only_target = F.col("source.__src").isNull()
+            action = F.lit(None).cast("string")
+            if self.matched is not None:
+                hit = both
+                if self.matched_condition is not None:
+                    hit = hit & F.coalesce(as_column(self.matched_condition, "the matched condition"),
+                                           F.lit(False))
+                action = F.when(hit, F.lit({"update": UPDATE, "delete": DELETE,
+                                            "fail": FAIL}[self.matched]))
+            if self.insert:
+                action = F.when(only_source, F.lit(INSERT)).otherwise(action)
+            if self.by_source_delete:
+                gone = only_target
+                if self.by_source_condition is not None:
+                    gone = gone & F.col("target.__gone")
+                action = F.when(gone, F.lit(BY_SOURCE)).otherwise(action)
+            cols = [action.alias(ACTION), F.col(f"target.{ROW_ADDRESS}").alias(ADDR)]
+            if stable:
+                cols.append(F.col(f"target.{ROW_ID}").alias(RID))
+            cols += [F.col(f"source.{n}").alias(n) for n in schema.names]
+            return joined.select(*cols).filter(F.col(ACTION).isNotNull())
+
+        return select_pruned(read, schema.names, conditions, label, qualifiers={"target"})
+
+    def _run(self, pinned: Pinned, job):
+        from pyspark.sql import functions as F
+
+        snapshot = pinned.snapshot()
+        stable = snapshot.has_stable_row_ids
+        labelled = self._labelled(pinned, snapshot)
+
+        def write_rows(batches):  # the join's side: new rows, addresses to delete on
+            with job.task() as staging:
+                out, addresses = _write_changes(pinned.snapshot(), batches, staging, stable)
+            fault_point("merge")
+            for frag, offsets in addresses:
+                yield pa.record_batch({FRAG: pa.array(np.full(offsets.size, frag, np.int64)),
+                                       OFFSET: pa.array(offsets.astype(np.int64)),
+                                       PAYLOAD: pa.nulls(offsets.size, pa.binary())})
+            yield pa.record_batch({FRAG: pa.nulls(1, pa.int64()), OFFSET: pa.nulls(1, pa.int64()),
+                                   PAYLOAD: pa.array([_dumps(out)], pa.binary())})
+
+        def write_deletions(batches):  # per fragment: one deletion file
+            passed, by_frag = [], {}
+            for b in batches:
+                payload = b.column(PAYLOAD)
+                is_msg = payload.is_valid().to_numpy(zero_copy_only=False)
+                if is_msg.any():
+                    passed += [v for v in payload.filter(pa.array(is_msg)).to_pylist()]
+                if (~is_msg).any():
+                    rows = b.filter(pa.array(~is_msg))
+                    for frag, offsets in _by_fragment(rows):
+                        by_frag.setdefault(frag, []).append(offsets)
+            with job.task() as staging:
+                snap = pinned.snapshot()
+                deleted, ambiguous = [], 0
+                for frag in sorted(by_frag):
+                    offsets = np.concatenate(by_frag[frag])
+                    unique = np.unique(offsets)
+                    ambiguous += int(offsets.size - unique.size)
+                    if not ambiguous:
+                        rows = pa.table({ROW_ADDRESS: pa.array((np.int64(frag) << 32) | unique.astype(np.int64))})
+                        deleted.append(delete_rows_of(snap, frag, rows, staging))
+            fault_point("merge")
+            for blob in passed:
+                yield pa.record_batch({PAYLOAD: pa.array([blob], pa.binary())})
+            yield payload_batch({"deleted": deleted, "ambiguous": ambiguous})
+
+        changes = labelled.mapInArrow(write_rows, SHUFFLE_SCHEMA)
+        parts = max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
+        results = collect_payloads(changes.repartition(parts, F.col(FRAG))
+                                   .mapInArrow(write_deletions, RESULT_SCHEMA))
+        return self._operation(snapshot, results)
+
+    def _operation(self, snapshot, results):
+        rows = [r for r in results if "new" in r]
+        dels = [r for r in results if "deleted" in r]
+        files = [u for r in rows for u in r["files"]]
+        failed = sum(r["failed"] for r in rows)
+        if failed:
+            raise MergeInsertError(f"merge insert failed: {failed} source rows match target "
+                                   "rows (when_matched_fail)")
+        if sum(r["ambiguous"] for r in dels):
+            raise MergeInsertError("Ambiguous merge insert: multiple source rows match the same "
+                                   "target row")
+        deleted = [d for r in dels for d in r["deleted"]]
+        updated, removed, del_files, n_deleted = gather_deletions(deleted) if deleted else ([], [], [], 0)
+        new = [FragmentMetadata.from_bytes(b) for r in rows for b in r["new"]]
+        n_updated = sum(r["updated"] for r in rows)
+        stats = {"num_inserted_rows": sum(r["inserted"] for r in rows),
+                 "num_updated_rows": n_updated, "num_deleted_rows": n_deleted - n_updated}
+        if not (new or updated or removed):
+            return None, [], stats
+        op = Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new,
+                    fields_modified=[],
+                    fields_for_preserving_frag_bitmap=[f.id for f in snapshot.lance_fields])
+        return op, files + del_files, stats
+
+
+def _dumps(obj) -> bytes:
+    import pickle
+
+    return pickle.dumps(obj)
+
+
+def _by_fragment(rows: pa.RecordBatch):
+    frags = rows.column(FRAG).to_numpy()
+    offsets = rows.column(OFFSET).to_numpy()
+    order = np.argsort(frags, kind="stable")
+    frags, offsets = frags[order], offsets[order]
+    bounds = np.flatnonzero(np.diff(frags)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frags.size]):
+        yield int(frags[lo]), offsets[lo:hi]
+
+
+def _write_changes(snapshot, batches, staging: str, stable: bool):
+    """One task of the join: write its updated rows (first) and inserted rows as new
+    fragments; (result, [(fragment id, offsets to delete)])."""
+    caster = BatchCaster(snapshot.schema)
+    updates, inserts, addresses = [], [], []
+    failed = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        action = batch.column(ACTION).to_numpy(zero_copy_only=False)
+        failed += int((action == FAIL).sum())
+        hit = np.isin(action, [UPDATE, DELETE, BY_SOURCE])
+        if hit.any():  # (filtered first: a column with nulls would come back as floats)
+            addresses.append(batch.filter(pa.array(hit)).column(ADDR).to_numpy().astype(np.int64))
+        for kind, into in ((UPDATE, updates), (INSERT, inserts)):
+            sel = action == kind
+            if sel.any():
+                into.append(batch.filter(pa.array(sel)))
+    out = {"new": [], "files": [], "updated": 0, "inserted": 0, "failed": failed}
+    if failed:
+        return out, []
+    tables = [pa.Table.from_batches(p) for p in (updates, inserts) if p]
+    if tables:
+        changed = pa.concat_tables(tables)
+        data = pa.Table.from_batches([caster(b) for b in changed.to_batches()],
+                                     schema=snapshot.schema)
+        fragments = write_fragments(data, snapshot.uri, storage_options=snapshot.storage_options,
+                                    base_store_params=snapshot.base_store_params,
+                                    staging=staging, staging_open=True)
+        if stable and updates:
+            upd = pa.Table.from_batches(updates)
+            carry_row_ids(fragments, upd.column(RID).to_numpy().astype(np.uint64),
+                          _created_at(snapshot, upd.column(ADDR).to_numpy().astype(np.int64)))
+        out.update(new=[f.to_bytes() for f in fragments],
+                   files=data_file_uris(snapshot.ctx.resolver, fragments),
+                   updated=sum(b.num_rows for b in updates),
+                   inserted=sum(b.num_rows for b in inserts))
+    if addresses:
+        addrs = np.concatenate(addresses)
+        frags = addrs >> 32
+        order = np.argsort(frags, kind="stable")
+        frags, addrs = frags[order], addrs[order]
+        bounds = np.flatnonzero(np.diff(frags)) + 1
+        return out, [(int(frags[lo]), addrs[lo:hi] & 0xFFFFFFFF)
+                     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, frags.size])]
+    return out, []
+
+
+def _created_at(snapshot, addrs: np.ndarray) -> np.ndarray:
+    """Created-at versions of the target rows at ``addrs`` (1 where none are recorded)."""
+    out = np.ones(addrs.size, dtype=np.uint64)
+    frags = addrs >> 32
+    for fid in np.unique(frags):
+        pb = snapshot.fragment_pb(int(fid))
+        versions = load_created_at_versions(pb, snapshot.uri, snapshot.storage_options)
+        if versions is not None:
+            sel = frags == fid
+            out[sel] = versions[(addrs[sel] & 0xFFFFFFFF).astype(np.int64)]
+    return out
