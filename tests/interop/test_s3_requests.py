@@ -96,10 +96,16 @@ def test_open_latest_through_the_external_store_lists_nothing(counting_s3, tmp_p
     assert counts["LIST"] == 0 and counts["HEAD"] == 0 and counts["GET"] <= 2, log.requests
 
 
-def test_take_reads_every_file_in_one_round(counting_s3):
+def test_take_reads_every_file_in_one_round(counting_s3, monkeypatch):
     """A take over many fragments and columns issues its reads together (one coalesced GET per
     data file, all in flight at once), and no more GETs than pylance's take of the same rows."""
     import numpy as np
+
+    from lancefmt.file import fetch_batch
+
+    # a round waits for every unit however late its thread starts on a loaded machine (the
+    # linger only guards against a saturated pool; see tests/file/test_fetch_batch.py)
+    monkeypatch.setattr(fetch_batch, "LINGER", 30.0)
 
     opts, log = counting_s3
     uri = f"s3://{new_bucket(opts)}/ds"
