@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError, InvalidInputError
 from ..io.memory_scope import private_memory_options
+from ..jsonb.arrow import decode_batch, user_schema
 from ..table.base_paths import BasePath
 from .core.plan import CommitPlan
 from .core.snapshot import Snapshot
@@ -134,7 +135,8 @@ class Dataset(DatasetReadAPI):
 
     @property
     def schema(self) -> pa.Schema:
-        return self.snapshot.schema
+        """The Arrow schema as pylance shows it (JSON columns as ``arrow.json``)."""
+        return user_schema(self.snapshot.schema)
 
     @property
     def lance_fields(self) -> list:
@@ -177,7 +179,7 @@ class Dataset(DatasetReadAPI):
     # -- reading ----------------------------------------------------------------------------
     def scanner_spec(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
                      batch_size=None) -> ScanSpec:
-        return ScanSpec.build(self.schema, columns, filter, with_row_id, with_row_address, batch_size)
+        return ScanSpec.build(self.snapshot.schema, columns, filter, with_row_id, with_row_address, batch_size)
 
     def to_batches(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs):
         """Stream the (filtered, projected) rows as RecordBatches (pylance's signature; every
@@ -195,7 +197,8 @@ class Dataset(DatasetReadAPI):
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
         """Rows by offset among this version's live rows, in the order given; ``columns`` as
         in ``scanner()`` (names, nested paths, or a dict of SQL expressions)."""
-        return take_rows(self.snapshot, indices, columns, with_row_id, with_row_address)
+        return decode_batch(take_rows(self.snapshot, indices, columns, with_row_id,
+                                      with_row_address), self.snapshot.schema)
 
     def head(self, num_rows: int = 10, columns=None, **kwargs) -> pa.Table:
         return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
@@ -203,12 +206,13 @@ class Dataset(DatasetReadAPI):
     def take_row_ids(self, row_ids, columns=None, *, with_row_id=False,
                      with_row_address=False) -> pa.Table:
         """Rows by stable row id (through the row-id index), in the order given."""
-        return row_lookup.take_row_ids(self.snapshot, row_ids, columns, with_row_id,
-                                       with_row_address)
+        return decode_batch(row_lookup.take_row_ids(self.snapshot, row_ids, columns, with_row_id,
+                                                    with_row_address), self.snapshot.schema)
 
     def take_addresses(self, addresses, columns=None) -> pa.Table:
         """Rows by row address ``(fragment_id << 32) | offset``, in the order given."""
-        return row_lookup.take_addresses(self.snapshot, addresses, columns)
+        return decode_batch(row_lookup.take_addresses(self.snapshot, addresses, columns),
+                            self.snapshot.schema)
 
     def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None) -> list:
         """File-like readers of a blob v2 column's bytes for the selected rows (exactly one of

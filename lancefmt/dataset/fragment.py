@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._proto import table_pb2
+from ..jsonb.arrow import decode_batch, user_schema
 from ..table.fragment import FragmentMetadata
 from .core.context import ScanContext
 from .core.files import deletion_file_uri
@@ -61,7 +62,8 @@ class Fragment:
 
     @property
     def schema(self) -> pa.Schema:
-        return self._ctx.schema
+        """The Arrow schema as pylance shows it (JSON columns as ``arrow.json``)."""
+        return user_schema(self._ctx.schema)
 
     @property
     def version(self) -> int:
@@ -112,7 +114,8 @@ class Fragment:
                                 offset=offset, with_row_id=with_row_id,
                                 with_row_address=with_row_address, **kwargs).to_batches()
         spec = self._spec(columns, filter, with_row_id, with_row_address, batch_size)
-        return FragmentScan(self._ctx, self._pb, spec).batches(start, stop)
+        return (decode_batch(b, self._ctx.schema)
+                for b in FragmentScan(self._ctx, self._pb, spec).batches(start, stop))
 
     def scanner(self, columns=None, batch_size=None, filter=None, limit=None, offset=None,
                 with_row_id=False, with_row_address=False, **kwargs):
@@ -147,16 +150,19 @@ class Fragment:
         spec = self._spec(columns, filter, with_row_id, with_row_address)
         tables = list(FragmentScan(self._ctx, self._pb, spec).windows(start, stop))
         if not tables:
-            return spec.output_schema(self._ctx.schema).empty_table()
-        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+            return user_schema(spec.output_schema(self._ctx.schema)).empty_table()
+        return decode_batch(pa.concat_tables(tables) if len(tables) > 1 else tables[0],
+                            self._ctx.schema)
 
     def take(self, indices, columns=None) -> pa.Table:
         """Rows by offset among this fragment's live rows; ``columns`` as in ``scanner()``."""
         idx = np.asarray(indices, dtype=np.int64)
-        if needs_projection(self.schema, columns):
-            return projected(self.schema, columns,
-                             lambda plain: take_from_fragment(self._ctx, self._pb, idx, plain))
-        return take_from_fragment(self._ctx, self._pb, idx, columns)
+        schema = self._ctx.schema
+        if needs_projection(schema, columns):
+            return decode_batch(projected(schema, columns,
+                                          lambda plain: take_from_fragment(self._ctx, self._pb,
+                                                                           idx, plain)), schema)
+        return decode_batch(take_from_fragment(self._ctx, self._pb, idx, columns), schema)
 
     # -- distributed schema evolution (nothing committed) -----------------------------------
     def _snapshot(self) -> Snapshot:

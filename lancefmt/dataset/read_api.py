@@ -17,6 +17,7 @@ import pyarrow.dataset as pads
 
 from ..errors import InvalidArgumentError, NotSupportedError
 from ..file.schema import max_field_id
+from ..jsonb.arrow import decode_batch
 from ..table.commit import read_transaction_of
 from ..table.versions import load_manifest
 from .fragment import Fragment
@@ -110,10 +111,12 @@ class DatasetReadAPI(pads.Dataset):
         ``columns`` as in ``take``. Deleted or unknown ids are an error here."""
         if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
             row_ids = row_ids.to_numpy(zero_copy_only=False)
-        if needs_projection(self.schema, columns):
-            return projected(self.schema, columns,
-                             lambda plain: take_row_ids(self.snapshot, row_ids, plain))
-        return take_row_ids(self.snapshot, row_ids, columns)
+        schema = self.snapshot.schema
+        if needs_projection(schema, columns):
+            return decode_batch(projected(schema, columns,
+                                          lambda plain: take_row_ids(self.snapshot, row_ids, plain)),
+                                schema)
+        return decode_batch(take_row_ids(self.snapshot, row_ids, columns), schema)
 
     def slice(self, start: int, end: int, columns=None) -> pa.Table:
         if start < 0:

@@ -28,6 +28,7 @@ from ..io import open_store
 from ..io.store import MemoryStore
 from .format import (ALIGNMENT, ARRAY_ENCODING_URL, COLUMN_ENCODING_URL, PAD_BYTE, Footer,
                      footer_version, is_legacy_name, offset_table_bytes, parse_version)
+from ..jsonb.arrow import encode_batch, stored_schema
 from .schema import (arrow_from_fields, field_tree, fields_from_arrow, schema_metadata_to_proto,
                      storage_schema)
 
@@ -108,6 +109,7 @@ class LanceFileWriter:
 
     # -- setup ------------------------------------------------------------------------------------
     def _init_schema(self, schema: pa.Schema):
+        schema = stored_schema(schema)  # arrow.json columns are written as JSONB
         storage = storage_schema(schema)
         if self._fields_arg is None:
             fields = fields_from_arrow(schema)
@@ -164,6 +166,8 @@ class LanceFileWriter:
         """Append a ``pa.RecordBatch`` or ``pa.Table`` (its schema must match the writer's)."""
         if self._closed:
             raise InvalidArgumentError("the writer is closed")
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            data = encode_batch(data)
         if isinstance(data, pa.Table):
             if self.schema is None:
                 self._init_schema(data.schema)

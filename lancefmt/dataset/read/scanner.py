@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from ...errors import InvalidArgumentError, NotSupportedError
+from ...jsonb.arrow import decode_batch, user_schema
 from .projection import Projection, build_projection
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches
 
@@ -72,21 +73,26 @@ class LanceScanner(pads.Scanner):
     # -- schemas ------------------------------------------------------------------------------
     @property
     def projected_schema(self) -> pa.Schema:
+        """The schema of what the scan returns (JSON columns as ``arrow.json``, as pylance)."""
+        return user_schema(self._stored_schema())
+
+    def _stored_schema(self) -> pa.Schema:
         if self._projection.computed:
             return self._projection.output_schema(self._extras)
         return self._spec.output_schema(self._source.schema)
 
     @property
     def dataset_schema(self) -> pa.Schema:
-        return self._source.schema
+        return user_schema(self._source.schema)
 
     # -- running ------------------------------------------------------------------------------
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         batches = scan_batches(self._source.ctx, self._fragments, self._spec,
                                limit=self._limit, offset=self._offset, threads=self._threads)
-        if not self._projection.computed:
-            return batches
-        return (self._projection.apply(b, self._extras) for b in batches)
+        if self._projection.computed:
+            batches = (self._projection.apply(b, self._extras) for b in batches)
+        stored = self._stored_schema()
+        return (decode_batch(b, stored) for b in batches)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -115,7 +121,9 @@ class LanceScanner(pads.Scanner):
                                offset=self._offset)
         if self._projection.computed:
             batches = (self._projection.apply(b, self._extras) for b in batches)
-        return pa.Table.from_batches(list(batches), schema=self.projected_schema)
+        stored = self._stored_schema()
+        return pa.Table.from_batches([decode_batch(b, stored) for b in batches],
+                                     schema=self.projected_schema)
 
     def take(self, indices) -> pa.Table:
         return self.to_table().take(indices)

@@ -1,5 +1,7 @@
 """Normalise what users pass to ``write_dataset`` / ``write_fragments`` into one stream.
 
+JSON columns (``pa.json_()``) leave as Lance stores them: JSONB ``lance.json`` columns.
+
 Accepted, as in pylance: ``pa.Table``, ``pa.RecordBatch``, ``pa.RecordBatchReader``, an iterable
 of ``pa.RecordBatch`` (with ``schema=`` or taking the first batch's), a pandas DataFrame, and
 anything with ``__arrow_c_stream__`` (polars, duckdb results...). The result is a
@@ -13,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...errors import InvalidArgumentError
+from ...jsonb.arrow import encode_reader
 
 
 def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
@@ -61,7 +64,7 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
         raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}")
     if schema is not None:
         reader = _cast_reader(reader, schema)
-    return reader
+    return encode_reader(reader)  # arrow.json columns -> JSONB, as Lance stores them
 
 
 def _as_batch(obj) -> pa.RecordBatch:
