@@ -84,17 +84,19 @@ class Dataset(DatasetReadAPI):
         """The version this object shows, as the dataset operations take it."""
         return self._view.snapshot
 
-    def _adopt(self, committed: Snapshot) -> "Dataset":
-        """Move this object to ``committed`` (a version committed from it)."""
+    def adopt(self, committed: Snapshot) -> "Dataset":
+        """Move this object to ``committed`` (a version committed from it), as pylance's
+        mutations move the object they are called on; for operations that commit outside the
+        facade (``lancefmt.optimize.Compaction.commit``)."""
         self._view.move_to(committed)
         return self
 
     def _commit(self, operation, **options) -> "Dataset":
         """Commit ``operation`` planned against this version and move this object there."""
-        return self._adopt(self.snapshot.commit(operation, **options).run_after_commit())
+        return self.adopt(self.snapshot.commit(operation, **options).run_after_commit())
 
     def _commit_plan(self, plan: CommitPlan) -> "Dataset":
-        return self._adopt(self.snapshot.commit_plan(plan).run_after_commit())
+        return self.adopt(self.snapshot.commit_plan(plan).run_after_commit())
 
     # -- identity and metadata --------------------------------------------------------------
     @property
@@ -234,7 +236,7 @@ class Dataset(DatasetReadAPI):
 
     def restore(self) -> None:
         """Commit this (old) version's content as the new latest version (and move there)."""
-        self._adopt(self.snapshot.restore().run_after_commit())
+        self.adopt(self.snapshot.restore().run_after_commit())
 
     # -- config and metadata (pylance's return values) ---------------------------------------
     def update_config(self, values: dict, *, replace: bool = False) -> dict:
@@ -274,7 +276,7 @@ class Dataset(DatasetReadAPI):
             if isinstance(e, OSError):
                 raise
             raise InvalidInputError(str(e)) from e
-        self._adopt(new)
+        self.adopt(new)
         return {"num_deleted_rows": n}
 
     def update(self, updates: dict, where=None, conflict_retries: int = 10,
@@ -283,7 +285,7 @@ class Dataset(DatasetReadAPI):
         matching ``where`` (all rows if None); the rows are rewritten as new fragments.
         Returns ``{"num_rows_updated": n}`` as pylance."""
         new, n = update_rows(self.snapshot, updates, where, conflict_retries=conflict_retries)
-        self._adopt(new)
+        self.adopt(new)
         return {"num_rows_updated": n}
 
     def insert(self, data, *, mode: str = "append", **kwargs) -> None:
@@ -292,7 +294,7 @@ class Dataset(DatasetReadAPI):
         kwargs.setdefault("storage_options", snap.storage_options)
         kwargs.setdefault("base_store_params", snap.base_store_params)
         kwargs.setdefault("manifest_store", snap.manifest_store)
-        self._adopt(write_and_commit(data, snap.uri, mode=mode, after_commit=snap.after_commit,
+        self.adopt(write_and_commit(data, snap.uri, mode=mode, after_commit=snap.after_commit,
                                      **kwargs))
 
     def merge_insert(self, on) -> MergeInsertBuilder:
@@ -350,14 +352,14 @@ class Dataset(DatasetReadAPI):
     def add_bases(self, bases, transaction_properties: dict | None = None) -> "Dataset":
         """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``)."""
         new = _bases.add_bases(self.snapshot, bases, transaction_properties=transaction_properties)
-        return self._adopt(new.run_after_commit())
+        return self.adopt(new.run_after_commit())
 
     def update_bases(self, changes: dict, transaction_properties: dict | None = None) -> "Dataset":
         """New version whose only change is base paths: ``{id_or_name: new_path | BasePath}``
         (relocation, re-tiering, failover). No data file is read, written or moved."""
         new = _bases.update_bases(self.snapshot, changes,
                                   transaction_properties=transaction_properties)
-        return self._adopt(new.run_after_commit())
+        return self.adopt(new.run_after_commit())
 
     def storage_prefixes(self) -> list:
         """The distinct storage prefixes this version touches (``refs.bases.StoragePrefix``)."""

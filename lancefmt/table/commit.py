@@ -194,8 +194,12 @@ def _check_against(txn: Transaction, mf: ManifestFile, dataset_uri: str, store) 
     result = check_conflict(txn, theirs)
     if result.verdict is Verdict.COMPATIBLE:
         return
-    message = (f"commit of {txn.kind} (read version {txn.read_version}) conflicts with version "
-               f"{mf.version} of {dataset_uri}: {result.reason}")
-    if result.verdict is Verdict.RETRYABLE:
+    retryable = result.verdict is Verdict.RETRYABLE
+    # pylance's wording ("Commit conflict for version N: ..."), which callers match on
+    message = (f"{'Retryable commit' if retryable else 'Commit'} conflict for version "
+               f"{mf.version}: this {txn.kind} transaction (read version {txn.read_version}) "
+               f"conflicts with the concurrent {theirs.kind if theirs is not None else 'commit'} "
+               f"at version {mf.version} of {dataset_uri}: {result.reason}")
+    if retryable:
         raise RetryableCommitConflictError(message)
     raise CommitConflictError(message)

@@ -45,6 +45,12 @@ class CompactionMetrics:
     files_removed: int = 0
     files_added: int = 0
 
+    def add(self, other: "CompactionMetrics") -> None:
+        self.fragments_removed += other.fragments_removed
+        self.fragments_added += other.fragments_added
+        self.files_removed += other.files_removed
+        self.files_added += other.files_added
+
 
 COMPACTION_MODES = ("reencode", "try_binary_copy", "force_binary_copy")
 
@@ -64,6 +70,17 @@ class CompactionOptions:
     num_threads: int | None = None
     batch_size: int | None = None
     compaction_mode: str = "reencode"
+    # planning limits (pylance 14): tasks are taken in fragment order while they fit
+    max_source_fragments: int | None = None
+    max_source_rows: int | None = None
+    max_source_bytes: int | None = None
+    excluded_fragment_ids: tuple = ()  # left alone; they also split runs of candidates
+    # accepted and ignored: no indexes to remap, reads are not buffered by bytes, and the
+    # rewritten fragments keep the dataset's file version
+    data_storage_version: str | None = None
+    defer_index_remap: bool = False
+    io_buffer_size: int | None = None
+    binary_copy_read_batch_bytes: int | None = None
 
     @classmethod
     def resolve(cls, config: dict, **given) -> "CompactionOptions":
@@ -75,16 +92,21 @@ class CompactionOptions:
                 raise InvalidArgumentError(f"Invalid compaction mode {mode!r}. Valid values: "
                                            + ", ".join(map(repr, COMPACTION_MODES)))
             out.compaction_mode = mode
+        unknown = set(given) - set(vars(cls()))
+        if unknown:
+            raise InvalidArgumentError(f"unknown compaction options {sorted(unknown)}")
         for name, default in vars(cls()).items():
             if name == "compaction_mode":
                 continue
             value = given.get(name)
-            if value is None and CONFIG_PREFIX + name in config:
+            if value is None and CONFIG_PREFIX + name in config and name != "excluded_fragment_ids":
                 raw = config[CONFIG_PREFIX + name]
                 value = (raw.lower() == "true") if isinstance(default, bool) else \
-                    float(raw) if isinstance(default, float) else int(raw)
+                    float(raw) if isinstance(default, float) else \
+                    raw if name == "data_storage_version" else int(raw)
             if value is not None:
-                setattr(out, name, value)
+                setattr(out, name, tuple(int(i) for i in value)
+                        if name == "excluded_fragment_ids" else value)
         if out.target_rows_per_fragment <= 0:
             raise InvalidArgumentError("target_rows_per_fragment must be positive")
         if not 0.0 <= out.materialize_deletions_threshold <= 1.0:
@@ -97,9 +119,16 @@ def _deleted(pb) -> int:
 
 
 def plan_compaction(pbs, options: CompactionOptions) -> list[list]:
-    """Bins (lists of fragment protobufs) to rewrite, in fragment order."""
+    """Bins (lists of fragment protobufs) to rewrite, in fragment order, within the
+    ``max_source_*`` limits."""
     bins, current = [], []
+    excluded = set(options.excluded_fragment_ids)
     for pb in pbs:
+        if pb.id in excluded:
+            if current:
+                bins.append(current)
+                current = []
+            continue
         rows = pb.physical_rows
         deleted = _deleted(pb)
         materialize = options.materialize_deletions and rows and \
@@ -117,7 +146,24 @@ def plan_compaction(pbs, options: CompactionOptions) -> list[list]:
             if len(task) == 1 and not task[0][1]:
                 continue
             out.append([pb for pb, _ in task])
-    return out
+    return _within_limits(out, options)
+
+
+def _within_limits(tasks: list, options: CompactionOptions) -> list:
+    """The leading tasks whose fragments, live rows and bytes stay within the limits."""
+    limits = (options.max_source_fragments, options.max_source_rows, options.max_source_bytes)
+    if all(v is None for v in limits):
+        return tasks
+    kept, totals = [], [0, 0, 0]
+    for task in tasks:
+        sizes = (len(task), sum(pb.physical_rows - _deleted(pb) for pb in task),
+                 sum(f.file_size_bytes for pb in task for f in pb.files))
+        if any(limit is not None and total + size > limit
+               for limit, total, size in zip(limits, totals, sizes)):
+            break
+        kept.append(task)
+        totals = [t + s for t, s in zip(totals, sizes)]
+    return kept
 
 
 def _split_for_size(bin_, target: int) -> list:
@@ -160,7 +206,9 @@ def _read_group(snapshot, pbs, stable: bool, batch_size, threads=None):
     return table.drop_columns(["_rowid"]), (ids, np.concatenate(created), np.concatenate(updated))
 
 
-def _rewrite_group(snapshot, pbs, options: CompactionOptions, stable: bool):
+def rewrite_group(snapshot, pbs, options: CompactionOptions, stable: bool):
+    """Read ``pbs``' live rows and write them as new fragments (ids 0): the RewriteGroup and
+    the data files written. One task of a compaction plan."""
     table, meta = _read_group(snapshot, pbs, stable, options.batch_size, options.num_threads)
     if not table.num_rows:
         return RewriteGroup([FragmentMetadata(pb) for pb in pbs], []), []
@@ -206,7 +254,7 @@ def compact_files(snapshot, options: CompactionOptions, progress=None):
     groups, written = [], []
     try:
         for b in bins:  # each group is read by the shared scan pool (num_threads)
-            group, files = _rewrite_group(snapshot, b, options, stable)
+            group, files = rewrite_group(snapshot, b, options, stable)
             groups.append(group)
             written += files
             if bar is not None:
@@ -218,12 +266,17 @@ def compact_files(snapshot, options: CompactionOptions, progress=None):
         if bar is not None:
             bar.close()
     for g in groups:
-        metrics.fragments_removed += len(g.old_fragments)
-        metrics.fragments_added += len(g.new_fragments)
-        metrics.files_removed += sum(len(f.pb.files) + f.pb.HasField("deletion_file")
-                                     for f in g.old_fragments)
-        metrics.files_added += sum(len(f.pb.files) for f in g.new_fragments)
+        metrics.add(group_metrics(g))
     return Rewrite(groups), [(u, snapshot.storage_options) for u in written], metrics
+
+
+def group_metrics(group: RewriteGroup) -> "CompactionMetrics":
+    """What rewriting one group removes and adds (pylance's per-task metrics)."""
+    return CompactionMetrics(
+        fragments_removed=len(group.old_fragments), fragments_added=len(group.new_fragments),
+        files_removed=sum(len(f.pb.files) + f.pb.HasField("deletion_file")
+                          for f in group.old_fragments),
+        files_added=sum(len(f.pb.files) for f in group.new_fragments))
 
 
 def compact(snapshot, options: CompactionOptions, progress=None):
@@ -234,7 +287,7 @@ def compact(snapshot, options: CompactionOptions, progress=None):
     if op is None:
         return snapshot, metrics
     try:
-        snapshot = _reserve_ids(snapshot, op)
+        snapshot = reserve_ids(snapshot, op)
     except BaseException:
         for uri, opts in written:
             delete_files([uri], opts)
@@ -243,7 +296,7 @@ def compact(snapshot, options: CompactionOptions, progress=None):
     return snapshot.commit_plan(CommitPlan(op, written)).run_after_commit(), metrics
 
 
-def _reserve_ids(snapshot, op: Rewrite):
+def reserve_ids(snapshot, op: Rewrite):
     """Commit a ReserveFragments for the Rewrite's new fragments and give them the reserved
     ids; the snapshot committed (``snapshot`` when there is nothing to reserve)."""
     new = [f for g in op.groups for f in g.new_fragments]
