@@ -21,6 +21,7 @@ from ..encoding.column import PageSource
 from ..encoding.take import take_chunks
 from ..errors import CorruptFileError, FileError, InvalidArgumentError, LanceError
 from .batches import combine_batch, output_table
+from .fetch_batch import active as active_batch
 from .legacy.format import legacy_footer_version
 from .legacy.reader import LegacyFileReader
 from .metadata import TAIL_GUESS, FileMetadata, read_metadata
@@ -246,14 +247,20 @@ class LanceFileReader:
         source = PageSource(self._meta.columns, self._source.fetch_scattered, self.path,
                             self._meta.data_end)
         source.mapped = self._source.mapped()
-        arrays = []
         in_order = inverse is None
-        for r, f in zip(readers, proj.storage_schema):
+
+        def column(r, f):
             chunks = self._guard(r.take, source, uniq)
             if in_order:
-                arrays.append(pa.chunked_array(chunks, type=f.type))
-            else:
-                arrays.append(self._guard(take_chunks, chunks, f.type, pa.array(inverse.reshape(-1))))
+                return pa.chunked_array(chunks, type=f.type)
+            return self._guard(take_chunks, chunks, f.type, pa.array(inverse.reshape(-1)))
+
+        units = [lambda r=r, f=f: column(r, f) for r, f in zip(readers, proj.storage_schema)]
+        batch = active_batch()
+        if batch is not None and len(units) > 1 and source.mapped is None:
+            arrays = batch.fan_out(units)  # the columns' reads go out together
+        else:
+            arrays = [u() for u in units]
         return self._guard(output_table, arrays, proj, len(idx))
 
     def read_batches(self, batch_size: int = DEFAULT_BATCH_SIZE, columns=None, *,

@@ -22,6 +22,7 @@ from ..errors import CorruptFileError, LanceError
 from ..io import open_store
 from ..io.store import LocalStore
 from ..io.uri import split_uri
+from .fetch_batch import active as active_batch
 
 # Ranges closer than this are read together (the gap is read and thrown away).
 COALESCE_GAP = 256 * 1024
@@ -205,7 +206,21 @@ class ByteSource:
         return out
 
     def fetch(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
-        """The bytes of each ``(offset, size)`` range as zero-copy buffers, via coalesced reads."""
+        """The bytes of each ``(offset, size)`` range as zero-copy buffers, via coalesced reads.
+        Inside a :class:`~.fetch_batch.FetchBatch` the reads of an object store go out with
+        those of the batch's other units."""
+        if not ranges:
+            return []
+        if self._whole is not None:
+            return self._slices(self._whole, ranges)
+        if self._local is None and self._file is None:
+            batch = active_batch()
+            if batch is not None:
+                return batch.fetch(self, ranges)
+        return self.fetch_now(ranges)
+
+    def fetch_now(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
+        """:meth:`fetch`, issued at once."""
         if not ranges:
             return []
         if self._whole is not None:

@@ -3,6 +3,7 @@
 Nothing above this package imports fsspec. See :class:`ObjectStore` for the operations,
 including the atomic :meth:`ObjectStore.put_if_absent` the commit protocol relies on.
 """
+from .durable import wait_durable
 from .store import FileInfo, LocalStore, MemoryStore, FsspecStore, ObjectStore, with_manifest_store
 from .uri import (
     SplitUri,
@@ -26,5 +27,5 @@ def open_store(uri, storage_options: dict | None = None, manifest_store=None) ->
 __all__ = [
     "FileInfo", "ObjectStore", "with_manifest_store", "LocalStore", "MemoryStore", "FsspecStore", "open_store",
     "SplitUri", "split_uri", "join_uri", "normalize_uri", "child", "check_relative",
-    "check_base_uri", "has_scheme",
+    "check_base_uri", "has_scheme", "wait_durable",
 ]

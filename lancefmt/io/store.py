@@ -28,6 +28,7 @@ from typing import Iterable, Iterator, Sequence
 
 
 from ..errors import LanceError, storage_error
+from .durable import defer_sync, sync_enabled, wait_durable
 from .local_commit import fsync_dir, rename_noreplace, start_writeback
 from .uri import split_uri, join_uri
 
@@ -396,6 +397,7 @@ class LocalStore(ObjectStore):
             fsync_dir(os.path.dirname(path))
 
     def put_if_absent(self, uri, data):
+        wait_durable()  # a manifest (or ref) is created only after the files it may name
         path = self._path(uri)
         tmp = self._tmp_beside(path)
         try:
@@ -451,10 +453,12 @@ def _unlink_quiet(path):
 
 
 class _LocalAtomicWriter:
-    """Writes to a temporary file and renames it into place on a clean close."""
+    """Writes to a temporary file and renames it into place on a clean close; the file's
+    fsync then runs in the background (:mod:`.durable`), and a manifest is created only after
+    it (``put_if_absent`` waits)."""
 
     # Written bytes are handed to the kernel's writeback every this many bytes, so the fsync
-    # at close overlaps with the encoding that goes on meanwhile instead of following it.
+    # overlaps with the encoding that goes on meanwhile instead of following it.
     WRITEBACK_BYTES = 4 * 1024 * 1024
 
     def __init__(self, final, tmp):
@@ -467,7 +471,7 @@ class _LocalAtomicWriter:
     def write(self, data):
         n = self._f.write(data)
         self._pos += n
-        if self._pos - self._synced >= self.WRITEBACK_BYTES:
+        if self._pos - self._synced >= self.WRITEBACK_BYTES and sync_enabled():
             self._f.flush()
             start_writeback(self._f.fileno(), self._synced, self._pos - self._synced)
             self._synced = self._pos
@@ -480,9 +484,19 @@ class _LocalAtomicWriter:
         if self.closed:
             return
         self._f.flush()
-        os.fsync(self._f.fileno())  # data files must be on disk before a manifest names them
-        self._f.close()
-        os.replace(self.tmp, self.final)
+        if not sync_enabled():  # LANCEFMT_FSYNC=0: no sync, as pylance (durable.py)
+            self._f.close()
+            os.replace(self.tmp, self.final)
+            self.closed = True
+            return
+        fd = os.dup(self._f.fileno())  # synced (and closed) in the background: durable.py
+        try:
+            self._f.close()
+            os.replace(self.tmp, self.final)
+        except BaseException:
+            os.close(fd)
+            raise
+        defer_sync(fd, self.final)
         self.closed = True
 
     def abort(self):

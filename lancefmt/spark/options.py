@@ -31,7 +31,7 @@ DEFAULT_MAX_BATCH_BYTES = 64 << 20
 DEFAULT_ROWS_PER_PARTITION = 1 << 20
 READ_OPTIONS = ("path", "version", "columns", "batch_size", "max_batch_bytes", "with_row_id",
                 "with_row_address", "filter", "rows_per_partition", "min_partitions",
-                "storage_options", "manifest_store")
+                "whole_fragments", "fragment_ids", "storage_options", "manifest_store")
 WRITE_OPTIONS = ("path", "max_rows_per_file", "max_row_per_file", "max_bytes_per_file",
                  "target_bases", "initial_bases", "data_storage_version", "enable_stable_row_ids",
                  "commit_message", "max_retries", "storage_options", "manifest_store")
@@ -164,6 +164,9 @@ class ReadOptions:
     filter: str | None = None
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
     min_partitions: int | None = None  # None: the session's default parallelism
+    # every partition holds whole fragments, in order (jobs writing one file per fragment)
+    whole_fragments: bool = False
+    fragment_ids: tuple | None = None  # only these fragments (None: all)
     storage_options: dict | None = field(default=None, hash=False)
     manifest_store: str | None = None  # external manifest store URI (sqlite:///path)
 
@@ -183,9 +186,22 @@ class ReadOptions:
             rows_per_partition=_positive_int("rows_per_partition", opts.get("rows_per_partition"),
                                              DEFAULT_ROWS_PER_PARTITION),
             min_partitions=_positive_int("min_partitions", opts.get("min_partitions"), None),
+            whole_fragments=parse_bool("whole_fragments", opts.get("whole_fragments")),
+            fragment_ids=_ids("fragment_ids", opts.get("fragment_ids")),
             storage_options=storage_options(options),
             manifest_store=manifest_store_uri(opts.get("manifest_store")),
         )
+
+
+def _ids(name: str, value) -> tuple | None:
+    """Fragment ids given as ``1,2,3`` or a JSON list."""
+    names = _names(name, value if not isinstance(value, (list, tuple)) else json.dumps(value))
+    if names is None:
+        return None
+    try:
+        return tuple(int(n) for n in names)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"option {name!r} must list fragment ids, not {value!r}") from None
 
 
 def _bases(value) -> list[BasePath] | None:

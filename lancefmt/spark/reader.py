@@ -110,13 +110,15 @@ class LancePartition(InputPartition):
 MIN_SPLIT_ROWS = 1 << 16
 
 
-def plan_partitions(fragments, rows_per_partition: int, parallelism: int = 1) -> list[LancePartition]:
+def plan_partitions(fragments, rows_per_partition: int, parallelism: int = 1,
+                    whole_fragments: bool = False) -> list[LancePartition]:
     """Partitions of at most ``rows_per_partition`` physical rows, at least
     ``min(pieces, parallelism)`` of them (so every core gets work), in fragment order.
 
     A fragment is cut into equal row ranges when it exceeds ``rows_per_partition``, or when the
     dataset has fewer fragments than cores (not below :data:`MIN_SPLIT_ROWS` rows a range);
-    consecutive small pieces are packed together up to an even share of the rows.
+    consecutive small pieces are packed together up to an even share of the rows. With
+    ``whole_fragments`` no fragment is cut (a partition then may exceed the size).
     """
     fragments = [f for f in fragments if f.physical_rows > 0]
     total = sum(f.physical_rows for f in fragments)
@@ -124,6 +126,8 @@ def plan_partitions(fragments, rows_per_partition: int, parallelism: int = 1) ->
     split = rows_per_partition
     if len(fragments) < parallelism:
         split = min(split, max(MIN_SPLIT_ROWS, -(-total // parallelism)))
+    if whole_fragments:
+        split = max([split] + [f.physical_rows for f in fragments])
     pieces = []
     for frag in fragments:
         n = frag.physical_rows
@@ -165,7 +169,12 @@ class LanceReader(DataSourceReader):
 
         ds = dataset(self.options.uri, self.version, storage_options=self.options.storage_options,
                      manifest_store=self.options.manifest_store)
-        return plan_partitions(ds.get_fragments(), self.options.rows_per_partition, self.parallelism)
+        fragments = ds.get_fragments()
+        if self.options.fragment_ids is not None:
+            wanted = set(self.options.fragment_ids)
+            fragments = [f for f in fragments if f.fragment_id in wanted]
+        return plan_partitions(fragments, self.options.rows_per_partition, self.parallelism,
+                               self.options.whole_fragments)
 
     # -- executors --------------------------------------------------------------------------
     def _scan_args(self):

@@ -26,7 +26,7 @@ from ..errors import (
     CommitConflictError, CorruptFileError, DatasetExistsError, DatasetNotFoundError, LanceError,
     RetryableCommitConflictError,
 )
-from ..io import open_store
+from ..io import open_store, wait_durable
 from ..io.uri import check_relative, child
 from .conflict import Verdict, check_conflict
 from .legacy_dictionaries import carried_dictionaries
@@ -177,7 +177,9 @@ def fill_row_counts(mf: ManifestFile, dataset_uri: str, store) -> None:
 
 
 def put_manifest(dataset_uri: str, version: int, uri: str, data: bytes, store) -> bool:
-    """Create version ``version``'s manifest unless that version exists (the commit point)."""
+    """Create version ``version``'s manifest unless that version exists (the commit point),
+    after the local files it may name are durable (whatever store holds the manifest)."""
+    wait_durable()
     ms = getattr(store, "manifest_store", None)
     if ms is not None:
         from .commit_external import put_manifest_external

@@ -1,5 +1,4 @@
-"""``make compat``'s last step: lancefmt changes each fixture (delete, append; compaction on
-2.x datasets) and every old release reads the result back in its own venv
+"""``make compat``'s last step: lancefmt changes each fixture (delete, append, compaction) and every old release reads the result back in its own venv
 (check_old_read.py), compared with what lancefmt reads.
 
     python tests/compat/roundtrip.py --venvs .compat-venvs --out build/compat [RELEASE ...]
@@ -30,9 +29,8 @@ def change(uri: str) -> list[str]:
     done.append("delete")
     append(uri, lancefmt.dataset(uri).to_table().slice(0, 9))
     done.append("append")
-    if lancefmt.dataset(uri).data_storage_version != "0.1":
-        lancefmt.dataset(uri).optimize.compact_files()
-        done.append("compact")
+    lancefmt.dataset(uri).optimize.compact_files()
+    done.append("compact")
     return done
 
 

@@ -8,7 +8,7 @@ import lancefmt
 from lancefmt.table.manifest import encode_manifest_file
 from lancefmt.table.versions import latest_manifest, load_manifest
 
-from mutations import append_legacy
+from mutations import append
 
 
 def _as_080(uri):
@@ -36,7 +36,7 @@ def test_untrusted_row_counts_are_read_from_the_data_files(tmp_path):
     assert ours.count_rows() == theirs.count_rows() == 90
     assert ours.to_table().equals(theirs.to_table())
     # a commit that leaves the fragment as it is must still write its true row count
-    append_legacy(uri, pa.table({"x": pa.array(range(100, 105), pa.int64())}))
+    append(uri, pa.table({"x": pa.array(range(100, 105), pa.int64())}))
     theirs = lance.dataset(uri)
     assert [f.metadata.physical_rows for f in theirs.get_fragments()] == [100, 5]
     assert theirs.count_rows() == lancefmt.dataset(uri).count_rows() == 95

@@ -94,3 +94,34 @@ def test_open_latest_through_the_external_store_lists_nothing(counting_s3, tmp_p
     assert ds.version == 4
     counts = log.counts()
     assert counts["LIST"] == 0 and counts["HEAD"] == 0 and counts["GET"] <= 2, log.requests
+
+
+def test_take_reads_every_file_in_one_round(counting_s3):
+    """A take over many fragments and columns issues its reads together (one coalesced GET per
+    data file, all in flight at once), and no more GETs than pylance's take of the same rows."""
+    import numpy as np
+
+    opts, log = counting_s3
+    uri = f"s3://{new_bucket(opts)}/ds"
+    n = 40_000
+    table = pa.table({"a": pa.array(np.arange(n)), "b": pa.array(np.arange(n) * 0.5),
+                      "c": pa.array([f"s{i}" for i in range(n)])})
+    lance.write_dataset(table, uri, storage_options=pylance_options(opts), max_rows_per_file=5_000)
+    ours = lancefmt.dataset(uri, storage_options=opts)
+    theirs = lance.dataset(uri, storage_options=pylance_options(opts))
+    idx = np.sort(np.random.default_rng(5).choice(n, 300, replace=False))
+    ours.take(idx)  # opens the files (footers, page metadata), as a service's first take does
+    theirs.take(idx)
+    try:
+        log.latency = 0.3  # every request is still in flight when the next one of a round comes
+        log.reset()
+        got = ours.take(idx)
+        ours_gets, in_flight = log.counts()["GET"], log.max_in_flight
+        log.reset()
+        expected = theirs.take(idx)
+        theirs_gets = log.counts()["GET"]
+    finally:
+        log.latency = 0.0
+    assert got.equals(expected)
+    assert ours_gets == in_flight == 8, log.requests     # 8 data files, one round
+    assert ours_gets <= theirs_gets

@@ -45,12 +45,6 @@ class CompactionMetrics:
     files_removed: int = 0
     files_added: int = 0
 
-    def add(self, other: "CompactionMetrics") -> None:
-        self.fragments_removed += other.fragments_removed
-        self.fragments_added += other.fragments_added
-        self.files_removed += other.files_removed
-        self.files_added += other.files_added
-
 
 COMPACTION_MODES = ("reencode", "try_binary_copy", "force_binary_copy")
 
@@ -206,20 +200,81 @@ def _read_group(snapshot, pbs, stable: bool, batch_size, threads=None):
     return table.drop_columns(["_rowid"]), (ids, np.concatenate(created), np.concatenate(updated))
 
 
-def rewrite_group(snapshot, pbs, options: CompactionOptions, stable: bool):
-    """Read ``pbs``' live rows and write them as new fragments (ids 0): the RewriteGroup and
-    the data files written. One task of a compaction plan."""
+@dataclass
+class GroupRewrite:
+    """What rewriting one group did: the fragments it replaces, the new fragments (ids 0:
+    assigned at commit, or by a ReserveFragments commit), and the URIs of the files written."""
+
+    old_fragments: list
+    new_fragments: list
+    files: list
+
+    @property
+    def group(self) -> RewriteGroup:
+        return RewriteGroup(self.old_fragments, self.new_fragments)
+
+
+@dataclass
+class RewriteTask:
+    """One group of adjacent fragments to rewrite: the unit a distributed compaction runs on
+    an executor. Small and picklable (the fragments travel as protobuf bytes); ``execute``
+    needs a snapshot of ``read_version`` (or of any version holding the same fragments)."""
+
+    read_version: int
+    fragments: list  # serialized DataFragment protobufs, in order
+    options: CompactionOptions
+
+    @classmethod
+    def of(cls, snapshot, pbs, options: CompactionOptions) -> "RewriteTask":
+        return cls(snapshot.version, [pb.SerializeToString() for pb in pbs], options)
+
+    def fragment_pbs(self) -> list:
+        return [FragmentMetadata.from_bytes(b).pb for b in self.fragments]
+
+    def execute(self, snapshot, staging: str | None = None, staging_open: bool = False) -> GroupRewrite:
+        """Read the group's live rows (with their stable row ids) and write them as new
+        fragments; nothing is committed. ``staging``: record each file before creating it (a
+        distributed job's cleanup, see :mod:`..write.staging`)."""
+        return rewrite_group(snapshot, self.fragment_pbs(), self.options,
+                             snapshot.has_stable_row_ids, staging, staging_open)
+
+
+def plan_rewrite_tasks(snapshot, options: CompactionOptions) -> list[RewriteTask]:
+    """The groups to rewrite (see :func:`plan_compaction`), as tasks; refuses
+    ``force_binary_copy`` of fragments with deleted rows, as pylance does."""
+    bins = plan_compaction(snapshot.fragment_pbs(), options)
+    if options.compaction_mode == "force_binary_copy":
+        _check_binary_copy(bins)
+    return [RewriteTask.of(snapshot, b, options) for b in bins]
+
+
+def rewrite_group(snapshot, pbs, options: CompactionOptions, stable: bool,
+                  staging: str | None = None, staging_open: bool = False) -> GroupRewrite:
+    """Rewrite the live rows of the adjacent fragments ``pbs`` as new fragments."""
     table, meta = _read_group(snapshot, pbs, stable, options.batch_size, options.num_threads)
+    old = [FragmentMetadata(pb) for pb in pbs]
     if not table.num_rows:
-        return RewriteGroup([FragmentMetadata(pb) for pb in pbs], []), []
+        return GroupRewrite(old, [], [])
     frags = write_fragments(table, snapshot.uri, storage_options=snapshot.storage_options,
                             base_store_params=snapshot.base_store_params,
                             max_rows_per_file=max(options.target_rows_per_fragment, table.num_rows),
-                            max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE)
+                            max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
+                            staging=staging, staging_open=staging_open)
     if meta is not None:
         carry_row_ids(frags, *meta)
-    old = [FragmentMetadata(pb) for pb in pbs]
-    return RewriteGroup(old, frags), data_file_uris(snapshot.ctx.resolver, frags)
+    return GroupRewrite(old, frags, data_file_uris(snapshot.ctx.resolver, frags))
+
+
+def rewrite_metrics(rewrites) -> CompactionMetrics:
+    """pylance's metrics of a compaction made of ``rewrites`` (GroupRewrites)."""
+    metrics = CompactionMetrics()
+    for g in rewrites:
+        metrics.fragments_removed += len(g.old_fragments)
+        metrics.fragments_added += len(g.new_fragments)
+        metrics.files_removed += sum(len(f.pb.files) + f.pb.HasField("deletion_file")
+                                     for f in g.old_fragments)
+        metrics.files_added += sum(len(f.pb.files) for f in g.new_fragments)
+    return metrics
 
 
 def _check_binary_copy(bins) -> None:
@@ -243,40 +298,25 @@ def _progress(total: int, enabled):
 
 def compact_files(snapshot, options: CompactionOptions, progress=None):
     """(Rewrite operation or None, files written, metrics) for compacting ``snapshot``."""
-    bins = plan_compaction(snapshot.fragment_pbs(), options)
-    metrics = CompactionMetrics()
-    if not bins:
-        return None, [], metrics
-    if options.compaction_mode == "force_binary_copy":
-        _check_binary_copy(bins)
-    stable = snapshot.has_stable_row_ids
-    bar = _progress(sum(len(b) for b in bins), progress)
-    groups, written = [], []
+    tasks = plan_rewrite_tasks(snapshot, options)
+    if not tasks:
+        return None, [], CompactionMetrics()
+    bar = _progress(sum(len(t.fragments) for t in tasks), progress)
+    rewrites = []
     try:
-        for b in bins:  # each group is read by the shared scan pool (num_threads)
-            group, files = rewrite_group(snapshot, b, options, stable)
-            groups.append(group)
-            written += files
+        for task in tasks:  # each group is read by the shared scan pool (num_threads)
+            rewrites.append(task.execute(snapshot))
             if bar is not None:
-                bar.update(len(group.old_fragments))
+                bar.update(len(task.fragments))
     except BaseException:
-        delete_files(written, snapshot.storage_options)
+        delete_files([u for r in rewrites for u in r.files], snapshot.storage_options)
         raise
     finally:
         if bar is not None:
             bar.close()
-    for g in groups:
-        metrics.add(group_metrics(g))
-    return Rewrite(groups), [(u, snapshot.storage_options) for u in written], metrics
+    written = [(u, snapshot.storage_options) for r in rewrites for u in r.files]
+    return Rewrite([r.group for r in rewrites]), written, rewrite_metrics(rewrites)
 
-
-def group_metrics(group: RewriteGroup) -> "CompactionMetrics":
-    """What rewriting one group removes and adds (pylance's per-task metrics)."""
-    return CompactionMetrics(
-        fragments_removed=len(group.old_fragments), fragments_added=len(group.new_fragments),
-        files_removed=sum(len(f.pb.files) + f.pb.HasField("deletion_file")
-                          for f in group.old_fragments),
-        files_added=sum(len(f.pb.files) for f in group.new_fragments))
 
 
 def compact(snapshot, options: CompactionOptions, progress=None):

@@ -2,9 +2,11 @@
 tasks anywhere (they pickle, and so do their results), commit on the driver.
 
 * :meth:`Compaction.plan` bins the fragments of one version exactly as ``compact_files``
-  does (:func:`.compaction.plan_compaction`) into :class:`CompactionTask` s;
-* :meth:`CompactionTask.execute` reads the task's fragments at the planned version and writes
-  their live rows as new fragments (ids 0, nothing committed): a :class:`RewriteResult`;
+  does (:func:`.compaction.plan_rewrite_tasks`) into :class:`CompactionTask` s, each the
+  pylance face of one :class:`.compaction.RewriteTask` (the engine ``compact_files`` and the
+  Spark job run too);
+* :meth:`CompactionTask.execute` runs that RewriteTask at the planned version (ids 0, nothing
+  committed) and wraps its :class:`.compaction.GroupRewrite` as a :class:`RewriteResult`;
 * :meth:`Compaction.commit` reserves fragment ids (one ReserveFragments commit) and commits
   every result as one group of a Rewrite planned against the tasks' version, as pylance does
   (two versions). A conflicting concurrent change (a delete in a compacted fragment) fails the
@@ -24,8 +26,8 @@ from ...table.transaction import Rewrite, RewriteGroup
 from ..core.files import data_file_uris, delete_files
 from ..core.plan import CommitPlan
 from ..core.snapshot import Snapshot
-from .compaction import (CompactionMetrics, CompactionOptions, group_metrics, plan_compaction,
-                         reserve_ids, rewrite_group)
+from .compaction import (CompactionMetrics, CompactionOptions, GroupRewrite, RewriteTask,
+                         plan_rewrite_tasks, reserve_ids, rewrite_metrics)
 
 
 def _snapshot_of(dataset) -> Snapshot:
@@ -77,6 +79,12 @@ class RewriteResult:
     def old_fragments(self) -> list:
         return self.original_fragments
 
+    @classmethod
+    def of(cls, read_version: int, done: GroupRewrite, snapshot) -> "RewriteResult":
+        """The result of a RewriteTask run on ``snapshot``."""
+        return cls(read_version, rewrite_metrics([done]), list(done.old_fragments),
+                   list(done.new_fragments), snapshot.uri, snapshot.storage_options)
+
     def __repr__(self):
         return (f"RewriteResult(read_version={self.read_version}, "
                 f"new_fragments={self.new_fragments!r}, old_fragments={self.original_fragments!r})")
@@ -122,10 +130,13 @@ class CompactionTask:
         nothing is committed. ``dataset``: the dataset (any version of it); None opens the
         dataset the task was planned on."""
         snapshot = self._snapshot(dataset)
-        pbs = [f.pb for f in self.fragments]
-        group, _ = rewrite_group(snapshot, pbs, self.options, snapshot.has_stable_row_ids)
-        return RewriteResult(self.read_version, group_metrics(group), list(group.old_fragments),
-                             list(group.new_fragments), snapshot.uri, snapshot.storage_options)
+        done = self.rewrite_task().execute(snapshot)
+        return RewriteResult.of(self.read_version, done, snapshot)
+
+    def rewrite_task(self) -> RewriteTask:
+        """The engine's unit this task stands for."""
+        return RewriteTask(self.read_version, [f.pb.SerializeToString() for f in self.fragments],
+                           self.options)
 
     def json(self) -> str:
         return json.dumps({"read_version": self.read_version,
@@ -167,11 +178,11 @@ class CompactionPlan:
 
 
 def plan(snapshot: Snapshot, options: CompactionOptions) -> CompactionPlan:
-    """The compaction tasks for ``snapshot`` (see :func:`.compaction.plan_compaction`)."""
-    bins = plan_compaction(snapshot.fragment_pbs(), options)
-    tasks = [CompactionTask(snapshot.version, [FragmentMetadata(pb) for pb in b], options,
-                            snapshot.uri, snapshot.storage_options, snapshot.base_store_params)
-             for b in bins]
+    """The compaction tasks for ``snapshot`` (see :func:`.compaction.plan_rewrite_tasks`)."""
+    tasks = [CompactionTask(t.read_version, [FragmentMetadata(pb) for pb in t.fragment_pbs()],
+                            options, snapshot.uri, snapshot.storage_options,
+                            snapshot.base_store_params)
+             for t in plan_rewrite_tasks(snapshot, options)]
     return CompactionPlan(snapshot.version, tasks, options)
 
 
@@ -184,7 +195,8 @@ def commit(snapshot: Snapshot, results: list) -> tuple[Snapshot, CompactionMetri
     for r in results:
         if not isinstance(r, RewriteResult):
             raise InvalidArgumentError(f"expected RewriteResults, got {type(r).__name__}")
-        metrics.add(r.metrics)
+        for name in vars(metrics):
+            setattr(metrics, name, getattr(metrics, name) + getattr(r.metrics, name))
     read_version = min(r.read_version for r in results)
     groups = [RewriteGroup([f.copy() for f in r.original_fragments],
                            [f.copy() for f in r.new_fragments]) for r in results]

@@ -24,6 +24,7 @@ from ..core.plan import CommitPlan
 from ..read.scan import FragmentScan, ScanSpec
 from ..write.files import data_file_pb, targets_for
 from ..write.plan import check_storage_version
+from ..write.staging import stage_file
 
 TOMBSTONE = -2
 
@@ -57,19 +58,24 @@ def check_new_names(snapshot, names) -> None:
 
 
 class FragmentFileWriter:
-    """Writes one data file per fragment for the new columns, in the dataset root's data/."""
+    """Writes one data file per fragment for the new columns, in the dataset root's data/;
+    with ``staging``, each file is recorded there before it is created (distributed jobs)."""
 
-    def __init__(self, snapshot, schema: pa.Schema, fields):
+    def __init__(self, snapshot, schema: pa.Schema, fields, staging: str | None = None,
+                 staging_open: bool = False):
         self.version = check_storage_version(snapshot.data_storage_version)
         target = targets_for(snapshot.uri, list(snapshot.base_paths.values()), None, snapshot.storage_options,
                              snapshot.base_store_params)[0]
         self.data_dir, self.options = target.data_dir, target.storage_options
         self.schema, self.fields = schema, fields
+        self.staging, self.staging_open = staging, staging_open
         self.written: list = []
 
     def write(self, tables) -> tuple[table_pb2.DataFile, int]:
         name = data_file_name()
         uri = self.data_dir.rstrip("/") + "/" + name
+        if self.staging is not None:
+            stage_file(self.staging, uri, self.options, require_open=self.staging_open)
         writer = LanceFileWriter(uri, self.schema, self.version, store=open_store(uri, self.options),
                                  fields=self.fields)
         try:
@@ -84,33 +90,62 @@ class FragmentFileWriter:
         self.written.append((uri, self.options))
         return data_file_pb(name, writer, None), rows
 
+    @staticmethod
+    def options_of(snapshot):
+        """The storage options new column files of ``snapshot`` are written with."""
+        return targets_for(snapshot.uri, list(snapshot.base_paths.values()), None,
+                           snapshot.storage_options, snapshot.base_store_params)[0].storage_options
+
     def abort(self):
         for uri, options in self.written:
             delete_files([uri], options)
 
 
-def with_new_files(snapshot, new_schema: pa.Schema, tables_for, pbs=None):
-    """Merge plan: every fragment (of ``pbs``, default all) gets one data file for
-    ``new_schema``'s columns, the rows coming from ``tables_for(fragment pb)`` (an iterable of
-    tables, physical row order)."""
-    fields = fields_from_arrow(new_schema, start_id=max_field_id(snapshot.lance_fields) + 1)
-    writer = FragmentFileWriter(snapshot, new_schema, fields)
-    fragments = []
+def new_fields(snapshot, schema: pa.Schema) -> list:
+    """Lance fields for new columns ``schema``, numbered after the snapshot's highest id."""
+    return fields_from_arrow(schema, start_id=max_field_id(snapshot.lance_fields) + 1)
+
+
+def write_column_files(snapshot, schema: pa.Schema, fields, tables_for, pbs,
+                       staging: str | None = None, staging_open: bool = False) -> list:
+    """One new data file per fragment of ``pbs`` for ``schema``'s columns (ids ``fields``),
+    the rows coming from ``tables_for(fragment pb)`` (tables in physical row order):
+    ``[(fragment metadata with the file added, file URI)]``. Nothing is committed; a failure
+    removes the files written. The unit a distributed backfill runs on an executor."""
+    writer = FragmentFileWriter(snapshot, schema, fields, staging, staging_open)
+    out = []
     try:
-        for pb in (snapshot.fragment_pbs() if pbs is None else pbs):
+        for pb in pbs:
             df, rows = writer.write(tables_for(pb))
             if rows != pb.physical_rows:
                 raise InvalidArgumentError(f"fragment {pb.id} has {pb.physical_rows} rows, the "
                                            f"new columns {rows}")
             meta = FragmentMetadata.from_bytes(pb.SerializeToString())
             meta.pb.files.add().CopyFrom(df)
-            fragments.append(meta)
+            out.append((meta, writer.written[-1][0]))
     except BaseException:
         writer.abort()
         raise
-    op = Merge(fragments, list(snapshot.lance_fields) + fields,
-               schema_metadata=dict(snapshot.manifest.schema_metadata))
-    return CommitPlan(op, writer.written)
+    return out
+
+
+def merge_operation(snapshot, fragments, fields) -> Merge:
+    """The Merge committing ``fragments`` (every fragment, new files added) with the new
+    ``fields`` after the snapshot's."""
+    return Merge(fragments, list(snapshot.lance_fields) + list(fields),
+                 schema_metadata=dict(snapshot.manifest.schema_metadata))
+
+
+def with_new_files(snapshot, new_schema: pa.Schema, tables_for, pbs=None):
+    """Merge plan: every fragment (of ``pbs``, default all) gets one data file for
+    ``new_schema``'s columns, the rows coming from ``tables_for(fragment pb)`` (an iterable of
+    tables, physical row order)."""
+    fields = new_fields(snapshot, new_schema)
+    written = write_column_files(snapshot, new_schema, fields, tables_for,
+                                 snapshot.fragment_pbs() if pbs is None else pbs)
+    fragments = [meta for meta, _ in written]
+    return CommitPlan(merge_operation(snapshot, fragments, fields),
+                      [(uri, FragmentFileWriter.options_of(snapshot)) for _, uri in written])
 
 
 def field_by_path(fields, path: str):

@@ -13,12 +13,15 @@ import secrets
 import numpy as np
 
 from ...errors import InvalidArgumentError
-from ...table.deletion import DeletionVector, write_deletion_file
+from ...io.uri import child
+from ...table.deletion import DELETIONS_DIR, DeletionVector, write_deletion_file
 from ...table.fragment import FragmentMetadata
+from ...table.naming import deletion_file_name
 from ...table.transaction import Delete
 from ..core.commit import CONFLICT_RETRIES, commit_retrying
 from ..core.files import discard_written
-from ..read.scan import FragmentScan, ScanSpec
+from ..read.scan import FragmentScan, ScanSpec, load_deletions
+from ..write.staging import stage_file
 
 
 def _predicate_text(predicate) -> str:
@@ -77,3 +80,24 @@ def delete_rows(snapshot, predicate, *, conflict_retries: int = CONFLICT_RETRIES
                 lambda: discard_written(snap.ctx.resolver, updated, [], snap.storage_options))
 
     return commit_retrying(snapshot, stage, conflict_retries)
+
+
+def delete_offsets(snapshot, pb, offsets, staging: str | None = None, staging_open: bool = False):
+    """Fragment ``pb`` (of ``snapshot``) with the physical ``offsets`` deleted as well:
+    ``(FragmentMetadata with a new deletion file, None, file URI)``, or ``(None, pb.id, None)``
+    when no row of it is left (Lance then drops the fragment). Nothing is committed; the
+    deletion file is recorded under ``staging`` before it is created (distributed jobs)."""
+    dv = (load_deletions(snapshot.ctx, pb) or DeletionVector.empty()).extend(
+        np.asarray(offsets, dtype=np.uint32))
+    if dv.deletes_all(pb.physical_rows):
+        return None, pb.id, None
+    file_id = secrets.randbits(64)
+    uri = child(snapshot.uri, DELETIONS_DIR,
+                deletion_file_name(pb.id, snapshot.version, file_id, dv.kind))
+    if staging is not None:
+        stage_file(staging, uri, snapshot.storage_options, require_open=staging_open)
+    deletion = write_deletion_file(snapshot.uri, pb.id, snapshot.version, dv,
+                                   storage_options=snapshot.storage_options, file_id=file_id)
+    meta = FragmentMetadata.from_bytes(pb.SerializeToString())
+    meta.pb.deletion_file.CopyFrom(deletion)
+    return meta, None, uri

@@ -11,6 +11,7 @@ import pyarrow as pa
 from ..._proto import table_pb2
 from ...errors import InvalidArgumentError
 from ...file.schema import arrow_from_fields
+from ...io import wait_durable
 from ...table.fragment import FragmentMetadata
 from ..read.scan import FragmentScan, ScanSpec
 from ..write.input import to_reader
@@ -36,6 +37,7 @@ def fragment_merge_columns(snapshot, pb, value_func, columns=None, batch_size=No
     else:
         plan = add_columns(snapshot, value_func, columns, reader_schema, batch_size, pbs=[pb])
     op = plan.operation
+    wait_durable()  # the fragment may be committed by another process
     return op.fragments[0], op.fields
 
 
@@ -97,6 +99,7 @@ def fragment_update_columns(snapshot, pb, data, left_on: str = "_rowid", right_o
     del meta.pb.files[:]
     meta.pb.files.extend(files)
     meta.pb.files.add().CopyFrom(df)
+    wait_durable()  # the fragment may be committed by another process
     return meta, sorted(ids)
 
 

@@ -59,7 +59,9 @@ def _expression_tables(snapshot, exprs: dict, batch_size):
     return schema, tables_for
 
 
-def _udf_tables(snapshot, udf, read_columns, batch_size):
+def udf_tables(snapshot, udf, read_columns, batch_size):
+    """(output schema, tables_for(fragment pb)) of a batch UDF over every physical row; the
+    schema is the UDF's declared one, or that of its output for the first row."""
     if not isinstance(udf, BatchUDF):
         udf = BatchUDF(getattr(udf, "func", udf), getattr(udf, "output_schema", None))
     columns = list(read_columns) if read_columns is not None else snapshot.schema.names
@@ -142,7 +144,7 @@ def add_columns(snapshot, transforms, read_columns=None, reader_schema=None, bat
         schema, tables_for = _expression_tables(snapshot, transforms, batch_size)
     elif isinstance(transforms, BatchUDF) or (callable(transforms) and not hasattr(transforms, "__arrow_c_stream__")
                                               and not isinstance(transforms, (pa.Table, pa.RecordBatchReader))):
-        schema, tables_for = _udf_tables(snapshot, transforms, read_columns, batch_size)
+        schema, tables_for = udf_tables(snapshot, transforms, read_columns, batch_size)
     else:
         schema, tables_for, check_done = _aligned_tables(snapshot, transforms, reader_schema)
     check_new_names(snapshot, schema.names)

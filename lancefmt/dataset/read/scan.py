@@ -12,6 +12,7 @@ Cython/Arrow decoders release the GIL) and yields their batches in order, then a
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -42,12 +43,20 @@ WINDOW_ROWS = 1 << 17
 MAX_TASK_ROWS = 1 << 20
 
 
+REMOTE_SCHEMES = ("s3://", "s3a://", "gs://", "gcs://", "az://", "abfs://", "abfss://", "http")
+
+
+def is_remote(ctx: ScanContext | None) -> bool:
+    """Whether the dataset lives in an object store (latency-bound: reads are batched)."""
+    return ctx is not None and ctx.uri.startswith(REMOTE_SCHEMES)
+
+
 def default_threads(ctx: ScanContext | None = None) -> int:
     """Fragments scanned at once. Local files are CPU-bound once cached: one thread per core
     (at least two, so I/O and decoding overlap). Object stores are latency-bound: many
     requests in flight."""
     cpus = os.cpu_count() or 2
-    if ctx is not None and ctx.uri.startswith(("s3://", "gs://", "gcs://", "az://", "abfs://", "http")):
+    if is_remote(ctx):
         return 16
     return max(2, min(8, cpus))
 
@@ -376,14 +385,84 @@ def _tasks(ctx, fragments, spec):
                 yield scan, s, min(n, s + MAX_TASK_ROWS)
 
 
-def _run_task(task) -> list:
+def _task_windows(task) -> Iterator[list]:
+    """A task's batches, a window's worth at a time (one hand-over per window, not per batch)."""
     scan, start, stop = task
-    return list(scan.batches(start, stop))
+    for table in scan.windows(start, stop):
+        yield table.to_batches(max_chunksize=scan.spec.batch_size)
+
+
+def _task_batches(task) -> Iterator[pa.RecordBatch]:
+    for batches in _task_windows(task):
+        yield from batches
+
+
+class _End:
+    """Marks the end of a task's batches in its queue."""
+
+
+class _Failed:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class _Stream:
+    """One task's batches, produced on a pool thread into a bounded queue of windows (so a scan
+    holds a few windows per running task, whatever the dataset's size). The consumer reads a task no
+    thread has taken yet itself: a scan started while another one's producers hold every
+    pool thread still makes progress."""
+
+    def __init__(self, task, pool: ThreadPoolExecutor, depth: int):
+        self.task = task
+        self.queue: queue.Queue = queue.Queue(depth)
+        self.stop = threading.Event()
+        self.future = pool.submit(self._produce)
+
+    def _produce(self) -> None:
+        try:
+            for batches in _task_windows(self.task):
+                if not self._put(batches):
+                    return
+            self._put(_End)
+        except BaseException as e:  # noqa: BLE001 -- raised in the consumer
+            self._put(_Failed(e))
+
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False  # the consumer went away
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if self.future.cancel():  # not started: read it here rather than wait for a thread
+            yield from _task_batches(self.task)
+            return
+        while True:
+            item = self.queue.get()
+            if item is _End:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield from item
+
+    def close(self) -> None:
+        self.stop.set()
+        self.future.cancel()
+
+
+# Windows a running task may hold ready beyond what the consumer took.
+STREAM_DEPTH = 2
 
 
 def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
                  threads: int | None = None, readahead: int | None = None) -> Iterator[pa.RecordBatch]:
-    """Batches of the fragments in order (read concurrently), after ``offset``, up to ``limit``."""
+    """Batches of the fragments in order, after ``offset``, up to ``limit``. Up to
+    ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read ahead on ``threads``
+    threads, each streaming its windows through a queue of :data:`STREAM_DEPTH`: memory stays
+    bounded by the running tasks' windows, not by the dataset."""
     if limit is not None and int(limit) < 0:
         raise InvalidArgumentError("limit must be >= 0")
     if offset is not None and int(offset) < 0:
@@ -396,34 +475,31 @@ def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
     readahead = readahead or threads * 2
     tasks = iter(_tasks(ctx, fragments, spec))
     if threads <= 1 or len(fragments) <= 1:
-        results = (_run_task(t) for t in tasks)
-        yield from _trim(results, skip, remaining)
+        yield from _trim((_task_batches(t) for t in tasks), skip, remaining)
         return
     pool = scan_pool(threads)
-    pending = deque()
+    streams: deque = deque()
 
     def fill():
-        while len(pending) < readahead:
+        while len(streams) < readahead:
             try:
                 t = next(tasks)
             except StopIteration:
                 return
-            pending.append(pool.submit(_run_task, t))
+            streams.append(_Stream(t, pool, STREAM_DEPTH))
 
     def results():
         fill()
-        while pending:
-            fut = pending.popleft()
-            out = fut.result()
+        while streams:
+            yield streams[0]  # _trim reads it to its end before asking for the next
+            streams.popleft()
             fill()
-            yield out
 
-    gen = _trim(results(), skip, remaining)
     try:
-        yield from gen
+        yield from _trim(results(), skip, remaining)
     finally:
-        for fut in pending:
-            fut.cancel()
+        for stream in streams:
+            stream.close()
 
 
 def _trim(results, skip, remaining):

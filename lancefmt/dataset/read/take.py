@@ -21,7 +21,9 @@ from ...errors import RowOutOfRangeError
 from ..core.context import ScanContext
 from .projection import needs_projection, projected
 from .direct_take import direct_plan
-from .scan import FragmentScan, ScanSpec, default_threads, live_counts, scan_pool
+from ...file.fetch_batch import FetchBatch
+from ...file.fetch_batch import active as active_batch
+from .scan import FragmentScan, ScanSpec, default_threads, is_remote, live_counts, scan_pool
 
 # Fewer wanted rows than this are read on the calling thread (pool hand-off costs more).
 PARALLEL_MIN_ROWS = 4096
@@ -33,8 +35,12 @@ def take_physical(ctx: ScanContext, pb, physical: np.ndarray, spec: ScanSpec,
     scan = scan or FragmentScan(ctx, pb, spec)
     plan, nulls = scan.file_plan()
     columns = {}
-    for reader, proj, _ in plan:
-        t = reader.take(physical, proj)
+    batch = active_batch()
+    if batch is not None and len(plan) > 1:  # the files' reads go out together
+        tables = batch.fan_out([lambda r=r, p=p: r.take(physical, p) for r, p, _ in plan])
+    else:
+        tables = [reader.take(physical, proj) for reader, proj, _ in plan]
+    for t in tables:
         for n, col in zip(t.column_names, t.columns):
             columns[n] = col
     for n in nulls:
@@ -110,7 +116,9 @@ def take_from_fragments(ctx: ScanContext, fragments, live_counts: np.ndarray, in
         return take_physical(ctx, fragments[f], live_to_physical(scan, local), spec, scan)
 
     threads = default_threads(ctx)
-    if len(work) > 1 and threads > 1 and idx.size >= PARALLEL_MIN_ROWS:
+    if is_remote(ctx):  # every read of every fragment goes out in rounds, together
+        pieces = FetchBatch().run([lambda w=w: read(w) for w in work])
+    elif len(work) > 1 and threads > 1 and idx.size >= PARALLEL_MIN_ROWS:
         pieces = list(scan_pool(threads).map(read, work))
     else:
         pieces = [read(w) for w in work]

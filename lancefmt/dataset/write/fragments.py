@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...errors import InvalidArgumentError
+from ...io import wait_durable
 from ...io.uri import normalize_uri
 from ...table.fragment import FragmentMetadata
 from ..core.commit import dataset_options
@@ -20,7 +21,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     target_offset: int = 0, staging: str | None = None,
                     staging_open: bool = False,
                     manifest_store=None) -> list[FragmentMetadata]:
-    """Write data files for ``data`` and return their fragments (ids 0); commit nothing.
+    """Write data files for ``data`` and return their fragments (ids 0), durable; commit
+    nothing.
 
     ``mode="append"`` matches an existing dataset's schema and storage version;
     ``"overwrite"``/``"create"`` write with the data's own schema (for an Overwrite commit).
@@ -40,6 +42,7 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
         fragments, _ = write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
                                    storage_options, base_store_params, target_offset, staging,
                                    staging_open)
+    wait_durable()  # the fragments may be committed by another process (a Spark driver)
     return fragments
 
 
