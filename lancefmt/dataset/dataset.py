@@ -156,6 +156,11 @@ class Dataset(DatasetReadAPI):
     def base_paths(self) -> dict[int, BasePath]:
         return self.snapshot.base_paths
 
+    @property
+    def _ds(self) -> "NativeView":
+        """What pylance code reaches for through ``dataset._ds`` (pylance's native handle)."""
+        return NativeView(self)
+
     def config(self) -> dict:
         """``Manifest.config`` (a method, as in pylance)."""
         return self.snapshot.config()
@@ -424,6 +429,23 @@ def commit(uri, operation, read_version: int | None = None, *,
     new = Snapshot.commit_to(uri, operation, read_version, base_store_params=base_store_params,
                              after_commit=maybe_auto_cleanup, **options)
     return Dataset(new.run_after_commit())
+
+
+class NativeView:
+    """The few methods of pylance's native dataset handle (``LanceDataset._ds``) that
+    callers use directly; each answers from the Dataset it wraps."""
+
+    def __init__(self, ds: Dataset):
+        self._dataset = ds
+
+    def base_paths(self) -> dict[int, BasePath]:
+        return self._dataset.base_paths
+
+    def take_scan(self, ranges, columns=None, batch_readahead: int = 16):
+        """Batches of the rows in each ``(start, stop)`` range of live-row positions."""
+        for start, stop in ranges:
+            table = self._dataset.take(list(range(int(start), int(stop))), columns=columns)
+            yield from table.combine_chunks().to_batches()
 
 
 def _reopen(uri, version, storage_options, base_store_params=None, manifest_store=None):

@@ -25,7 +25,8 @@ from .read.projection import needs_projection, projected
 from .read.row_lookup import take_row_ids
 from .read.scanner import LanceScanner
 from .read.shuffle import shuffled_batches
-from .read.stats import LanceSchema, LanceStats
+from ..table.lance_schema import LanceSchema
+from .read.stats import LanceStats
 
 
 _POSITIONAL = ("nearest", "batch_size", "batch_size_bytes", "batch_readahead", "fragment_readahead",
@@ -132,7 +133,7 @@ class DatasetReadAPI(pads.Dataset):
     @property
     def lance_schema(self):
         """The Lance schema: the manifest's Field messages (id, parent id, name, logical type)."""
-        return LanceSchema(self.lance_fields)
+        return LanceSchema(self.lance_fields, self.schema.metadata)
 
     @property
     def max_field_id(self) -> int:

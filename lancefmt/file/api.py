@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
+from ..io import open_store
 from .format import storage_version_name
 from .reader import LanceFileReader as _Reader
 from .writer import LanceFileWriter as _Writer
@@ -160,3 +161,34 @@ class LanceFileWriter(_Writer):
     def add_schema_metadata(self, key: str, value: str) -> None:
         """Schema metadata written into the file's descriptor at close."""
         self._extra_metadata[key] = value
+
+
+def stable_version() -> str:
+    """The file format version written when none is asked for (pylance's "stable")."""
+    return storage_version_name("stable")
+
+
+class LanceFileSession:
+    """pylance's ``LanceFileSession``: readers and writers opened by paths relative to one
+    base path, sharing its storage options."""
+
+    def __init__(self, base_path, storage_options: dict | None = None, **kwargs):
+        for k in ("namespace_client", "table_id"):
+            kwargs.pop(k, None)
+        if kwargs:
+            raise InvalidArgumentError(f"unexpected arguments {sorted(kwargs)}")
+        self._base = os.fspath(base_path).rstrip("/")
+        self._storage_options = storage_options
+
+    def _path(self, path: str) -> str:
+        return f"{self._base}/{str(path).lstrip('/')}"
+
+    def open_reader(self, path: str, columns=None) -> LanceFileReader:
+        return LanceFileReader(self._path(path), self._storage_options, columns=columns)
+
+    def open_writer(self, path: str, *, schema: pa.Schema | None = None, **kwargs) -> LanceFileWriter:
+        return LanceFileWriter(self._path(path), schema, storage_options=self._storage_options,
+                               **kwargs)
+
+    def contains(self, path: str) -> bool:
+        return open_store(self._path(path), self._storage_options).exists(self._path(path))

@@ -91,6 +91,7 @@ class LanceFileWriter:
         if self.max_page_bytes <= 0 or self.page_buffer_bytes <= 0:
             raise InvalidArgumentError("page sizes must be positive")
         self._extra_metadata = dict(schema_metadata or {})
+        self._user_buffers: list[bytes] = []  # global buffers 1.. (0 is the descriptor)
         self._fields_arg = list(fields) if fields is not None else None
         self._out = None
         self._pos = 0
@@ -199,6 +200,14 @@ class LanceFileWriter:
                 a.name != b.name or not a.type.equals(b.type) for a, b in zip(storage, mine)):
             raise InvalidArgumentError(f"batch schema {schema} does not match the writer's {self.schema}")
 
+    def add_global_buffer(self, data) -> int:
+        """Store ``data`` as a global buffer of the file (written at close, after the file
+        descriptor, which is buffer 0); returns its index, as Lance's writer does."""
+        if self._closed:
+            raise InvalidArgumentError("the writer is closed")
+        self._user_buffers.append(bytes(data))
+        return len(self._user_buffers)
+
     # -- closing ----------------------------------------------------------------------------------
     def close(self) -> int:
         """Finish the file; returns the number of rows written."""
@@ -237,6 +246,13 @@ class LanceFileWriter:
         blobs = [fd.SerializeToString(deterministic=True)]
         gbo = [(self._pos, len(blobs[0]))]
         pos = self._pos + len(blobs[0])
+        for extra in self._user_buffers:  # Lance reads them only at 64-byte boundaries
+            pad = -pos % 64
+            blobs.append(b"\0" * pad)
+            pos += pad
+            gbo.append((pos, len(extra)))
+            blobs.append(extra)
+            pos += len(extra)
         column_meta_start = pos
         cmo = []
         for pages, column_encoding in zip(self._pages, self._column_encodings):

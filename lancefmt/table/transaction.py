@@ -307,8 +307,11 @@ class Merge(BaseOperation):
 class Project(BaseOperation):
     """A new schema over the same data files (drop / rename columns)."""
 
-    fields: List[file_pb2.Field]
+    fields: List[file_pb2.Field]  # or a LanceSchema (iterating it gives its Fields)
     name = "project"
+
+    def __post_init__(self):
+        self.fields = list(self.fields)
 
     def fill(self, txn):
         txn.project.SetInParent()

@@ -137,3 +137,21 @@ def take_blobs(snapshot, blob_column: str, ids=None, addresses=None, indices=Non
                                    f"({sizes[uri]} bytes)", uri)
         out.append(BlobFile(stores[uri], uri, pos, size))
     return out
+
+
+class BlobColumn:
+    """pylance's ``BlobColumn``: the values of a binary column as file-like objects (None for
+    nulls), for APIs that read from files."""
+
+    def __init__(self, blob_column):
+        if not isinstance(blob_column, (pa.Array, pa.ChunkedArray)):
+            raise InvalidArgumentError(
+                f"Expected a pyarrow.Array or pyarrow.ChunkedArray, got {type(blob_column)}")
+        if not (pa.types.is_binary(blob_column.type) or
+                pa.types.is_large_binary(blob_column.type)):
+            raise InvalidArgumentError(f"Expected a binary array, got {blob_column.type}")
+        self.blob_column = blob_column
+
+    def __iter__(self):
+        for value in self.blob_column:
+            yield None if not value.is_valid else io.BytesIO(value.as_py())
