@@ -8,9 +8,13 @@ No operation module imports this one.
 """
 from __future__ import annotations
 
+from datetime import datetime
+
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, InvalidInputError
+from ..errors import (DatasetNotFoundError, InvalidArgumentError, InvalidInputError,
+                      NotSupportedError)
+from ..table.transaction import Append, Overwrite, Restore, Transaction
 from ..io.memory_scope import private_memory_options
 from ..jsonb.arrow import decode_batch, user_schema
 from ..table.base_paths import BasePath
@@ -19,7 +23,8 @@ from .core.snapshot import Snapshot
 from .core.view import View
 from .fragment import Fragment
 from .maintain import validate as _validate
-from .maintain.auto_cleanup import maybe_auto_cleanup
+from .maintain.auto_cleanup import INTERVAL_KEY, OLDER_THAN_KEY, maybe_auto_cleanup
+from .maintain.drop import drop_dataset
 from .maintain.cleanup import cleanup_old_versions
 from .maintain.compaction import DatasetOptimizer
 from .mutate import alter_columns as _alter
@@ -38,24 +43,61 @@ from .refs import bases as _bases
 from .refs import branches as _branches
 from .refs import clone as _clone
 from .refs.tags import Tags
-from .write.dataset_write import write_and_commit
+from .write.dataset_write import auto_cleanup_config, write_and_commit
 from .write.fragments import write_fragments  # noqa: F401 -- part of this module's API
 
 
-def dataset(uri, version=None, *, storage_options: dict | None = None,
-            base_store_params: dict | None = None, manifest_store=None) -> "Dataset":
+def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None,
+            base_store_params: dict | None = None, manifest_store=None,
+            default_scan_options: dict | None = None, read_params: dict | None = None,
+            **tuning) -> "Dataset":
     """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
-    version opens that branch). ``base_store_params``: per-base storage options
+    version opens that branch), or at the last version committed at or before ``asof`` (a
+    datetime). ``base_store_params``: per-base storage options
     (:mod:`lancefmt.dataset.core.base_options`). ``manifest_store``: an external manifest
     store (or ``"sqlite:///path"``) that versions are resolved and committed through
-    (:mod:`lancefmt.table.external_manifest`)."""
+    (:mod:`lancefmt.table.external_manifest`). ``default_scan_options``: scanner arguments
+    every scan of this object starts from (``{"with_row_id": True}`` also shows ``_rowid``
+    in ``schema``). pylance's cache and reader tuning (``read_params``, ``index_cache_size``,
+    ``metadata_cache_size_bytes``, ``block_size``, ``session``...) is accepted and ignored."""
+    unknown = set(tuning) - set(TUNING_OPTIONS)
+    if unknown:
+        raise InvalidArgumentError(f"dataset() got unexpected arguments {sorted(unknown)}")
     if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
         storage_options = uri.storage_options  # a Dataset passed as the URI
     if manifest_store is None:
         manifest_store = getattr(uri, "manifest_store", None)
     storage_options = private_memory_options(uri, storage_options)
-    return Dataset.open(uri, version, storage_options=storage_options,
-                        base_store_params=base_store_params, manifest_store=manifest_store)
+    if asof is not None:
+        if version is not None:
+            raise InvalidArgumentError("pass version or asof, not both")
+        version = version_asof(Dataset.open(uri, storage_options=storage_options,
+                                            base_store_params=base_store_params,
+                                            manifest_store=manifest_store), asof)
+    out = Dataset.open(uri, version, storage_options=storage_options,
+                       base_store_params=base_store_params, manifest_store=manifest_store)
+    if default_scan_options:
+        out.scan_defaults = dict(default_scan_options)
+    return out
+
+
+AUTO_CLEANUP_KEYS = (INTERVAL_KEY, OLDER_THAN_KEY)
+
+# pylance's dataset() arguments that tune caches and readers: no effect here
+TUNING_OPTIONS = ("read_params", "block_size", "index_cache_size", "index_cache_size_bytes",
+                  "metadata_cache_size", "metadata_cache_size_bytes", "session", "commit_lock",
+                  "namespace_client", "table_id", "ignore_namespace_table_storage_options",
+                  "s3_credentials_refresh_offset_seconds")
+
+
+def version_asof(ds: "Dataset", asof) -> int:
+    """The newest version whose timestamp is at or before ``asof`` (naive: local time)."""
+    if isinstance(asof, datetime) and asof.tzinfo is not None:
+        asof = asof.astimezone().replace(tzinfo=None)
+    found = [v["version"] for v in ds.versions() if v["timestamp"] <= asof]
+    if not found:
+        raise DatasetNotFoundError(f"no version of {ds.uri} was committed at or before {asof}")
+    return max(found)
 
 
 class Dataset(DatasetReadAPI):
@@ -65,6 +107,7 @@ class Dataset(DatasetReadAPI):
         if snapshot.after_commit is None:
             snapshot.after_commit = maybe_auto_cleanup
         self._view = View(snapshot)
+        self.scan_defaults: dict = {}  # dataset(default_scan_options=...)
 
     @classmethod
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None,
@@ -137,8 +180,14 @@ class Dataset(DatasetReadAPI):
 
     @property
     def schema(self) -> pa.Schema:
-        """The Arrow schema as pylance shows it (JSON columns as ``arrow.json``)."""
-        return user_schema(self.snapshot.schema)
+        """The Arrow schema as pylance shows it (JSON columns as ``arrow.json``), with the
+        row id / address columns ``default_scan_options`` add."""
+        schema = user_schema(self.snapshot.schema)
+        if self.scan_defaults.get("with_row_id"):
+            schema = schema.append(pa.field("_rowid", pa.uint64()))
+        if self.scan_defaults.get("with_row_address"):
+            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        return schema
 
     @property
     def lance_fields(self) -> list:
@@ -168,6 +217,16 @@ class Dataset(DatasetReadAPI):
     @property
     def table_metadata(self) -> dict:
         return dict(self.snapshot.header.table_metadata)
+
+    @property
+    def metadata(self) -> dict:
+        """pylance's name for ``table_metadata`` (``update_metadata`` changes it)."""
+        return self.table_metadata
+
+    @property
+    def schema_metadata(self) -> dict:
+        """The schema's metadata as strings (``update_schema_metadata`` changes it)."""
+        return _metadata.decoded_metadata(self.snapshot.header.schema_metadata)
 
     @property
     def tags(self) -> Tags:
@@ -327,12 +386,27 @@ class Dataset(DatasetReadAPI):
                                                      right_on or left_on, schema))
 
     @property
-    def optimize(self) -> DatasetOptimizer:
-        return DatasetOptimizer(self._view)
+    def optimize(self) -> "Optimizer":
+        return Optimizer(self)
 
     def validate(self) -> None:
         """Check that every referenced data and deletion file exists and opens."""
         _validate.validate_dataset(self.snapshot)
+
+    @staticmethod
+    def drop(base_uri, storage_options: dict | None = None,
+             ignore_not_found: bool = False) -> None:
+        """Remove the dataset at ``base_uri`` entirely (pylance's ``LanceDataset.drop``)."""
+        drop_dataset(base_uri, storage_options, ignore_not_found)
+
+    @staticmethod
+    def commit_batch(dest, transactions, commit_lock=None, storage_options=None,
+                     enable_v2_manifest_paths=None, detached=False, max_retries=20) -> dict:
+        """Commit several Append transactions as one version: ``{"dataset", "merged"}``."""
+        if commit_lock is not None or detached:
+            raise InvalidArgumentError("commit_lock and detached commits are not supported")
+        return commit_batch(dest, transactions, storage_options=storage_options,
+                            max_retries=max_retries)
 
     @staticmethod
     def commit(base_uri, operation, blobs_op=None, read_version=None, commit_lock=None,
@@ -348,6 +422,9 @@ class Dataset(DatasetReadAPI):
         kwargs.pop("table_id", None)
         if kwargs:
             raise InvalidArgumentError(f"commit() got unexpected arguments {sorted(kwargs)}")
+        if read_version is None and not isinstance(operation, (Transaction, Overwrite, Restore)):
+            # pylance: only an overwrite or a restore may be committed blind
+            raise InvalidArgumentError("read_version is required for this operation")
         return commit(base_uri, operation, read_version, storage_options=storage_options,
                       max_retries=max_retries,
                       enable_v2_manifest_paths=True if enable_v2_manifest_paths is None
@@ -431,6 +508,21 @@ def commit(uri, operation, read_version: int | None = None, *,
     return Dataset(new.run_after_commit())
 
 
+class Optimizer(DatasetOptimizer):
+    """``Dataset.optimize``: compaction, and switching auto cleanup on and off (config keys
+    ``lance.auto_cleanup.*``, as pylance writes them)."""
+
+    def __init__(self, ds: Dataset):
+        super().__init__(ds._view)
+        self._dataset = ds
+
+    def enable_auto_cleanup(self, auto_cleanup_config: dict, **kwargs) -> None:
+        self._dataset.update_config(auto_cleanup_config(auto_cleanup_config))
+
+    def disable_auto_cleanup(self, **kwargs) -> None:
+        self._dataset.delete_config_keys(list(AUTO_CLEANUP_KEYS))
+
+
 class NativeView:
     """The few methods of pylance's native dataset handle (``LanceDataset._ds``) that
     callers use directly; each answers from the Dataset it wraps."""
@@ -446,6 +538,20 @@ class NativeView:
         for start, stop in ranges:
             table = self._dataset.take(list(range(int(start), int(stop))), columns=columns)
             yield from table.combine_chunks().to_batches()
+
+
+def commit_batch(dest, transactions, **options) -> dict:
+    """Merge Append transactions into one and commit it (what pylance merges in a batch):
+    ``{"dataset": the new version, "merged": the merged Transaction}``."""
+    txns = list(transactions)
+    if not txns:
+        raise InvalidArgumentError("commit_batch needs at least one transaction")
+    if not all(isinstance(t.operation, Append) for t in txns):
+        raise NotSupportedError("commit_batch merges Append transactions only")
+    fragments = [f for t in txns for f in t.operation.fragments]
+    merged = Transaction(min(t.read_version for t in txns), Append(fragments))
+    ds = commit(dest, Append([f.copy() for f in fragments]), merged.read_version, **options)
+    return {"dataset": ds, "merged": merged}
 
 
 def _reopen(uri, version, storage_options, base_store_params=None, manifest_store=None):

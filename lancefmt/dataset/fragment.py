@@ -13,6 +13,7 @@ import pyarrow as pa
 from .._proto import table_pb2
 from ..jsonb.arrow import decode_batch, user_schema
 from ..table.fragment import FragmentMetadata
+from ..table.lance_schema import LanceSchema
 from .core.context import ScanContext
 from .core.files import deletion_file_uri
 from .core.snapshot import Snapshot
@@ -22,6 +23,8 @@ from .read.projection import needs_projection, projected
 from .read.scan import FragmentScan, ScanSpec, live_counts, load_deletions
 from .read.scanner import LanceScanner
 from .read.take import take_from_fragment
+from .mutate.delete import delete_in_fragment
+from .write.adopt_file import fragment_from_file
 from .write.fragments import create_fragment
 
 
@@ -138,6 +141,17 @@ class Fragment:
         return create_fragment(dataset_uri, data, fragment_id, schema, max_rows_per_group,
                                progress, mode, **kwargs)
 
+    @staticmethod
+    def create_from_file(filename: str, dataset, fragment_id: int = 0) -> FragmentMetadata:
+        """A fragment for a Lance file already in the dataset's ``data/`` directory (written
+        with the file API); commit it with ``Operation.Append``."""
+        return fragment_from_file(dataset.snapshot, str(filename), fragment_id)
+
+    def delete(self, predicate: str) -> FragmentMetadata | None:
+        """This fragment with the rows matching ``predicate`` deleted as well (a new deletion
+        file, not committed: pass it to ``Operation.Delete``); None when no row is left."""
+        return delete_in_fragment(self._snapshot(), self._pb, predicate)
+
     def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
                  with_row_address=False, *, start: int = 0, stop: int | None = None,
                  **kwargs) -> pa.Table:
@@ -172,9 +186,11 @@ class Fragment:
 
     def merge_columns(self, value_func, columns=None, batch_size=None, reader_schema=None):
         """New columns for this fragment only (pylance's ``Fragment.merge_columns``): returns
-        (FragmentMetadata, Lance field list) to commit with ``Operation.Merge``."""
-        return fragment_merge_columns(self._snapshot(), self._pb, value_func, columns, batch_size,
-                                      reader_schema)
+        (FragmentMetadata, LanceSchema) to commit with ``Operation.Merge`` (or ``Overwrite``
+        with ``schema.to_pyarrow()``)."""
+        meta, fields = fragment_merge_columns(self._snapshot(), self._pb, value_func, columns,
+                                              batch_size, reader_schema)
+        return meta, LanceSchema(fields)
 
     def update_columns(self, data_obj, left_on: str = "_rowid", right_on=None, schema=None):
         """Rewrite columns of this fragment from joined data (pylance's ``update_columns``):

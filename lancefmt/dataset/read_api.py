@@ -54,7 +54,21 @@ class DatasetReadAPI(pads.Dataset):
                 fragment_readahead=None, scan_in_order=None, fragments=None, index_segments=None,
                 full_text_query=None, *, with_row_id=None, with_row_address=None, **kwargs):
         """A :class:`~lancefmt.dataset.read.scanner.LanceScanner` (pylance's signature; index
-        and search options are refused, tuning options accepted and ignored)."""
+        and search options are refused, tuning options accepted and ignored); unset
+        arguments take ``default_scan_options``."""
+        given = {"columns": columns, "filter": filter, "limit": limit, "offset": offset,
+                 "batch_size": batch_size, "with_row_id": with_row_id,
+                 "with_row_address": with_row_address}
+        for k, v in getattr(self, "scan_defaults", {}).items():
+            if given.get(k) is None and k not in kwargs:
+                if k in given:
+                    given[k] = v
+                else:
+                    kwargs[k] = v
+        columns, filter, limit, offset = (given["columns"], given["filter"], given["limit"],
+                                          given["offset"])
+        batch_size, with_row_id, with_row_address = (given["batch_size"], given["with_row_id"],
+                                                     given["with_row_address"])
         return LanceScanner(self.snapshot, columns=columns, filter=filter, limit=limit, offset=offset,
                             nearest=nearest, batch_size=batch_size,
                             batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead,

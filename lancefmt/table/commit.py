@@ -120,6 +120,12 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                     mf = read_manifest(loc.uri, size=loc.size, store=store)
                     if loc.version > checked and txn.read_version:
                         _check_against(txn, mf, dataset_uri, store)
+                        if options.max_retries == 0 and txn.kind == "overwrite":
+                            # a strict overwrite (pylance: max_retries=0) is not rebased
+                            raise CommitConflictError(
+                                f"Commit conflict for version {loc.version}: this overwrite "
+                                f"read version {txn.read_version} of {dataset_uri} and "
+                                "max_retries=0 forbids rebasing it onto newer versions")
                     if loc is latest:
                         previous = mf
                         fill_row_counts(previous, dataset_uri, store)

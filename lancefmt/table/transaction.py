@@ -172,6 +172,10 @@ class UpdateConfig(BaseOperation):
     field_metadata_updates: Dict[int, UpdateMap] = field(default_factory=dict)
     name = "update_config"
 
+    def __post_init__(self):
+        if self.field_metadata_updates is None:  # pylance's callers pass None for "none"
+            self.field_metadata_updates = {}
+
     def fill(self, txn):
         u = txn.update_config
         u.SetInParent()

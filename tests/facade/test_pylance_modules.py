@@ -109,3 +109,23 @@ def test_sharded_batch_iterator(tmp_path, granularity):
         assert got == [i for f in range(1, 10, 2) for i in range(f * 100, f * 100 + 100)]
     else:
         assert got == [j for i in range(15, 1000, 30) for j in range(i, min(i + 15, 1000))]
+
+
+def test_commit_module_is_still_the_commit_function(tmp_path):
+    import lancefmt.commit as commit_module
+
+    assert lancefmt.commit is commit_module
+    frags = write_fragments(pa.table({"a": [1]}), str(tmp_path / "d"), mode="overwrite")
+    ds = lancefmt.commit(str(tmp_path / "d"),
+                         lancefmt.Operation.Overwrite(pa.schema([("a", pa.int64())]), frags))
+    assert ds.to_table()["a"].to_pylist() == [1]
+
+
+def test_write_fragments_return_transaction(tmp_path):
+    uri = str(tmp_path / "d")
+    ds = lancefmt.write_dataset(pa.table({"a": [1]}), uri)
+    txn = write_fragments(pa.table({"a": [2]}), ds, return_transaction=True)
+    assert txn.read_version == 1 and isinstance(txn.operation, lancefmt.Operation.Append)
+    assert lancefmt.LanceDataset.commit(uri, txn).to_table()["a"].to_pylist() == [1, 2]
+    with pytest.raises(ValueError):  # pylance: a blind append needs read_version
+        lancefmt.LanceDataset.commit(uri, txn.operation)

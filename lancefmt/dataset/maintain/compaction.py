@@ -364,18 +364,20 @@ class DatasetOptimizer:
                       materialize_deletions_threshold: float | None = None,
                       num_threads: int | None = None, batch_size: int | None = None,
                       compaction_mode: str | None = None,
-                      progress=None, **_ignored) -> CompactionMetrics:
+                      progress=None, **more) -> CompactionMetrics:
         """Compact and commit; the dataset moves to the new version. ``progress``: a tqdm
         bar over the fragments rewritten. ``compaction_mode``: pylance's names; the binary
         modes re-encode (same rows; no page copy yet), ``force_binary_copy`` refuses fragments
-        with deleted rows as pylance does."""
+        with deleted rows as pylance does. ``more``: pylance 14's other options
+        (``max_source_*``, ``excluded_fragment_ids``; tuning ones accepted and ignored)."""
         snapshot = self._view.snapshot
         options = CompactionOptions.resolve(
             snapshot.config(), target_rows_per_fragment=target_rows_per_fragment,
             max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
             materialize_deletions=materialize_deletions,
             materialize_deletions_threshold=materialize_deletions_threshold,
-            num_threads=num_threads, batch_size=batch_size, compaction_mode=compaction_mode)
+            num_threads=num_threads, batch_size=batch_size, compaction_mode=compaction_mode,
+            **more)
         committed, metrics = compact(snapshot, options, progress)
         self._view.move_to(committed)
         return metrics

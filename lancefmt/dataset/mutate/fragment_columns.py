@@ -24,6 +24,9 @@ from .new_columns import add_columns
 def fragment_merge_columns(snapshot, pb, value_func, columns=None, batch_size=None, reader_schema=None):
     """``Fragment.merge_columns``: (new FragmentMetadata, new Lance field list) for one fragment,
     nothing committed; commit all fragments with ``Operation.Merge(fragments, fields)``."""
+    if getattr(value_func, "checkpoint_file", None) is not None:
+        raise InvalidArgumentError("A checkpoint file cannot be used when merging the columns "
+                                   "of one fragment: merge_columns runs once per fragment")
     if isinstance(value_func, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or \
             hasattr(value_func, "__arrow_c_stream__"):
         reader = to_reader(value_func, reader_schema)

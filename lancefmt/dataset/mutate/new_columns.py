@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, InvalidInputError
 from ...file.schema import fields_from_arrow
 from ...sql import parse_expression, referenced_columns
 from ...table.fragment import FragmentMetadata
@@ -94,8 +94,8 @@ def _aligned_tables(snapshot, data, reader_schema):
                 try:
                     pending.append(next(it))
                 except StopIteration:
-                    raise InvalidArgumentError("the new column data has fewer rows than the "
-                                               "dataset") from None
+                    raise InvalidInputError("Stream ended before producing values for all "
+                                            "rows in dataset") from None
             b = pending.pop(0)
             if have + b.num_rows > n:
                 pending.insert(0, b.slice(n - have))

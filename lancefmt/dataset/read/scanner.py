@@ -8,6 +8,7 @@ a ``pyarrow.dataset.Scanner`` (as pylance's is), so engines that accept Arrow sc
 """
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 import pyarrow as pa
@@ -16,14 +17,32 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...jsonb.arrow import decode_batch, user_schema
 from .projection import Projection, build_projection
+from .row_offsets import ROW_OFFSET, RowOffsets
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches
 
 _IGNORED = ("nearest", "batch_size_bytes", "batch_readahead", "fragment_readahead",
             "index_segments", "full_text_query", "prefilter", "use_stats", "fast_search",
             "io_buffer_size", "late_materialization", "blob_handling", "use_scalar_index",
-            "scan_stats_callback", "strict_batch_size", "disable_scoring_autoprojection",
+            "scan_stats_callback", "disable_scoring_autoprojection",
             "use_threads", "cache_metadata", "memory_pool", "fragment_scan_options",
             "batch_readahead", "row_addr_allowlist", "row_addr_blocklist")
+
+
+def rebatch(batches, size: int) -> Iterator[pa.RecordBatch]:
+    """``strict_batch_size``: batches of exactly ``size`` rows across fragment boundaries;
+    only the last one is shorter."""
+    pending, rows = [], 0
+    for b in batches:
+        while b.num_rows:
+            take = min(size - rows, b.num_rows)
+            pending.append(b.slice(0, take))
+            rows += take
+            b = b.slice(take)
+            if rows == size:
+                yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+                pending, rows = [], 0
+    if rows:
+        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
 
 
 class LanceScanner(pads.Scanner):
@@ -34,7 +53,7 @@ class LanceScanner(pads.Scanner):
     def __init__(self, source, *, columns=None, filter=None, limit=None, offset=None,
                  with_row_id=None, with_row_address=None, batch_size=None, fragments=None,
                  scan_in_order=None, include_deleted_rows=None, order_by=None, threads=None,
-                 **options):
+                 strict_batch_size: bool = False, **options):
         for key, value in options.items():
             if key not in _IGNORED:
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
@@ -52,6 +71,18 @@ class LanceScanner(pads.Scanner):
             raise InvalidArgumentError("Limit must be non-negative")
         if offset is not None and int(offset) < 0:
             raise InvalidArgumentError("Offset must be non-negative")
+        if batch_size is None and os.environ.get("LANCE_DEFAULT_BATCH_SIZE"):
+            batch_size = int(os.environ["LANCE_DEFAULT_BATCH_SIZE"])  # as pylance reads it
+        self._strict = bool(strict_batch_size) and batch_size is not None
+        self._batch_size = batch_size
+        # _rowoffset (a row's position among the live rows) comes from its row address
+        self._offset_at = None
+        self._drop_address = False
+        if isinstance(columns, (list, tuple)) and ROW_OFFSET in columns:
+            self._offset_at = list(columns).index(ROW_OFFSET)
+            columns = [c for c in columns if c != ROW_OFFSET]
+            if ROW_ADDRESS not in columns and not with_row_address:
+                with_row_address, self._drop_address = True, True
         self._source = source
         schema = source.schema
         self._projection: Projection = build_projection(schema, columns)
@@ -77,9 +108,27 @@ class LanceScanner(pads.Scanner):
         return user_schema(self._stored_schema())
 
     def _stored_schema(self) -> pa.Schema:
+        return self._with_offsets_schema(self._read_schema())
+
+    def _read_schema(self) -> pa.Schema:
         if self._projection.computed:
             return self._projection.output_schema(self._extras)
         return self._spec.output_schema(self._source.schema)
+
+    def _with_offsets_schema(self, schema: pa.Schema) -> pa.Schema:
+        if self._offset_at is None:
+            return schema
+        if self._drop_address:
+            schema = schema.remove(schema.get_field_index(ROW_ADDRESS))
+        return schema.insert(self._offset_at, pa.field(ROW_OFFSET, pa.uint64()))
+
+    def _add_offsets(self, batches):
+        offsets = RowOffsets(self._source.ctx, self._source.fragment_pbs())
+        for b in batches:
+            values = offsets.of(b.column(ROW_ADDRESS).to_numpy())
+            if self._drop_address:
+                b = b.drop_columns([ROW_ADDRESS])
+            yield b.add_column(self._offset_at, ROW_OFFSET, values)
 
     @property
     def dataset_schema(self) -> pa.Schema:
@@ -91,8 +140,11 @@ class LanceScanner(pads.Scanner):
                                limit=self._limit, offset=self._offset, threads=self._threads)
         if self._projection.computed:
             batches = (self._projection.apply(b, self._extras) for b in batches)
+        if self._offset_at is not None:
+            batches = self._add_offsets(batches)
         stored = self._stored_schema()
-        return (decode_batch(b, stored) for b in batches)
+        out = (decode_batch(b, stored) for b in batches)
+        return rebatch(out, self._batch_size) if self._strict else out
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -121,6 +173,8 @@ class LanceScanner(pads.Scanner):
                                offset=self._offset)
         if self._projection.computed:
             batches = (self._projection.apply(b, self._extras) for b in batches)
+        if self._offset_at is not None:
+            batches = self._add_offsets(batches)
         stored = self._stored_schema()
         return pa.Table.from_batches([decode_batch(b, stored) for b in batches],
                                      schema=self.projected_schema)
