@@ -42,6 +42,7 @@ from .dataset.mutate.merge_insert import MergeInsertBuilder  # noqa: E402
 from .dataset.read.blobs import BlobColumn, BlobFile  # noqa: E402
 from .dataset import AutoCleanupConfig, LANCE_COMMIT_MESSAGE_KEY  # noqa: E402
 from .table.lance_schema import LanceSchema  # noqa: E402
+from .io.io_stats import bytes_read_counter, iops_counter  # noqa: E402
 
 __all__ = [
     "LanceError",
@@ -85,4 +86,6 @@ __all__ = [
     "AutoCleanupConfig",
     "LANCE_COMMIT_MESSAGE_KEY",
     "LanceSchema",
+    "bytes_read_counter",
+    "iops_counter",
 ]

@@ -487,13 +487,23 @@ class Dataset(DatasetReadAPI):
                                     progress=progress)
 
 
-def write_dataset(data, uri, schema=None, mode: str = "create", **options) -> Dataset:
-    """Write ``data`` as a new dataset, or append to / overwrite an existing one, with
-    pylance's parameters in pylance's order (``schema`` third, ``mode`` fourth); the options
-    are :func:`lancefmt.dataset.write.dataset_write.write_and_commit`'s. Returns the new
-    version's Dataset."""
-    return Dataset(write_and_commit(data, uri, schema, mode, after_commit=maybe_auto_cleanup,
-                                    **options))
+def write_dataset(data_obj, uri, schema=None, mode: str = "create", *,
+                  commit_lock=None, **options) -> Dataset:
+    """Write ``data_obj`` as a new dataset, or append to / overwrite an existing one, with
+    pylance's parameters in pylance's order and names (``schema`` third, ``mode`` fourth); the
+    options are :func:`lancefmt.dataset.write.dataset_write.write_and_commit`'s.
+    ``commit_lock`` (pylance: a context manager factory taking the version to commit) is
+    entered around the write. Returns the new version's Dataset."""
+    if commit_lock is None:
+        return Dataset(write_and_commit(data_obj, uri, schema, mode,
+                                        after_commit=maybe_auto_cleanup, **options))
+    try:
+        version = Dataset.open(uri, storage_options=options.get("storage_options")).latest_version + 1
+    except DatasetNotFoundError:
+        version = 1
+    with commit_lock(version):
+        return Dataset(write_and_commit(data_obj, uri, schema, mode,
+                                        after_commit=maybe_auto_cleanup, **options))
 
 
 def commit(uri, operation, read_version: int | None = None, *,
@@ -516,8 +526,8 @@ class Optimizer(DatasetOptimizer):
         super().__init__(ds._view)
         self._dataset = ds
 
-    def enable_auto_cleanup(self, auto_cleanup_config: dict, **kwargs) -> None:
-        self._dataset.update_config(auto_cleanup_config(auto_cleanup_config))
+    def enable_auto_cleanup(self, options: dict, **kwargs) -> None:
+        self._dataset.update_config(auto_cleanup_config(options))
 
     def disable_auto_cleanup(self, **kwargs) -> None:
         self._dataset.delete_config_keys(list(AUTO_CLEANUP_KEYS))

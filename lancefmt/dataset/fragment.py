@@ -17,7 +17,8 @@ from ..table.lance_schema import LanceSchema
 from .core.context import ScanContext
 from .core.files import deletion_file_uri
 from .core.snapshot import Snapshot
-from .mutate.fragment_columns import fragment_merge_columns, fragment_update_columns
+from .mutate.fragment_columns import (fragment_merge, fragment_merge_columns,
+                                      fragment_update_columns)
 from .read.fragment_source import FragmentSource
 from .read.projection import needs_projection, projected
 from .read.scan import FragmentScan, ScanSpec, live_counts, load_deletions
@@ -190,6 +191,14 @@ class Fragment:
         with ``schema.to_pyarrow()``)."""
         meta, fields = fragment_merge_columns(self._snapshot(), self._pb, value_func, columns,
                                               batch_size, reader_schema)
+        return meta, LanceSchema(fields)
+
+    def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None):
+        """New columns for this fragment joined from ``data_obj`` on ``left_on`` (a column,
+        ``_rowid`` or ``_rowaddr``) == ``right_on``: (FragmentMetadata, LanceSchema) for
+        ``Operation.Merge``; nothing committed."""
+        meta, fields = fragment_merge(self._snapshot(), self._pb, data_obj, left_on, right_on,
+                                      schema)
         return meta, LanceSchema(fields)
 
     def update_columns(self, data_obj, left_on: str = "_rowid", right_on=None, schema=None):

@@ -76,6 +76,9 @@ def normalize_uri(uri) -> str:
 
 def child(base: str, *names: str) -> str:
     """Join relative names below ``base`` (a URI). Names are trusted: check them first."""
+    if base.endswith("://"):  # the root of a store (``memory://``): keep the scheme whole
+        parts = [n.strip("/") for n in names if n]
+        return base + "/".join(parts)
     base = base.rstrip("/") if len(base) > 1 else base
     parts = [n.strip("/") for n in names if n]
     if not parts:

@@ -76,8 +76,19 @@ class FragmentMetadata:
         return isinstance(other, FragmentMetadata) and self.pb == other.pb
 
     def __repr__(self):
-        return (f"FragmentMetadata(id={self.id}, files={[f.path for f in self.pb.files]}, "
-                f"physical_rows={self.physical_rows}, num_deletions={self.num_deletions})")
+        """pylance's dataclass repr (``DataFile(path=..., file_major_version=...)``)."""
+        files = ", ".join(
+            f"DataFile(path={f.path!r}, fields={list(f.fields)}, "
+            f"column_indices={list(f.column_indices)}, "
+            f"file_major_version={f.file_major_version}, "
+            f"file_minor_version={f.file_minor_version}, "
+            f"file_size_bytes={f.file_size_bytes or None})" for f in self.pb.files)
+        j = self.to_json()
+        return (f"FragmentMetadata(id={self.id}, files=[{files}], "
+                f"physical_rows={self.physical_rows}, deletion_file={self.deletion_file!r}, "
+                f"row_id_meta={j['row_id_meta']!r}, "
+                f"created_at_version_meta={j['created_at_version_meta']!r}, "
+                f"last_updated_at_version_meta={j['last_updated_at_version_meta']!r})")
 
     # -- accessors --------------------------------------------------------------------
     @property

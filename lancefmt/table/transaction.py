@@ -9,6 +9,7 @@ schemas before building operations.
 from __future__ import annotations
 
 import uuid as _uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -270,7 +271,14 @@ class RewriteGroup:
 @dataclass
 class Rewrite(BaseOperation):
     groups: List[RewriteGroup]
+    # pylance's index arguments: lancefmt has no index to remap, so these must stay empty
+    rewritten_indices: list = field(default_factory=list)
+    frag_reuse_index: object = None
     name = "rewrite"
+
+    def __post_init__(self):
+        if self.rewritten_indices or self.frag_reuse_index is not None:
+            raise UnsupportedFeatureError("Rewrite with index remapping (lancefmt has no indexes)")
 
     def fill(self, txn):
         r = txn.rewrite
@@ -289,6 +297,13 @@ class Merge(BaseOperation):
     schema: object  # pyarrow schema or Lance Field list
     schema_metadata: Optional[Dict[str, bytes]] = None
     name = "merge"
+
+    def __post_init__(self):
+        if type(self.schema).__module__.startswith("pyarrow"):
+            # as pylance: ids are then guessed depth-first, which new columns may not have
+            warnings.warn("Merge with a pyarrow schema is deprecated: pass the LanceSchema "
+                          "merge_columns / Fragment.merge returned", DeprecationWarning,
+                          stacklevel=3)
 
     @property
     def fields(self) -> list:

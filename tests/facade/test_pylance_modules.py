@@ -129,3 +129,28 @@ def test_write_fragments_return_transaction(tmp_path):
     assert lancefmt.LanceDataset.commit(uri, txn).to_table()["a"].to_pylist() == [1, 2]
     with pytest.raises(ValueError):  # pylance: a blind append needs read_version
         lancefmt.LanceDataset.commit(uri, txn.operation)
+
+
+def test_plans_name_pylance_nodes_and_count_reads(tmp_path):
+    import re
+
+    ds = lancefmt.write_dataset(pa.table({"a": range(100), "b": range(100)}), str(tmp_path / "d"))
+    scan = ds.scanner(columns=[], filter="a < 50", with_row_id=True)
+    assert "projection=[a]" in scan.explain_plan(True)
+    before = lancefmt.iops_counter()
+    plan = lancefmt.dataset(str(tmp_path / "d")).scanner(filter="a < 50").analyze_plan()
+    assert re.search(r"LanceRead:.*output_rows=50.*rows_scanned=100.*bytes_read=[1-9]\d*", plan)
+    assert lancefmt.iops_counter() > before
+
+
+def test_merge_insert_plans_and_no_action(tmp_path):
+    ds = lancefmt.write_dataset(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}),
+                                str(tmp_path / "d"))
+    b = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    assert b.explain_plan().startswith("MergeInsert: on=[id], when_matched=UpdateAll")
+    text = b.analyze_plan(pa.table({"id": [2, 4], "v": ["x", "y"]}))
+    assert "num_inserted_rows=1" in text and "num_updated_rows=1" in text
+    assert "num_files_written=1" in text and ds.version == 1  # nothing committed
+    assert ds.count_rows() == 3 and len(list((tmp_path / "d" / "data").iterdir())) == 1
+    with pytest.raises(ValueError):
+        ds.merge_insert("id").execute(pa.table({"id": [9], "v": ["z"]}))

@@ -137,8 +137,16 @@ class MergeInsertBuilder:
         return analyze_merge(snapshot, self, source.schema, metrics)
 
     # -- execution ---------------------------------------------------------------------------
+    def check_actions(self) -> None:
+        """A merge with no action would change nothing: refused, as pylance refuses it."""
+        if self._matched is None and not self._insert and not self._by_source_delete:
+            raise MergeInsertError("merge_insert needs an action: when_matched_*, "
+                                   "when_not_matched_insert_all or "
+                                   "when_not_matched_by_source_delete")
+
     def execute(self, data_obj, *, schema: pa.Schema | None = None) -> dict:
         """Run the merge, move the dataset to the new version and return pylance's stats."""
+        self.check_actions()
         snapshot = self._view.snapshot
         source = _conform_source(to_reader(data_obj, schema).read_all(), snapshot.schema, self._on)
         new, stats = merge_insert(snapshot, self, source)
@@ -150,6 +158,7 @@ class MergeInsertBuilder:
         Commit later with ``LanceDataset.commit(uri, transaction)`` (the transaction carries
         the version it was planned against, so conflicts are checked then). The dataset does
         not move."""
+        self.check_actions()
         snapshot = self._view.snapshot
         source = _conform_source(to_reader(data_obj, schema).read_all(), snapshot.schema, self._on)
         op, stats, _, _ = stage_merge(snapshot, self, source)

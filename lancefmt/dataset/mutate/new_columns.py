@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from ..._proto import table_pb2
 from ...errors import InvalidArgumentError, InvalidInputError
 from ...file.schema import fields_from_arrow
 from ...sql import parse_expression, referenced_columns
@@ -59,23 +60,42 @@ def _expression_tables(snapshot, exprs: dict, batch_size):
     return schema, tables_for
 
 
-def udf_tables(snapshot, udf, read_columns, batch_size):
+def udf_tables(snapshot, udf, read_columns, batch_size, pbs=None):
     """(output schema, tables_for(fragment pb)) of a batch UDF over every physical row; the
-    schema is the UDF's declared one, or that of its output for the first row."""
+    schema is the UDF's declared one, or that of its output for the first batch (which is
+    kept, so the UDF sees every batch exactly once, as pylance calls it)."""
     if not isinstance(udf, BatchUDF):
         udf = BatchUDF(getattr(udf, "func", udf), getattr(udf, "output_schema", None))
     columns = list(read_columns) if read_columns is not None else snapshot.schema.names
+
+    def batches(pb):
+        for t in physical_batches(snapshot, pb, columns, batch_size):
+            yield from t.to_batches(max_chunksize=batch_size)
+
+    first = {}
     schema = udf.output_schema
     if schema is None:
-        sample = _first_row(snapshot, columns)
-        schema = udf(sample.to_batches()[0] if sample.num_rows else
-                     pa.RecordBatch.from_pylist([], schema=sample.schema)).schema
+        pbs = list(pbs) if pbs is not None else snapshot.fragment_pbs()
+        first_pb = next((pb for pb in pbs if pb.physical_rows), None)
+        if first_pb is None:
+            sample = _first_row(snapshot, columns)
+            schema = udf(pa.RecordBatch.from_pylist([], schema=sample.schema)).schema
+        else:
+            it = batches(first_pb)
+            out = udf(next(it))
+            first[first_pb.id] = (out, it)
+            schema = out.schema
         udf.output_schema = schema
 
     def tables_for(pb):
-        for t in physical_batches(snapshot, pb, columns, batch_size):
-            for b in t.to_batches(max_chunksize=batch_size):
+        if pb.id in first:
+            out, rest = first.pop(pb.id)
+            yield out
+            for b in rest:
                 yield udf(b)
+            return
+        for b in batches(pb):
+            yield udf(b)
 
     return schema, tables_for
 
@@ -144,7 +164,7 @@ def add_columns(snapshot, transforms, read_columns=None, reader_schema=None, bat
         schema, tables_for = _expression_tables(snapshot, transforms, batch_size)
     elif isinstance(transforms, BatchUDF) or (callable(transforms) and not hasattr(transforms, "__arrow_c_stream__")
                                               and not isinstance(transforms, (pa.Table, pa.RecordBatchReader))):
-        schema, tables_for = udf_tables(snapshot, transforms, read_columns, batch_size)
+        schema, tables_for = udf_tables(snapshot, transforms, read_columns, batch_size, pbs)
     else:
         schema, tables_for, check_done = _aligned_tables(snapshot, transforms, reader_schema)
     check_new_names(snapshot, schema.names)
@@ -170,11 +190,13 @@ def _null_columns(snapshot, schema: pa.Schema) -> CommitPlan:
                             schema_metadata=dict(snapshot.manifest.schema_metadata)))
 
 
-def merge_columns(snapshot, data, left_on: str, right_on: str, schema=None) -> CommitPlan:
+def merge_columns(snapshot, data, left_on: str, right_on: str, schema=None,
+                  pbs=None) -> CommitPlan:
     """pylance's ``Dataset.merge``: new columns from ``data`` joined on ``left_on == right_on``;
-    rows without a match get nulls."""
+    rows without a match get nulls. ``left_on`` may be ``_rowid`` / ``_rowaddr``; ``pbs``:
+    only these fragments (``Fragment.merge``)."""
     right = to_reader(data, schema).read_all()
-    if left_on not in snapshot.schema.names:
+    if left_on not in snapshot.schema.names and left_on not in ("_rowid", "_rowaddr"):
         raise InvalidArgumentError(f"no column {left_on!r} in the dataset")
     if right_on not in right.column_names:
         raise InvalidArgumentError(f"no column {right_on!r} in the data to merge")
@@ -188,11 +210,24 @@ def merge_columns(snapshot, data, left_on: str, right_on: str, schema=None) -> C
     right = right.select([right_on] + new_names).rename_columns(["__key"] + new_names)
 
     def tables_for(pb):
-        for t in physical_batches(snapshot, pb, [left_on]):
+        for t in _key_batches(snapshot, pb, left_on):
             left = pa.table({"__key": t.column(left_on),
                              "__pos": pa.array(np.arange(t.num_rows, dtype=np.int64))})
             joined = left.join(right, "__key", join_type="left outer").sort_by("__pos")
             yield pa.Table.from_arrays([joined.column(n).cast(new_schema.field(n).type)
                                         for n in new_names], schema=new_schema)
 
-    return with_new_files(snapshot, new_schema, tables_for)
+    return with_new_files(snapshot, new_schema, tables_for, pbs)
+
+
+def _key_batches(snapshot, pb, left_on: str):
+    """The merge key of every physical row of ``pb`` (deleted rows too, as files hold them)."""
+    if left_on not in ("_rowid", "_rowaddr"):
+        yield from physical_batches(snapshot, pb, [left_on])
+        return
+    bare = table_pb2.DataFragment()
+    bare.CopyFrom(pb)
+    bare.ClearField("deletion_file")
+    spec = ScanSpec.build(snapshot.schema, [], with_row_id=left_on == "_rowid",
+                          with_row_address=left_on == "_rowaddr")
+    yield from FragmentScan(snapshot.ctx, bare, spec).windows()

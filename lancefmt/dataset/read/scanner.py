@@ -9,12 +9,14 @@ a ``pyarrow.dataset.Scanner`` (as pylance's is), so engines that accept Arrow sc
 from __future__ import annotations
 
 import os
+import time
 from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
 from ...errors import InvalidArgumentError, NotSupportedError
+from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import decode_batch, user_schema
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
@@ -187,7 +189,11 @@ class LanceScanner(pads.Scanner):
 
     # -- plans --------------------------------------------------------------------------------
     def explain_plan(self, verbose: bool = False) -> str:
-        """Plain text of what the scan will read and compute."""
+        """Plain text of what the scan will read and compute, with pylance's node and key
+        names (``LanceRead: ... projection=[...]``) so tools reading plans find them."""
+        return "\n".join(self._plan_lines(verbose, None)) + "\n"
+
+    def _plan_lines(self, verbose: bool, metrics) -> list:
         spec = self._spec
         ds = self._source
         lines = []
@@ -199,18 +205,33 @@ class LanceScanner(pads.Scanner):
         if self._limit is not None or self._offset:
             lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
         filt = self._filter_text if self._filter_text is not None else spec.filter
-        lines.append(f"  LanceScan: uri={ds.uri}, version={ds.version}, "
-                     f"fragments={len(self._fragments)}, columns=[{', '.join(spec.read_columns)}], "
-                     f"filter={filt}, row_id={spec.need_row_id}, row_addr={spec.need_row_address}, "
-                     f"batch_size={spec.batch_size}")
+        read = f"  LanceRead: uri={ds.uri}, version={ds.version}, " \
+            f"projection=[{', '.join(spec.read_columns)}], num_fragments={len(self._fragments)}, " \
+            f"full_filter={filt if filt is not None else '--'}, " \
+            f"row_id={str(spec.need_row_id).lower()}, " \
+            f"row_addr={str(spec.need_row_address).lower()}, batch_size={spec.batch_size}"
+        if metrics is not None:
+            read += ", metrics=[" + ", ".join(f"{k}={v}" for k, v in metrics.items()) + "]"
+        lines.append(read)
         if verbose:
             lines.append(f"    pyarrow filter: {spec.filter}")
             lines.append(f"    fragment ids: {[f.id for f in self._fragments]}")
-        return "\n".join(lines) + "\n"
+        return lines
 
     def analyze_plan(self, count_rows: bool = False) -> str:
-        n = self.count_rows()
-        return self.explain_plan(True) + f"  rows returned: {n}\n"
+        """Run the scan and describe it with what it did: rows out, rows of the fragments it
+        scanned, bytes read and read requests (process-wide counters, so concurrent reads
+        elsewhere are included)."""
+        requests0, bytes0 = io_totals()
+        started = time.perf_counter()
+        output = sum(b.num_rows for b in self.to_batches())
+        elapsed = time.perf_counter() - started
+        requests1, bytes1 = io_totals()
+        scanned = int(live_counts(self._source.ctx, self._fragments).sum())
+        metrics = {"output_rows": output, "rows_scanned": scanned,
+                   "bytes_read": bytes1 - bytes0, "iops": requests1 - requests0,
+                   "requests": requests1 - requests0, "elapsed": f"{elapsed * 1000:.3f}ms"}
+        return "\n".join(self._plan_lines(True, metrics)) + "\n"
 
     def __repr__(self):
         return f"LanceScanner({self._source!r}, columns={self.projected_schema.names})"
