@@ -432,7 +432,11 @@ class Dataset(DatasetReadAPI):
 
     # -- multi-base, clones, branches, cleanup -------------------------------------------------
     def add_bases(self, bases, transaction_properties: dict | None = None) -> "Dataset":
-        """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``)."""
+        """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``); no
+        bases: nothing is committed and this Dataset is returned."""
+        bases = list(bases)
+        if not bases:
+            return self
         new = _bases.add_bases(self.snapshot, bases, transaction_properties=transaction_properties)
         return self.adopt(new.run_after_commit())
 

@@ -27,11 +27,29 @@ from ..read.scan import FragmentScan, ScanSpec, scan_table
 from ..write.input import to_reader
 from .column_files import check_new_names, max_field_id, physical_batches, with_new_files
 from .udf import BatchUDF
+from .udf_checkpoint import UdfCheckpoint
 
 
 def _first_row(snapshot, columns) -> pa.Table:
     return scan_table(snapshot.ctx, snapshot.fragment_pbs(),
                       ScanSpec.build(snapshot.schema, list(columns)), limit=1)
+
+
+def _constant_nulls(snapshot, exprs: dict) -> pa.Schema | None:
+    """The schema of ``exprs`` when every one reads no column and evaluates to NULL (the new
+    columns are then all null and need no data file), else None."""
+    parsed = {}
+    for name, text in exprs.items():
+        if not isinstance(text, str):
+            return None
+        parsed[name] = parse_expression(text, snapshot.schema)
+    try:  # over a table without the dataset's columns: an expression reading one fails
+        out = pads.dataset(pa.table({"__n": [None]})).to_table(columns=dict(parsed))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
+        return None
+    if any(out.column(n).null_count != 1 for n in exprs):
+        return None
+    return pa.schema([pa.field(n, out.schema.field(n).type) for n in exprs])
 
 
 def _expression_tables(snapshot, exprs: dict, batch_size):
@@ -68,9 +86,25 @@ def udf_tables(snapshot, udf, read_columns, batch_size, pbs=None):
         udf = BatchUDF(getattr(udf, "func", udf), getattr(udf, "output_schema", None))
     columns = list(read_columns) if read_columns is not None else snapshot.schema.names
 
+    checkpoint = UdfCheckpoint(udf.checkpoint_file) if udf.checkpoint_file else None
+
     def batches(pb):
         for t in physical_batches(snapshot, pb, columns, batch_size):
             yield from t.to_batches(max_chunksize=batch_size)
+
+    def run(pb, start, b):
+        if checkpoint is None:
+            return udf(b)
+        out = checkpoint.get(pb.id, start, b.num_rows)
+        if out is None:
+            out = udf(b)
+            checkpoint.put(pb.id, start, out)
+        return out
+
+    def runs(pb, it, start=0):
+        for b in it:
+            yield run(pb, start, b)
+            start += b.num_rows
 
     first = {}
     schema = udf.output_schema
@@ -82,21 +116,21 @@ def udf_tables(snapshot, udf, read_columns, batch_size, pbs=None):
             schema = udf(pa.RecordBatch.from_pylist([], schema=sample.schema)).schema
         else:
             it = batches(first_pb)
-            out = udf(next(it))
-            first[first_pb.id] = (out, it)
+            b0 = next(it)
+            out = run(first_pb, 0, b0)
+            first[first_pb.id] = (out, it, b0.num_rows)
             schema = out.schema
         udf.output_schema = schema
 
     def tables_for(pb):
         if pb.id in first:
-            out, rest = first.pop(pb.id)
+            out, rest, done = first.pop(pb.id)
             yield out
-            for b in rest:
-                yield udf(b)
+            yield from runs(pb, rest, done)
             return
-        for b in batches(pb):
-            yield udf(b)
+        yield from runs(pb, batches(pb))
 
+    tables_for.checkpoint = checkpoint  # removed by add_columns once the files are written
     return schema, tables_for
 
 
@@ -156,19 +190,25 @@ def add_columns(snapshot, transforms, read_columns=None, reader_schema=None, bat
         transforms = [transforms]
     if isinstance(transforms, (pa.Schema, list)) and all(isinstance(f, pa.Field) for f in transforms):
         return _null_columns(snapshot, pa.schema(list(transforms)))
-    check_done = None
+    check_done = checkpoint = None
     if isinstance(transforms, dict):
         if not transforms:
             raise InvalidArgumentError("add_columns needs at least one column")
         check_new_names(snapshot, list(transforms))
+        nulls = _constant_nulls(snapshot, transforms)
+        if nulls is not None:  # e.g. CAST(NULL AS INT): metadata only, as pylance does
+            return _null_columns(snapshot, nulls)
         schema, tables_for = _expression_tables(snapshot, transforms, batch_size)
     elif isinstance(transforms, BatchUDF) or (callable(transforms) and not hasattr(transforms, "__arrow_c_stream__")
                                               and not isinstance(transforms, (pa.Table, pa.RecordBatchReader))):
         schema, tables_for = udf_tables(snapshot, transforms, read_columns, batch_size, pbs)
+        checkpoint = tables_for.checkpoint
     else:
         schema, tables_for, check_done = _aligned_tables(snapshot, transforms, reader_schema)
     check_new_names(snapshot, schema.names)
     plan = with_new_files(snapshot, schema, tables_for, pbs)
+    if checkpoint is not None:
+        checkpoint.remove()
     if check_done is not None:
         try:
             check_done()
