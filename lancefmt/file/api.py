@@ -8,6 +8,7 @@ signatures and return types: reads return a :class:`ReaderResults` (``.to_table(
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,6 +158,13 @@ class LanceFileWriter(_Writer):
         v = storage_version_name(version)
         super().__init__(os.fspath(path), schema, v, storage_options, max_page_bytes=max_page_bytes,
                          page_buffer_bytes=data_cache_bytes)
+        self._api_lock = threading.Lock()
+
+    def write_batch(self, data) -> None:
+        """Append a batch or table; safe to call from several threads (each call's rows stay
+        together, as pylance's writer serialises them)."""
+        with self._api_lock:
+            super().write_batch(data)
 
     def add_schema_metadata(self, key: str, value: str) -> None:
         """Schema metadata written into the file's descriptor at close."""

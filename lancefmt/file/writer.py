@@ -218,7 +218,8 @@ class LanceFileWriter:
             raise InvalidArgumentError("an earlier write failed; nothing was written")
         if self.schema is None:
             self.abort()
-            raise InvalidArgumentError("no schema: pass schema= or write at least one batch")
+            raise InvalidArgumentError("Schema is unknown and file cannot be created: pass "
+                                       "schema= or write at least one batch")
         try:
             for w in self._writers:
                 w.flush()

@@ -12,13 +12,15 @@ import io
 
 import pyarrow as pa
 
-from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from ...errors import (CorruptFileError, InvalidArgumentError, NotSupportedError,
+                       UnsupportedFeatureError)
 from ...file.schema import field_tree
 from ..core.blob_layout import (
     KIND_DEDICATED, KIND_EXTERNAL, KIND_INLINE, KIND_PACKED, blob_sidecar_uri,
 )
 from ..core.files import data_file_uri
 from .row_lookup import take_addresses, take_row_ids
+from .scan import load_deletions
 from .take import take_rows
 
 
@@ -83,11 +85,28 @@ def _selected_rows(snapshot, column: str, ids, addresses, indices) -> tuple[pa.T
         t = take_rows(snapshot, indices, [column], with_row_address=True)
     elif ids is not None:
         t = take_row_ids(snapshot, ids, [column], with_row_address=True)
+        _refuse_deleted(snapshot, t.column("_rowaddr").to_pylist())
     else:
         addrs = [int(a) for a in (addresses.to_pylist() if isinstance(addresses, pa.Array)
                                   else addresses)]
         return take_addresses(snapshot, addrs, [column]), addrs
     return t, t.column("_rowaddr").to_pylist()
+
+
+def _refuse_deleted(snapshot, addrs) -> None:
+    """Blobs of deleted rows are not handed out (pylance refuses them the same way)."""
+    pbs = {pb.id: pb for pb in snapshot.fragment_pbs()}
+    deleted = {}
+    for addr in addrs:
+        frag = int(addr) >> 32
+        if frag not in deleted:
+            pb = pbs.get(frag)
+            dv = load_deletions(snapshot.ctx, pb) if pb is not None else None
+            deleted[frag] = dv
+        dv = deleted[frag]
+        if dv is not None and (int(addr) & 0xFFFFFFFF) in dv:
+            raise NotSupportedError("A take operation that includes row addresses must not "
+                                    f"target deleted rows (row address {addr})")
 
 
 def _blob_field(snapshot, column: str):
