@@ -37,6 +37,7 @@ from .read import blobs as _blobs
 from .read import row_lookup
 from .read.count import count_rows
 from .read.scan import ScanSpec
+from .read.sql_query import SqlQueryBuilder
 from .read.take import take_rows
 from .read_api import DatasetReadAPI
 from .refs import bases as _bases
@@ -360,6 +361,10 @@ class Dataset(DatasetReadAPI):
         kwargs.setdefault("manifest_store", snap.manifest_store)
         self.adopt(write_and_commit(data, snap.uri, mode=mode, after_commit=snap.after_commit,
                                      **kwargs))
+
+    def sql(self, sql: str) -> SqlQueryBuilder:
+        """A SQL query over this version (run by DuckDB, an optional dependency)."""
+        return SqlQueryBuilder(self, sql)
 
     def merge_insert(self, on) -> MergeInsertBuilder:
         """An upsert builder (pylance's ``MergeInsertBuilder``) keyed on column(s) ``on``."""

@@ -154,3 +154,16 @@ def test_merge_insert_plans_and_no_action(tmp_path):
     assert ds.count_rows() == 3 and len(list((tmp_path / "d" / "data").iterdir())) == 1
     with pytest.raises(ValueError):
         ds.merge_insert("id").execute(pa.table({"id": [9], "v": ["z"]}))
+
+
+def test_dataset_sql_through_duckdb(tmp_path):
+    pytest.importorskip("duckdb")
+    ds = lancefmt.write_dataset(pa.table({"id": [1, 2, 3], "value": ["a", "b", "c"]}),
+                                str(tmp_path / "d"))
+    q = ds.sql("SELECT * FROM t WHERE id > 1").table_name("t").build()
+    assert pa.Table.from_batches(q.to_batch_records()) == pa.table({"id": [2, 3],
+                                                                    "value": ["b", "c"]})
+    rows = ds.sql("SELECT _rowid FROM dataset").with_row_id().build().to_stream_reader()
+    assert rows.read_all()["_rowid"].to_pylist() == [0, 1, 2]
+    with pytest.raises(ValueError):
+        ds.sql("SELECT nope FROM dataset").build().to_batch_records()
