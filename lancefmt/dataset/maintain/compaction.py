@@ -26,6 +26,7 @@ from ...table.transaction import ReserveFragments, Rewrite, RewriteGroup
 from ..core.files import data_file_uris, delete_files
 from ..core.plan import CommitPlan
 from ..core.view import View
+from ..read.blobs import with_blob_bytes
 from ..read.scan import ScanSpec, load_deletions
 from ..write.files import DEFAULT_MAX_BYTES_PER_FILE
 from ..write.fragments import write_fragments
@@ -255,6 +256,7 @@ def rewrite_group(snapshot, pbs, options: CompactionOptions, stable: bool,
     old = [FragmentMetadata(pb) for pb in pbs]
     if not table.num_rows:
         return GroupRewrite(old, [], [])
+    table = with_blob_bytes(snapshot, pbs, table)  # blobs are rewritten, not their descriptors
     frags = write_fragments(table, snapshot.uri, storage_options=snapshot.storage_options,
                             base_store_params=snapshot.base_store_params,
                             max_rows_per_file=max(options.target_rows_per_fragment, table.num_rows),

@@ -80,8 +80,8 @@ def _expression_tables(snapshot, exprs: dict, batch_size):
 
 def udf_tables(snapshot, udf, read_columns, batch_size, pbs=None):
     """(output schema, tables_for(fragment pb)) of a batch UDF over every physical row; the
-    schema is the UDF's declared one, or that of its output for the first batch (which is
-    kept, so the UDF sees every batch exactly once, as pylance calls it)."""
+    schema is the UDF's declared one, or that of its output for the first batch (which the
+    UDF then sees again, as pylance calls it: a UDF whose output changes is caught)."""
     if not isinstance(udf, BatchUDF):
         udf = BatchUDF(getattr(udf, "func", udf), getattr(udf, "output_schema", None))
     columns = list(read_columns) if read_columns is not None else snapshot.schema.names
@@ -106,28 +106,18 @@ def udf_tables(snapshot, udf, read_columns, batch_size, pbs=None):
             yield run(pb, start, b)
             start += b.num_rows
 
-    first = {}
     schema = udf.output_schema
-    if schema is None:
+    if schema is None:  # as pylance: the UDF's output for the first batch, then every batch
         pbs = list(pbs) if pbs is not None else snapshot.fragment_pbs()
         first_pb = next((pb for pb in pbs if pb.physical_rows), None)
         if first_pb is None:
             sample = _first_row(snapshot, columns)
             schema = udf(pa.RecordBatch.from_pylist([], schema=sample.schema)).schema
         else:
-            it = batches(first_pb)
-            b0 = next(it)
-            out = run(first_pb, 0, b0)
-            first[first_pb.id] = (out, it, b0.num_rows)
-            schema = out.schema
+            schema = udf(next(batches(first_pb))).schema
         udf.output_schema = schema
 
     def tables_for(pb):
-        if pb.id in first:
-            out, rest, done = first.pop(pb.id)
-            yield out
-            yield from runs(pb, rest, done)
-            return
         yield from runs(pb, batches(pb))
 
     tables_for.checkpoint = checkpoint  # removed by add_columns once the files are written
@@ -177,7 +167,7 @@ def _aligned_tables(snapshot, data, reader_schema):
         for b in it:
             rest += b.num_rows
         if rest:
-            raise InvalidArgumentError("the new column data has more rows than the dataset")
+            raise InvalidInputError("Stream produced more values than expected for dataset")
 
     return schema, tables_for, check_done
 

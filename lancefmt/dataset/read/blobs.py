@@ -174,3 +174,33 @@ class BlobColumn:
     def __iter__(self):
         for value in self.blob_column:
             yield None if not value.is_valid else io.BytesIO(value.as_py())
+
+
+def live_addresses(snapshot, pbs) -> list:
+    """Row addresses of the live rows of ``pbs``, in order."""
+    out = []
+    for pb in pbs:
+        dv = load_deletions(snapshot.ctx, pb)
+        offsets = dv.kept_indices(pb.physical_rows) if dv is not None and len(dv) else \
+            range(pb.physical_rows)
+        base = int(pb.id) << 32
+        out.extend(base | int(o) for o in offsets)
+    return out
+
+
+def with_blob_bytes(snapshot, pbs, table: pa.Table) -> pa.Table:
+    """``table`` (the live rows of ``pbs``, in order) with each blob v2 column's descriptors
+    replaced by the blobs' bytes, as a writer takes them (``large_binary`` marked as a blob):
+    what compaction rewrites. The group's blobs are held in memory."""
+    blob_columns = [r.name for r in field_tree(snapshot.lance_fields) if r.is_blob_v2()]
+    if not blob_columns:
+        return table
+    addrs = live_addresses(snapshot, pbs)
+    for name in blob_columns:
+        files = take_blobs(snapshot, name, addresses=addrs)
+        values = pa.array([None if f is None else f.readall() for f in files], pa.large_binary())
+        i = table.schema.get_field_index(name)
+        old = table.schema.field(i)
+        table = table.set_column(i, pa.field(name, pa.large_binary(), old.nullable,
+                                             {"lance-encoding:blob": "true"}), values)
+    return table
