@@ -158,7 +158,7 @@ class LanceFileWriter(_Writer):
         v = storage_version_name(version)
         super().__init__(os.fspath(path), schema, v, storage_options, max_page_bytes=max_page_bytes,
                          page_buffer_bytes=data_cache_bytes)
-        self._api_lock = threading.Lock()
+        self._api_lock = threading.RLock()  # write_batch(Table) calls it per batch
 
     def write_batch(self, data) -> None:
         """Append a batch or table; safe to call from several threads (each call's rows stay

@@ -167,3 +167,21 @@ def test_dataset_sql_through_duckdb(tmp_path):
     assert rows.read_all()["_rowid"].to_pylist() == [0, 1, 2]
     with pytest.raises(ValueError):
         ds.sql("SELECT nope FROM dataset").build().to_batch_records()
+
+
+def test_file_writer_takes_tables_from_many_threads(tmp_path):
+    import threading
+
+    path = str(tmp_path / "t.lance")
+    with LanceFileWriter(path) as w:
+        w.write_batch(pa.table({"a": [0, 1]}))  # a Table: written batch by batch
+        threads = [threading.Thread(target=w.write_batch,
+                                    args=(pa.table({"a": [10 * i, 10 * i + 1]}),))
+                   for i in range(1, 5)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    values = LanceFileReader(path).read_all().to_table()["a"].to_pylist()
+    pairs = sorted(zip(values[::2], values[1::2]))
+    assert pairs == [(0, 1)] + [(10 * i, 10 * i + 1) for i in range(1, 5)]
