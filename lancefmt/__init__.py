@@ -19,6 +19,8 @@ from .errors import (
 )
 from .table.base_paths import BasePath
 
+DatasetBasePath = BasePath  # pylance's name
+
 from .version import __version__  # noqa: E402
 
 from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
@@ -37,6 +39,10 @@ from .table.dynamodb_manifest import DynamoDBManifestStore  # noqa: E402
 from .dataset.mutate.udf import BatchUDF, batch_udf  # noqa: E402
 from .dataset.maintain.compaction import CompactionMetrics  # noqa: E402
 from .dataset.mutate.merge_insert import MergeInsertBuilder  # noqa: E402
+from .dataset.read.blobs import BlobColumn, BlobFile  # noqa: E402
+from .dataset import AutoCleanupConfig, LANCE_COMMIT_MESSAGE_KEY  # noqa: E402
+from .table.lance_schema import LanceSchema  # noqa: E402
+from .io.io_stats import bytes_read_counter, iops_counter  # noqa: E402
 
 __all__ = [
     "LanceError",
@@ -74,4 +80,12 @@ __all__ = [
     "batch_udf",
     "CompactionMetrics",
     "MergeInsertBuilder",
+    "BlobColumn",
+    "BlobFile",
+    "DatasetBasePath",
+    "AutoCleanupConfig",
+    "LANCE_COMMIT_MESSAGE_KEY",
+    "LanceSchema",
+    "bytes_read_counter",
+    "iops_counter",
 ]

@@ -22,13 +22,30 @@ class DatasetExistsError(LanceError, FileExistsError):
     """``mode="create"`` on a URI that already holds a dataset."""
 
 
-class CommitConflictError(LanceError):
-    """A concurrent commit made this transaction impossible to apply; nothing was committed."""
+class CommitConflictError(LanceError, OSError):
+    """A concurrent commit made this transaction impossible to apply; nothing was committed.
+    An ``OSError``, as pylance's ``lance.commit.CommitConflictError``; ``retryable`` says
+    whether redoing the operation on the new latest version can succeed."""
+
+    retryable = False
+
+    def __init__(self, message: str = "", retryable: bool | None = None):
+        super().__init__(message)
+        if retryable is not None:
+            self.retryable = bool(retryable)
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.retryable))
 
 
 class RetryableCommitConflictError(CommitConflictError):
     """A concurrent commit invalidated this transaction's inputs; redoing the operation on the
     new latest version (re-reading, re-planning) can succeed. Nothing was committed."""
+
+    retryable = True
 
 
 class ConditionalPutUnsupportedError(LanceError, OSError):

@@ -9,7 +9,9 @@
 * :mod:`.refs`: tags, branches, shallow clones, base paths;
 * :mod:`.dataset`, :mod:`.fragment`, :mod:`.read_api`: the ``Dataset`` / ``Fragment`` facade.
 """
+from .core.commit import COMMIT_MESSAGE_KEY as LANCE_COMMIT_MESSAGE_KEY
 from .dataset import Dataset, commit, dataset, write_dataset, write_fragments
+from .maintain.auto_cleanup import AutoCleanupConfig
 from .fragment import Fragment
 from .mutate.merge_insert import MergeInsertBuilder
 from .read.scanner import LanceScanner
@@ -18,5 +20,5 @@ from .read.scanner import LanceScanner
 LanceDataset = Dataset
 LanceFragment = Fragment
 
-__all__ = ["Dataset", "Fragment", "LanceDataset", "LanceFragment", "LanceScanner",
+__all__ = ["AutoCleanupConfig", "LANCE_COMMIT_MESSAGE_KEY", "Dataset", "Fragment", "LanceDataset", "LanceFragment", "LanceScanner",
            "MergeInsertBuilder", "dataset", "write_dataset", "write_fragments", "commit"]

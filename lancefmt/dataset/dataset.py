@@ -8,17 +8,23 @@ No operation module imports this one.
 """
 from __future__ import annotations
 
+from datetime import datetime
+
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, InvalidInputError
+from ..errors import (DatasetNotFoundError, InvalidArgumentError, InvalidInputError,
+                      NotSupportedError)
+from ..table.transaction import Append, Overwrite, Restore, Transaction
 from ..io.memory_scope import private_memory_options
+from ..jsonb.arrow import decode_batch, user_schema
 from ..table.base_paths import BasePath
 from .core.plan import CommitPlan
 from .core.snapshot import Snapshot
 from .core.view import View
 from .fragment import Fragment
 from .maintain import validate as _validate
-from .maintain.auto_cleanup import maybe_auto_cleanup
+from .maintain.auto_cleanup import INTERVAL_KEY, OLDER_THAN_KEY, maybe_auto_cleanup
+from .maintain.drop import drop_dataset
 from .maintain.cleanup import cleanup_old_versions
 from .maintain.compaction import DatasetOptimizer
 from .mutate import alter_columns as _alter
@@ -31,30 +37,68 @@ from .read import blobs as _blobs
 from .read import row_lookup
 from .read.count import count_rows
 from .read.scan import ScanSpec
+from .read.sql_query import SqlQueryBuilder
 from .read.take import take_rows
 from .read_api import DatasetReadAPI
 from .refs import bases as _bases
 from .refs import branches as _branches
 from .refs import clone as _clone
 from .refs.tags import Tags
-from .write.dataset_write import write_and_commit
+from .write.dataset_write import auto_cleanup_config, write_and_commit
 from .write.fragments import write_fragments  # noqa: F401 -- part of this module's API
 
 
-def dataset(uri, version=None, *, storage_options: dict | None = None,
-            base_store_params: dict | None = None, manifest_store=None) -> "Dataset":
+def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None,
+            base_store_params: dict | None = None, manifest_store=None,
+            default_scan_options: dict | None = None, read_params: dict | None = None,
+            **tuning) -> "Dataset":
     """Open ``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
-    version opens that branch). ``base_store_params``: per-base storage options
+    version opens that branch), or at the last version committed at or before ``asof`` (a
+    datetime). ``base_store_params``: per-base storage options
     (:mod:`lancefmt.dataset.core.base_options`). ``manifest_store``: an external manifest
     store (or ``"sqlite:///path"``) that versions are resolved and committed through
-    (:mod:`lancefmt.table.external_manifest`)."""
+    (:mod:`lancefmt.table.external_manifest`). ``default_scan_options``: scanner arguments
+    every scan of this object starts from (``{"with_row_id": True}`` also shows ``_rowid``
+    in ``schema``). pylance's cache and reader tuning (``read_params``, ``index_cache_size``,
+    ``metadata_cache_size_bytes``, ``block_size``, ``session``...) is accepted and ignored."""
+    unknown = set(tuning) - set(TUNING_OPTIONS)
+    if unknown:
+        raise InvalidArgumentError(f"dataset() got unexpected arguments {sorted(unknown)}")
     if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
         storage_options = uri.storage_options  # a Dataset passed as the URI
     if manifest_store is None:
         manifest_store = getattr(uri, "manifest_store", None)
     storage_options = private_memory_options(uri, storage_options)
-    return Dataset.open(uri, version, storage_options=storage_options,
-                        base_store_params=base_store_params, manifest_store=manifest_store)
+    if asof is not None:
+        if version is not None:
+            raise InvalidArgumentError("pass version or asof, not both")
+        version = version_asof(Dataset.open(uri, storage_options=storage_options,
+                                            base_store_params=base_store_params,
+                                            manifest_store=manifest_store), asof)
+    out = Dataset.open(uri, version, storage_options=storage_options,
+                       base_store_params=base_store_params, manifest_store=manifest_store)
+    if default_scan_options:
+        out.scan_defaults = dict(default_scan_options)
+    return out
+
+
+AUTO_CLEANUP_KEYS = (INTERVAL_KEY, OLDER_THAN_KEY)
+
+# pylance's dataset() arguments that tune caches and readers: no effect here
+TUNING_OPTIONS = ("read_params", "block_size", "index_cache_size", "index_cache_size_bytes",
+                  "metadata_cache_size", "metadata_cache_size_bytes", "session", "commit_lock",
+                  "namespace_client", "table_id", "ignore_namespace_table_storage_options",
+                  "s3_credentials_refresh_offset_seconds")
+
+
+def version_asof(ds: "Dataset", asof) -> int:
+    """The newest version whose timestamp is at or before ``asof`` (naive: local time)."""
+    if isinstance(asof, datetime) and asof.tzinfo is not None:
+        asof = asof.astimezone().replace(tzinfo=None)
+    found = [v["version"] for v in ds.versions() if v["timestamp"] <= asof]
+    if not found:
+        raise DatasetNotFoundError(f"no version of {ds.uri} was committed at or before {asof}")
+    return max(found)
 
 
 class Dataset(DatasetReadAPI):
@@ -64,6 +108,7 @@ class Dataset(DatasetReadAPI):
         if snapshot.after_commit is None:
             snapshot.after_commit = maybe_auto_cleanup
         self._view = View(snapshot)
+        self.scan_defaults: dict = {}  # dataset(default_scan_options=...)
 
     @classmethod
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None,
@@ -83,17 +128,19 @@ class Dataset(DatasetReadAPI):
         """The version this object shows, as the dataset operations take it."""
         return self._view.snapshot
 
-    def _adopt(self, committed: Snapshot) -> "Dataset":
-        """Move this object to ``committed`` (a version committed from it)."""
+    def adopt(self, committed: Snapshot) -> "Dataset":
+        """Move this object to ``committed`` (a version committed from it), as pylance's
+        mutations move the object they are called on; for operations that commit outside the
+        facade (``lancefmt.optimize.Compaction.commit``)."""
         self._view.move_to(committed)
         return self
 
     def _commit(self, operation, **options) -> "Dataset":
         """Commit ``operation`` planned against this version and move this object there."""
-        return self._adopt(self.snapshot.commit(operation, **options).run_after_commit())
+        return self.adopt(self.snapshot.commit(operation, **options).run_after_commit())
 
     def _commit_plan(self, plan: CommitPlan) -> "Dataset":
-        return self._adopt(self.snapshot.commit_plan(plan).run_after_commit())
+        return self.adopt(self.snapshot.commit_plan(plan).run_after_commit())
 
     # -- identity and metadata --------------------------------------------------------------
     @property
@@ -134,7 +181,14 @@ class Dataset(DatasetReadAPI):
 
     @property
     def schema(self) -> pa.Schema:
-        return self.snapshot.schema
+        """The Arrow schema as pylance shows it (JSON columns as ``arrow.json``), with the
+        row id / address columns ``default_scan_options`` add."""
+        schema = user_schema(self.snapshot.schema)
+        if self.scan_defaults.get("with_row_id"):
+            schema = schema.append(pa.field("_rowid", pa.uint64()))
+        if self.scan_defaults.get("with_row_address"):
+            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        return schema
 
     @property
     def lance_fields(self) -> list:
@@ -152,6 +206,11 @@ class Dataset(DatasetReadAPI):
     def base_paths(self) -> dict[int, BasePath]:
         return self.snapshot.base_paths
 
+    @property
+    def _ds(self) -> "NativeView":
+        """What pylance code reaches for through ``dataset._ds`` (pylance's native handle)."""
+        return NativeView(self)
+
     def config(self) -> dict:
         """``Manifest.config`` (a method, as in pylance)."""
         return self.snapshot.config()
@@ -159,6 +218,16 @@ class Dataset(DatasetReadAPI):
     @property
     def table_metadata(self) -> dict:
         return dict(self.snapshot.header.table_metadata)
+
+    @property
+    def metadata(self) -> dict:
+        """pylance's name for ``table_metadata`` (``update_metadata`` changes it)."""
+        return self.table_metadata
+
+    @property
+    def schema_metadata(self) -> dict:
+        """The schema's metadata as strings (``update_schema_metadata`` changes it)."""
+        return _metadata.decoded_metadata(self.snapshot.header.schema_metadata)
 
     @property
     def tags(self) -> Tags:
@@ -177,7 +246,7 @@ class Dataset(DatasetReadAPI):
     # -- reading ----------------------------------------------------------------------------
     def scanner_spec(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
                      batch_size=None) -> ScanSpec:
-        return ScanSpec.build(self.schema, columns, filter, with_row_id, with_row_address, batch_size)
+        return ScanSpec.build(self.snapshot.schema, columns, filter, with_row_id, with_row_address, batch_size)
 
     def to_batches(self, columns=None, filter=None, limit=None, offset=None, *args, **kwargs):
         """Stream the (filtered, projected) rows as RecordBatches (pylance's signature; every
@@ -195,7 +264,8 @@ class Dataset(DatasetReadAPI):
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
         """Rows by offset among this version's live rows, in the order given; ``columns`` as
         in ``scanner()`` (names, nested paths, or a dict of SQL expressions)."""
-        return take_rows(self.snapshot, indices, columns, with_row_id, with_row_address)
+        return decode_batch(take_rows(self.snapshot, indices, columns, with_row_id,
+                                      with_row_address), self.snapshot.schema)
 
     def head(self, num_rows: int = 10, columns=None, **kwargs) -> pa.Table:
         return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
@@ -203,12 +273,13 @@ class Dataset(DatasetReadAPI):
     def take_row_ids(self, row_ids, columns=None, *, with_row_id=False,
                      with_row_address=False) -> pa.Table:
         """Rows by stable row id (through the row-id index), in the order given."""
-        return row_lookup.take_row_ids(self.snapshot, row_ids, columns, with_row_id,
-                                       with_row_address)
+        return decode_batch(row_lookup.take_row_ids(self.snapshot, row_ids, columns, with_row_id,
+                                                    with_row_address), self.snapshot.schema)
 
     def take_addresses(self, addresses, columns=None) -> pa.Table:
         """Rows by row address ``(fragment_id << 32) | offset``, in the order given."""
-        return row_lookup.take_addresses(self.snapshot, addresses, columns)
+        return decode_batch(row_lookup.take_addresses(self.snapshot, addresses, columns),
+                            self.snapshot.schema)
 
     def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None) -> list:
         """File-like readers of a blob v2 column's bytes for the selected rows (exactly one of
@@ -230,7 +301,7 @@ class Dataset(DatasetReadAPI):
 
     def restore(self) -> None:
         """Commit this (old) version's content as the new latest version (and move there)."""
-        self._adopt(self.snapshot.restore().run_after_commit())
+        self.adopt(self.snapshot.restore().run_after_commit())
 
     # -- config and metadata (pylance's return values) ---------------------------------------
     def update_config(self, values: dict, *, replace: bool = False) -> dict:
@@ -270,7 +341,7 @@ class Dataset(DatasetReadAPI):
             if isinstance(e, OSError):
                 raise
             raise InvalidInputError(str(e)) from e
-        self._adopt(new)
+        self.adopt(new)
         return {"num_deleted_rows": n}
 
     def update(self, updates: dict, where=None, conflict_retries: int = 10,
@@ -279,7 +350,7 @@ class Dataset(DatasetReadAPI):
         matching ``where`` (all rows if None); the rows are rewritten as new fragments.
         Returns ``{"num_rows_updated": n}`` as pylance."""
         new, n = update_rows(self.snapshot, updates, where, conflict_retries=conflict_retries)
-        self._adopt(new)
+        self.adopt(new)
         return {"num_rows_updated": n}
 
     def insert(self, data, *, mode: str = "append", **kwargs) -> None:
@@ -288,8 +359,12 @@ class Dataset(DatasetReadAPI):
         kwargs.setdefault("storage_options", snap.storage_options)
         kwargs.setdefault("base_store_params", snap.base_store_params)
         kwargs.setdefault("manifest_store", snap.manifest_store)
-        self._adopt(write_and_commit(data, snap.uri, mode=mode, after_commit=snap.after_commit,
+        self.adopt(write_and_commit(data, snap.uri, mode=mode, after_commit=snap.after_commit,
                                      **kwargs))
+
+    def sql(self, sql: str) -> SqlQueryBuilder:
+        """A SQL query over this version (run by DuckDB, an optional dependency)."""
+        return SqlQueryBuilder(self, sql)
 
     def merge_insert(self, on) -> MergeInsertBuilder:
         """An upsert builder (pylance's ``MergeInsertBuilder``) keyed on column(s) ``on``."""
@@ -316,12 +391,27 @@ class Dataset(DatasetReadAPI):
                                                      right_on or left_on, schema))
 
     @property
-    def optimize(self) -> DatasetOptimizer:
-        return DatasetOptimizer(self._view)
+    def optimize(self) -> "Optimizer":
+        return Optimizer(self)
 
     def validate(self) -> None:
         """Check that every referenced data and deletion file exists and opens."""
         _validate.validate_dataset(self.snapshot)
+
+    @staticmethod
+    def drop(base_uri, storage_options: dict | None = None,
+             ignore_not_found: bool = False) -> None:
+        """Remove the dataset at ``base_uri`` entirely (pylance's ``LanceDataset.drop``)."""
+        drop_dataset(base_uri, storage_options, ignore_not_found)
+
+    @staticmethod
+    def commit_batch(dest, transactions, commit_lock=None, storage_options=None,
+                     enable_v2_manifest_paths=None, detached=False, max_retries=20) -> dict:
+        """Commit several Append transactions as one version: ``{"dataset", "merged"}``."""
+        if commit_lock is not None or detached:
+            raise InvalidArgumentError("commit_lock and detached commits are not supported")
+        return commit_batch(dest, transactions, storage_options=storage_options,
+                            max_retries=max_retries)
 
     @staticmethod
     def commit(base_uri, operation, blobs_op=None, read_version=None, commit_lock=None,
@@ -337,6 +427,9 @@ class Dataset(DatasetReadAPI):
         kwargs.pop("table_id", None)
         if kwargs:
             raise InvalidArgumentError(f"commit() got unexpected arguments {sorted(kwargs)}")
+        if read_version is None and not isinstance(operation, (Transaction, Overwrite, Restore)):
+            # pylance: only an overwrite or a restore may be committed blind
+            raise InvalidArgumentError("read_version is required for this operation")
         return commit(base_uri, operation, read_version, storage_options=storage_options,
                       max_retries=max_retries,
                       enable_v2_manifest_paths=True if enable_v2_manifest_paths is None
@@ -344,16 +437,20 @@ class Dataset(DatasetReadAPI):
 
     # -- multi-base, clones, branches, cleanup -------------------------------------------------
     def add_bases(self, bases, transaction_properties: dict | None = None) -> "Dataset":
-        """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``)."""
+        """New version with more BasePaths (pylance's ``add_bases``: ids ``max + 1``); no
+        bases: nothing is committed and this Dataset is returned."""
+        bases = list(bases)
+        if not bases:
+            return self
         new = _bases.add_bases(self.snapshot, bases, transaction_properties=transaction_properties)
-        return self._adopt(new.run_after_commit())
+        return self.adopt(new.run_after_commit())
 
     def update_bases(self, changes: dict, transaction_properties: dict | None = None) -> "Dataset":
         """New version whose only change is base paths: ``{id_or_name: new_path | BasePath}``
         (relocation, re-tiering, failover). No data file is read, written or moved."""
         new = _bases.update_bases(self.snapshot, changes,
                                   transaction_properties=transaction_properties)
-        return self._adopt(new.run_after_commit())
+        return self.adopt(new.run_after_commit())
 
     def storage_prefixes(self) -> list:
         """The distinct storage prefixes this version touches (``refs.bases.StoragePrefix``)."""
@@ -399,13 +496,23 @@ class Dataset(DatasetReadAPI):
                                     progress=progress)
 
 
-def write_dataset(data, uri, schema=None, mode: str = "create", **options) -> Dataset:
-    """Write ``data`` as a new dataset, or append to / overwrite an existing one, with
-    pylance's parameters in pylance's order (``schema`` third, ``mode`` fourth); the options
-    are :func:`lancefmt.dataset.write.dataset_write.write_and_commit`'s. Returns the new
-    version's Dataset."""
-    return Dataset(write_and_commit(data, uri, schema, mode, after_commit=maybe_auto_cleanup,
-                                    **options))
+def write_dataset(data_obj, uri, schema=None, mode: str = "create", *,
+                  commit_lock=None, **options) -> Dataset:
+    """Write ``data_obj`` as a new dataset, or append to / overwrite an existing one, with
+    pylance's parameters in pylance's order and names (``schema`` third, ``mode`` fourth); the
+    options are :func:`lancefmt.dataset.write.dataset_write.write_and_commit`'s.
+    ``commit_lock`` (pylance: a context manager factory taking the version to commit) is
+    entered around the write. Returns the new version's Dataset."""
+    if commit_lock is None:
+        return Dataset(write_and_commit(data_obj, uri, schema, mode,
+                                        after_commit=maybe_auto_cleanup, **options))
+    try:
+        version = Dataset.open(uri, storage_options=options.get("storage_options")).latest_version + 1
+    except DatasetNotFoundError:
+        version = 1
+    with commit_lock(version):
+        return Dataset(write_and_commit(data_obj, uri, schema, mode,
+                                        after_commit=maybe_auto_cleanup, **options))
 
 
 def commit(uri, operation, read_version: int | None = None, *,
@@ -418,6 +525,52 @@ def commit(uri, operation, read_version: int | None = None, *,
     new = Snapshot.commit_to(uri, operation, read_version, base_store_params=base_store_params,
                              after_commit=maybe_auto_cleanup, **options)
     return Dataset(new.run_after_commit())
+
+
+class Optimizer(DatasetOptimizer):
+    """``Dataset.optimize``: compaction, and switching auto cleanup on and off (config keys
+    ``lance.auto_cleanup.*``, as pylance writes them)."""
+
+    def __init__(self, ds: Dataset):
+        super().__init__(ds._view)
+        self._dataset = ds
+
+    def enable_auto_cleanup(self, options: dict, **kwargs) -> None:
+        self._dataset.update_config(auto_cleanup_config(options))
+
+    def disable_auto_cleanup(self, **kwargs) -> None:
+        self._dataset.delete_config_keys(list(AUTO_CLEANUP_KEYS))
+
+
+class NativeView:
+    """The few methods of pylance's native dataset handle (``LanceDataset._ds``) that
+    callers use directly; each answers from the Dataset it wraps."""
+
+    def __init__(self, ds: Dataset):
+        self._dataset = ds
+
+    def base_paths(self) -> dict[int, BasePath]:
+        return self._dataset.base_paths
+
+    def take_scan(self, ranges, columns=None, batch_readahead: int = 16):
+        """Batches of the rows in each ``(start, stop)`` range of live-row positions."""
+        for start, stop in ranges:
+            table = self._dataset.take(list(range(int(start), int(stop))), columns=columns)
+            yield from table.combine_chunks().to_batches()
+
+
+def commit_batch(dest, transactions, **options) -> dict:
+    """Merge Append transactions into one and commit it (what pylance merges in a batch):
+    ``{"dataset": the new version, "merged": the merged Transaction}``."""
+    txns = list(transactions)
+    if not txns:
+        raise InvalidArgumentError("commit_batch needs at least one transaction")
+    if not all(isinstance(t.operation, Append) for t in txns):
+        raise NotSupportedError("commit_batch merges Append transactions only")
+    fragments = [f for t in txns for f in t.operation.fragments]
+    merged = Transaction(min(t.read_version for t in txns), Append(fragments))
+    ds = commit(dest, Append([f.copy() for f in fragments]), merged.read_version, **options)
+    return {"dataset": ds, "merged": merged}
 
 
 def _reopen(uri, version, storage_options, base_store_params=None, manifest_store=None):

@@ -11,16 +11,21 @@ import numpy as np
 import pyarrow as pa
 
 from .._proto import table_pb2
+from ..jsonb.arrow import decode_batch, user_schema
 from ..table.fragment import FragmentMetadata
+from ..table.lance_schema import LanceSchema
 from .core.context import ScanContext
 from .core.files import deletion_file_uri
 from .core.snapshot import Snapshot
-from .mutate.fragment_columns import fragment_merge_columns, fragment_update_columns
+from .mutate.fragment_columns import (fragment_merge, fragment_merge_columns,
+                                      fragment_update_columns)
 from .read.fragment_source import FragmentSource
 from .read.projection import needs_projection, projected
 from .read.scan import FragmentScan, ScanSpec, live_counts, load_deletions
 from .read.scanner import LanceScanner
 from .read.take import take_from_fragment
+from .mutate.delete import delete_in_fragment
+from .write.adopt_file import fragment_from_file
 from .write.fragments import create_fragment
 
 
@@ -61,7 +66,8 @@ class Fragment:
 
     @property
     def schema(self) -> pa.Schema:
-        return self._ctx.schema
+        """The Arrow schema as pylance shows it (JSON columns as ``arrow.json``)."""
+        return user_schema(self._ctx.schema)
 
     @property
     def version(self) -> int:
@@ -112,7 +118,8 @@ class Fragment:
                                 offset=offset, with_row_id=with_row_id,
                                 with_row_address=with_row_address, **kwargs).to_batches()
         spec = self._spec(columns, filter, with_row_id, with_row_address, batch_size)
-        return FragmentScan(self._ctx, self._pb, spec).batches(start, stop)
+        return (decode_batch(b, self._ctx.schema)
+                for b in FragmentScan(self._ctx, self._pb, spec).batches(start, stop))
 
     def scanner(self, columns=None, batch_size=None, filter=None, limit=None, offset=None,
                 with_row_id=False, with_row_address=False, **kwargs):
@@ -135,6 +142,17 @@ class Fragment:
         return create_fragment(dataset_uri, data, fragment_id, schema, max_rows_per_group,
                                progress, mode, **kwargs)
 
+    @staticmethod
+    def create_from_file(filename: str, dataset, fragment_id: int = 0) -> FragmentMetadata:
+        """A fragment for a Lance file already in the dataset's ``data/`` directory (written
+        with the file API); commit it with ``Operation.Append``."""
+        return fragment_from_file(dataset.snapshot, str(filename), fragment_id)
+
+    def delete(self, predicate: str) -> FragmentMetadata | None:
+        """This fragment with the rows matching ``predicate`` deleted as well (a new deletion
+        file, not committed: pass it to ``Operation.Delete``); None when no row is left."""
+        return delete_in_fragment(self._snapshot(), self._pb, predicate)
+
     def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
                  with_row_address=False, *, start: int = 0, stop: int | None = None,
                  **kwargs) -> pa.Table:
@@ -147,16 +165,19 @@ class Fragment:
         spec = self._spec(columns, filter, with_row_id, with_row_address)
         tables = list(FragmentScan(self._ctx, self._pb, spec).windows(start, stop))
         if not tables:
-            return spec.output_schema(self._ctx.schema).empty_table()
-        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+            return user_schema(spec.output_schema(self._ctx.schema)).empty_table()
+        return decode_batch(pa.concat_tables(tables) if len(tables) > 1 else tables[0],
+                            self._ctx.schema)
 
     def take(self, indices, columns=None) -> pa.Table:
         """Rows by offset among this fragment's live rows; ``columns`` as in ``scanner()``."""
         idx = np.asarray(indices, dtype=np.int64)
-        if needs_projection(self.schema, columns):
-            return projected(self.schema, columns,
-                             lambda plain: take_from_fragment(self._ctx, self._pb, idx, plain))
-        return take_from_fragment(self._ctx, self._pb, idx, columns)
+        schema = self._ctx.schema
+        if needs_projection(schema, columns):
+            return decode_batch(projected(schema, columns,
+                                          lambda plain: take_from_fragment(self._ctx, self._pb,
+                                                                           idx, plain)), schema)
+        return decode_batch(take_from_fragment(self._ctx, self._pb, idx, columns), schema)
 
     # -- distributed schema evolution (nothing committed) -----------------------------------
     def _snapshot(self) -> Snapshot:
@@ -166,9 +187,19 @@ class Fragment:
 
     def merge_columns(self, value_func, columns=None, batch_size=None, reader_schema=None):
         """New columns for this fragment only (pylance's ``Fragment.merge_columns``): returns
-        (FragmentMetadata, Lance field list) to commit with ``Operation.Merge``."""
-        return fragment_merge_columns(self._snapshot(), self._pb, value_func, columns, batch_size,
-                                      reader_schema)
+        (FragmentMetadata, LanceSchema) to commit with ``Operation.Merge`` (or ``Overwrite``
+        with ``schema.to_pyarrow()``)."""
+        meta, fields = fragment_merge_columns(self._snapshot(), self._pb, value_func, columns,
+                                              batch_size, reader_schema)
+        return meta, LanceSchema(fields)
+
+    def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None):
+        """New columns for this fragment joined from ``data_obj`` on ``left_on`` (a column,
+        ``_rowid`` or ``_rowaddr``) == ``right_on``: (FragmentMetadata, LanceSchema) for
+        ``Operation.Merge``; nothing committed."""
+        meta, fields = fragment_merge(self._snapshot(), self._pb, data_obj, left_on, right_on,
+                                      schema)
+        return meta, LanceSchema(fields)
 
     def update_columns(self, data_obj, left_on: str = "_rowid", right_on=None, schema=None):
         """Rewrite columns of this fragment from joined data (pylance's ``update_columns``):

@@ -17,6 +17,7 @@ import pyarrow.dataset as pads
 
 from ..errors import InvalidArgumentError, NotSupportedError
 from ..file.schema import max_field_id
+from ..jsonb.arrow import decode_batch
 from ..table.commit import read_transaction_of
 from ..table.versions import load_manifest
 from .fragment import Fragment
@@ -24,7 +25,8 @@ from .read.projection import needs_projection, projected
 from .read.row_lookup import take_row_ids
 from .read.scanner import LanceScanner
 from .read.shuffle import shuffled_batches
-from .read.stats import LanceSchema, LanceStats
+from ..table.lance_schema import LanceSchema
+from .read.stats import LanceStats
 
 
 _POSITIONAL = ("nearest", "batch_size", "batch_size_bytes", "batch_readahead", "fragment_readahead",
@@ -52,7 +54,21 @@ class DatasetReadAPI(pads.Dataset):
                 fragment_readahead=None, scan_in_order=None, fragments=None, index_segments=None,
                 full_text_query=None, *, with_row_id=None, with_row_address=None, **kwargs):
         """A :class:`~lancefmt.dataset.read.scanner.LanceScanner` (pylance's signature; index
-        and search options are refused, tuning options accepted and ignored)."""
+        and search options are refused, tuning options accepted and ignored); unset
+        arguments take ``default_scan_options``."""
+        given = {"columns": columns, "filter": filter, "limit": limit, "offset": offset,
+                 "batch_size": batch_size, "with_row_id": with_row_id,
+                 "with_row_address": with_row_address}
+        for k, v in getattr(self, "scan_defaults", {}).items():
+            if given.get(k) is None and k not in kwargs:
+                if k in given:
+                    given[k] = v
+                else:
+                    kwargs[k] = v
+        columns, filter, limit, offset = (given["columns"], given["filter"], given["limit"],
+                                          given["offset"])
+        batch_size, with_row_id, with_row_address = (given["batch_size"], given["with_row_id"],
+                                                     given["with_row_address"])
         return LanceScanner(self.snapshot, columns=columns, filter=filter, limit=limit, offset=offset,
                             nearest=nearest, batch_size=batch_size,
                             batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead,
@@ -110,10 +126,12 @@ class DatasetReadAPI(pads.Dataset):
         ``columns`` as in ``take``. Deleted or unknown ids are an error here."""
         if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
             row_ids = row_ids.to_numpy(zero_copy_only=False)
-        if needs_projection(self.schema, columns):
-            return projected(self.schema, columns,
-                             lambda plain: take_row_ids(self.snapshot, row_ids, plain))
-        return take_row_ids(self.snapshot, row_ids, columns)
+        schema = self.snapshot.schema
+        if needs_projection(schema, columns):
+            return decode_batch(projected(schema, columns,
+                                          lambda plain: take_row_ids(self.snapshot, row_ids, plain)),
+                                schema)
+        return decode_batch(take_row_ids(self.snapshot, row_ids, columns), schema)
 
     def slice(self, start: int, end: int, columns=None) -> pa.Table:
         if start < 0:
@@ -129,7 +147,7 @@ class DatasetReadAPI(pads.Dataset):
     @property
     def lance_schema(self):
         """The Lance schema: the manifest's Field messages (id, parent id, name, logical type)."""
-        return LanceSchema(self.lance_fields)
+        return LanceSchema(self.lance_fields, self.schema.metadata)
 
     @property
     def max_field_id(self) -> int:

@@ -7,7 +7,7 @@ writer, which the dataset layer uses and which return Tables directly, are
 Schema conversion helpers live in :mod:`lancefmt.file.schema`; read projections (including
 the dataset layer's field-id based one) in :mod:`lancefmt.file.projection`.
 """
-from .api import LanceFileReader, LanceFileWriter, ReaderResults
+from .api import LanceFileReader, LanceFileSession, LanceFileWriter, ReaderResults, stable_version
 from .projection import Projection
 
-__all__ = ["LanceFileReader", "LanceFileWriter", "ReaderResults", "Projection"]
+__all__ = ["LanceFileReader", "LanceFileSession", "LanceFileWriter", "stable_version", "ReaderResults", "Projection"]

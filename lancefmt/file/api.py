@@ -8,12 +8,14 @@ signatures and return types: reads return a :class:`ReaderResults` (``.to_table(
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
+from ..io import open_store
 from .format import storage_version_name
 from .reader import LanceFileReader as _Reader
 from .writer import LanceFileWriter as _Writer
@@ -156,7 +158,45 @@ class LanceFileWriter(_Writer):
         v = storage_version_name(version)
         super().__init__(os.fspath(path), schema, v, storage_options, max_page_bytes=max_page_bytes,
                          page_buffer_bytes=data_cache_bytes)
+        self._api_lock = threading.RLock()  # write_batch(Table) calls it per batch
+
+    def write_batch(self, data) -> None:
+        """Append a batch or table; safe to call from several threads (each call's rows stay
+        together, as pylance's writer serialises them)."""
+        with self._api_lock:
+            super().write_batch(data)
 
     def add_schema_metadata(self, key: str, value: str) -> None:
         """Schema metadata written into the file's descriptor at close."""
         self._extra_metadata[key] = value
+
+
+def stable_version() -> str:
+    """The file format version written when none is asked for (pylance's "stable")."""
+    return storage_version_name("stable")
+
+
+class LanceFileSession:
+    """pylance's ``LanceFileSession``: readers and writers opened by paths relative to one
+    base path, sharing its storage options."""
+
+    def __init__(self, base_path, storage_options: dict | None = None, **kwargs):
+        for k in ("namespace_client", "table_id"):
+            kwargs.pop(k, None)
+        if kwargs:
+            raise InvalidArgumentError(f"unexpected arguments {sorted(kwargs)}")
+        self._base = os.fspath(base_path).rstrip("/")
+        self._storage_options = storage_options
+
+    def _path(self, path: str) -> str:
+        return f"{self._base}/{str(path).lstrip('/')}"
+
+    def open_reader(self, path: str, columns=None) -> LanceFileReader:
+        return LanceFileReader(self._path(path), self._storage_options, columns=columns)
+
+    def open_writer(self, path: str, *, schema: pa.Schema | None = None, **kwargs) -> LanceFileWriter:
+        return LanceFileWriter(self._path(path), schema, storage_options=self._storage_options,
+                               **kwargs)
+
+    def contains(self, path: str) -> bool:
+        return open_store(self._path(path), self._storage_options).exists(self._path(path))

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from .._proto import file_pb2
 from ..errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from ..jsonb.arrow import is_arrow_json, is_lance_json, stored_field
 
 Field = file_pb2.Field
 
@@ -294,14 +295,13 @@ def fields_from_arrow(schema, start_id: int = 0) -> list[Field]:
     next_id = [start_id]
 
     def visit(f: pa.Field, parent_id: int):
-        name = _extension_name(f)
-        if name == "arrow.json":
-            raise UnsupportedFeatureError(
-                f"field {f.name!r}: the arrow.json extension (Lance converts it to JSONB)")
+        if is_arrow_json(f):  # stored as JSONB, as pylance does (lancefmt.jsonb)
+            f = stored_field(f)
         sf = storage_field(f)
         dtype = sf.type
+        logical = "json" if is_lance_json(sf) else logical_type(dtype)
         msg = Field(name=f.name, id=next_id[0], parent_id=parent_id,
-                    logical_type=logical_type(dtype), nullable=f.nullable)
+                    logical_type=logical, nullable=f.nullable)
         next_id[0] += 1
         enc = _encoding(dtype)
         if enc:

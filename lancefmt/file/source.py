@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ..errors import CorruptFileError, LanceError
 from ..io import open_store
+from ..io.io_stats import record as record_io
 from ..io.store import LocalStore
 from ..io.uri import split_uri
 from .fetch_batch import active as active_batch
@@ -108,6 +109,7 @@ class ByteSource:
         return self._size
 
     def read_range(self, start: int, length: int) -> bytes:
+        record_io(1, length)
         if self._file is not None:
             with self._lock:
                 self._file.seek(start)
@@ -118,6 +120,7 @@ class ByteSource:
         """The last ``n`` bytes (or the whole file) and the file size, in one request."""
         if self._file is None and self._size is None:
             data, size = self._wrap(self.store.read_tail, self.uri, n)
+            record_io(1, len(data))
             self._size = size
             if len(data) == size:
                 self._whole = pa.py_buffer(data)
@@ -132,6 +135,7 @@ class ByteSource:
     def _read_many(self, ranges) -> list[pa.Buffer]:
         if self._file is not None:
             return [pa.py_buffer(self.read_range(s, n)) for s, n in ranges]
+        record_io(len(ranges), sum(n for _, n in ranges))
         if self._local is not None:
             return self._wrap(self._read_local, ranges)
         return [pa.py_buffer(d) for d in self._wrap(self.store.read_ranges, self.uri, ranges)]
@@ -192,6 +196,7 @@ class ByteSource:
         mapped = self.mapped()
         if mapped is None:
             return self.fetch(ranges)
+        record_io(len(ranges), sum(n for _, n in ranges))  # the pages these slices touch
         return self._slices(mapped, ranges)
 
     def _slices(self, whole: pa.Buffer, ranges) -> list[pa.Buffer]:

@@ -28,6 +28,7 @@ from ..io import open_store
 from ..io.store import MemoryStore
 from .format import (ALIGNMENT, ARRAY_ENCODING_URL, COLUMN_ENCODING_URL, PAD_BYTE, Footer,
                      footer_version, is_legacy_name, offset_table_bytes, parse_version)
+from ..jsonb.arrow import encode_batch, stored_schema
 from .schema import (arrow_from_fields, field_tree, fields_from_arrow, schema_metadata_to_proto,
                      storage_schema)
 
@@ -90,6 +91,7 @@ class LanceFileWriter:
         if self.max_page_bytes <= 0 or self.page_buffer_bytes <= 0:
             raise InvalidArgumentError("page sizes must be positive")
         self._extra_metadata = dict(schema_metadata or {})
+        self._user_buffers: list[bytes] = []  # global buffers 1.. (0 is the descriptor)
         self._fields_arg = list(fields) if fields is not None else None
         self._out = None
         self._pos = 0
@@ -108,6 +110,7 @@ class LanceFileWriter:
 
     # -- setup ------------------------------------------------------------------------------------
     def _init_schema(self, schema: pa.Schema):
+        schema = stored_schema(schema)  # arrow.json columns are written as JSONB
         storage = storage_schema(schema)
         if self._fields_arg is None:
             fields = fields_from_arrow(schema)
@@ -164,6 +167,8 @@ class LanceFileWriter:
         """Append a ``pa.RecordBatch`` or ``pa.Table`` (its schema must match the writer's)."""
         if self._closed:
             raise InvalidArgumentError("the writer is closed")
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            data = encode_batch(data)
         if isinstance(data, pa.Table):
             if self.schema is None:
                 self._init_schema(data.schema)
@@ -195,6 +200,14 @@ class LanceFileWriter:
                 a.name != b.name or not a.type.equals(b.type) for a, b in zip(storage, mine)):
             raise InvalidArgumentError(f"batch schema {schema} does not match the writer's {self.schema}")
 
+    def add_global_buffer(self, data) -> int:
+        """Store ``data`` as a global buffer of the file (written at close, after the file
+        descriptor, which is buffer 0); returns its index, as Lance's writer does."""
+        if self._closed:
+            raise InvalidArgumentError("the writer is closed")
+        self._user_buffers.append(bytes(data))
+        return len(self._user_buffers)
+
     # -- closing ----------------------------------------------------------------------------------
     def close(self) -> int:
         """Finish the file; returns the number of rows written."""
@@ -205,7 +218,8 @@ class LanceFileWriter:
             raise InvalidArgumentError("an earlier write failed; nothing was written")
         if self.schema is None:
             self.abort()
-            raise InvalidArgumentError("no schema: pass schema= or write at least one batch")
+            raise InvalidArgumentError("Schema is unknown and file cannot be created: pass "
+                                       "schema= or write at least one batch")
         try:
             for w in self._writers:
                 w.flush()
@@ -233,6 +247,13 @@ class LanceFileWriter:
         blobs = [fd.SerializeToString(deterministic=True)]
         gbo = [(self._pos, len(blobs[0]))]
         pos = self._pos + len(blobs[0])
+        for extra in self._user_buffers:  # Lance reads them only at 64-byte boundaries
+            pad = -pos % 64
+            blobs.append(b"\0" * pad)
+            pos += pad
+            gbo.append((pos, len(extra)))
+            blobs.append(extra)
+            pos += len(extra)
         column_meta_start = pos
         cmo = []
         for pages, column_encoding in zip(self._pages, self._column_encodings):

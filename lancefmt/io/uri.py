@@ -76,6 +76,9 @@ def normalize_uri(uri) -> str:
 
 def child(base: str, *names: str) -> str:
     """Join relative names below ``base`` (a URI). Names are trusted: check them first."""
+    if base.endswith("://"):  # the root of a store (``memory://``): keep the scheme whole
+        parts = [n.strip("/") for n in names if n]
+        return base + "/".join(parts)
     base = base.rstrip("/") if len(base) > 1 else base
     parts = [n.strip("/") for n in names if n]
     if not parts:
@@ -95,13 +98,18 @@ def check_relative(name: str, what: str = "path") -> str:
         raise InvalidPathError(f"empty {what}")
     if "\x00" in name:
         raise InvalidPathError(f"{what} {name!r} contains a NUL byte")
-    if name.startswith("/") or _WINDOWS_DRIVE.match(name) or has_scheme(name):
-        raise InvalidPathError(f"{what} {name!r} must be relative")
+    # (pylance's wording leads each message: callers match on it)
+    if has_scheme(name):
+        raise InvalidPathError(f"Absolute URIs are not allowed: {what} {name!r} must be relative")
+    if name.startswith("/") or _WINDOWS_DRIVE.match(name):
+        raise InvalidPathError(f"Absolute paths are not allowed: {what} {name!r} must be "
+                               "relative")
     if "\\" in name:
         raise InvalidPathError(f"{what} {name!r} contains a backslash")
     for seg in name.split("/"):
         if seg in ("", ".", ".."):
-            raise InvalidPathError(f"{what} {name!r} escapes its directory (segment {seg!r})")
+            raise InvalidPathError(f"Path traversal is not allowed: {what} {name!r} escapes its "
+                                   f"directory (segment {seg!r})")
     return name
 
 

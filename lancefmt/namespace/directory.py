@@ -17,6 +17,8 @@ the new :class:`~lancefmt.Dataset`, ``ns.table_exists(id)`` a bool.
 """
 from __future__ import annotations
 
+import json
+
 import hashlib
 import os
 import secrets
@@ -120,7 +122,8 @@ class DirectoryNamespace(LanceNamespace):
         self._manifest = ManifestTable(self.root, self._io_options)
 
     def namespace_id(self) -> str:
-        return f"lancefmt.DirectoryNamespace {{ root: {self.root!r} }}"
+        # Rust Debug quoting, as pylance's (callers parse the root out of it)
+        return f"lancefmt.DirectoryNamespace {{ root: {json.dumps(str(self.root))} }}"
 
     def __repr__(self):
         return f"DirectoryNamespace({self.root!r})"

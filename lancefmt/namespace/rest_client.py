@@ -43,7 +43,8 @@ class RestNamespace(LanceNamespace):
         self._http = urllib3.PoolManager(num_pools=4, maxsize=8)
 
     def namespace_id(self) -> str:
-        return f"lancefmt.RestNamespace {{ endpoint: {self.uri!r}, delimiter: {self.delimiter!r} }}"
+        return (f"lancefmt.RestNamespace {{ endpoint: {json.dumps(str(self.uri))}, "
+                f"delimiter: {json.dumps(str(self.delimiter))} }}")
 
     def __repr__(self):
         return f"RestNamespace({self.uri!r})"

@@ -18,9 +18,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import InvalidArgumentError
+from .json_functions import is_json_function, json_arity, json_function
 from .list_functions import list_function
 from .literals import Literal, LiteralTypeError, coerce, number, parse_timestamp
 
@@ -28,6 +30,14 @@ ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 META_COLUMNS = {ROW_ID: pa.uint64(), ROW_ADDRESS: pa.uint64()}
 DIALECT = "spark"  # backtick identifiers, "..." strings, X'..' binary: what Lance's parser reads
+
+
+class LanceSpark(Spark):
+    """Spark's dialect without its JSON functions: pylance's ``json_*`` functions take their
+    JSONPath as a plain string (sqlglot would parse and re-spell it)."""
+
+    class Parser(Spark.Parser):
+        FUNCTIONS = {k: v for k, v in Spark.Parser.FUNCTIONS.items() if not k.startswith("JSON")}
 
 
 class Typed:
@@ -70,7 +80,7 @@ class Translator:
     # -- entry points ---------------------------------------------------------------------------
     def parse(self) -> exp.Expression:
         try:
-            tree = sqlglot.parse_one(self.text, read=DIALECT)
+            tree = sqlglot.parse_one(self.text, read=LanceSpark)
         except (ParseError, TokenError) as e:
             raise self.error(f"cannot parse ({str(e).splitlines()[0]})") from None
         if tree is None:
@@ -502,7 +512,32 @@ class Translator:
             return self.unary(exp.IsNan(this=args[0]), "is_nan")
         if name in ("char_length", "character_length") and len(args) == 1:
             return self.unary(exp.Length(this=args[0]), "utf8_length")
+        if is_json_function(name):
+            return self.json_call(name, args)
         raise self.error(f"unsupported function {name}()")
+
+    def json_call(self, name: str, args) -> Typed:
+        """pylance's json_* functions: a JSON column (JSONB) and string paths/keys."""
+        if len(args) != json_arity(name):
+            raise self.error(f"{name} requires exactly {json_arity(name)} arguments")
+        doc = self.value(args[0])
+        if doc.type is not None and not pa.types.is_large_binary(doc.type):
+            raise self.error(f"{name}: the first argument must be a JSON column, not {doc.type}")
+        exprs, columns = [doc.expr], list(doc.columns)
+        for a in args[1:]:
+            node = self.node(a)
+            if isinstance(node, Literal):
+                if not isinstance(node.value, str) and node.value is not None:
+                    raise self.error(f"{name}: paths and keys are strings, not {node.value!r}")
+                exprs.append(pc.scalar(pa.scalar(node.value, pa.string())))
+                continue
+            if node.type is not None and not (pa.types.is_string(node.type)
+                                              or pa.types.is_large_string(node.type)):
+                raise self.error(f"{name}: paths and keys are strings, not {node.type}")
+            exprs.append(pc.Expression._call("cast", [node.expr], pc.CastOptions(pa.string())))
+            columns += node.columns
+        call = pc.Expression._call(json_function(name), exprs)
+        return self.typed(call, columns)
 
     # arithmetic
     def arith(self, n, fn, fold):

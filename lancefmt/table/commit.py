@@ -120,6 +120,12 @@ def commit_transaction(dataset_uri: str, txn: Transaction, *, store=None, storag
                     mf = read_manifest(loc.uri, size=loc.size, store=store)
                     if loc.version > checked and txn.read_version:
                         _check_against(txn, mf, dataset_uri, store)
+                        if options.max_retries == 0 and txn.kind == "overwrite":
+                            # a strict overwrite (pylance: max_retries=0) is not rebased
+                            raise CommitConflictError(
+                                f"Commit conflict for version {loc.version}: this overwrite "
+                                f"read version {txn.read_version} of {dataset_uri} and "
+                                "max_retries=0 forbids rebasing it onto newer versions")
                     if loc is latest:
                         previous = mf
                         fill_row_counts(previous, dataset_uri, store)
@@ -196,8 +202,12 @@ def _check_against(txn: Transaction, mf: ManifestFile, dataset_uri: str, store) 
     result = check_conflict(txn, theirs)
     if result.verdict is Verdict.COMPATIBLE:
         return
-    message = (f"commit of {txn.kind} (read version {txn.read_version}) conflicts with version "
-               f"{mf.version} of {dataset_uri}: {result.reason}")
-    if result.verdict is Verdict.RETRYABLE:
+    retryable = result.verdict is Verdict.RETRYABLE
+    # pylance's wording ("Commit conflict for version N: ..."), which callers match on
+    message = (f"{'Retryable commit' if retryable else 'Commit'} conflict for version "
+               f"{mf.version}: this {txn.kind} transaction (read version {txn.read_version}) "
+               f"conflicts with the concurrent {theirs.kind if theirs is not None else 'commit'} "
+               f"at version {mf.version} of {dataset_uri}: {result.reason}")
+    if retryable:
         raise RetryableCommitConflictError(message)
     raise CommitConflictError(message)

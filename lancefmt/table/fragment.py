@@ -23,8 +23,26 @@ class FragmentMetadata:
 
     __slots__ = ("pb",)
 
-    def __init__(self, pb: table_pb2.DataFragment | None = None):
+    def __init__(self, pb: table_pb2.DataFragment | None = None, files=None,
+                 physical_rows: int | None = None, deletion_file=None, row_id_meta=None, *,
+                 id: int | None = None):
+        """From a DataFragment protobuf, or as pylance's dataclass is built:
+        ``FragmentMetadata(id=, files=, physical_rows=, deletion_file=, row_id_meta=)``."""
+        if isinstance(pb, int) and not isinstance(pb, bool):
+            pb, id = None, pb
         self.pb = pb if pb is not None else table_pb2.DataFragment()
+        if id is not None:
+            self.pb.id = int(id)
+        for f in files or ():
+            self.pb.files.append(f if isinstance(f, table_pb2.DataFile) else f.to_pb())
+        if physical_rows is not None:
+            self.pb.physical_rows = int(physical_rows)
+        if deletion_file is not None:
+            self.pb.deletion_file.CopyFrom(deletion_file if isinstance(
+                deletion_file, table_pb2.DeletionFile) else deletion_file.to_pb())
+        if row_id_meta is not None:
+            meta = FragmentMetadata.from_json({"row_id_meta": row_id_meta}).pb
+            self.pb.MergeFrom(meta)
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -58,8 +76,19 @@ class FragmentMetadata:
         return isinstance(other, FragmentMetadata) and self.pb == other.pb
 
     def __repr__(self):
-        return (f"FragmentMetadata(id={self.id}, files={[f.path for f in self.pb.files]}, "
-                f"physical_rows={self.physical_rows}, num_deletions={self.num_deletions})")
+        """pylance's dataclass repr (``DataFile(path=..., file_major_version=...)``)."""
+        files = ", ".join(
+            f"DataFile(path={f.path!r}, fields={list(f.fields)}, "
+            f"column_indices={list(f.column_indices)}, "
+            f"file_major_version={f.file_major_version}, "
+            f"file_minor_version={f.file_minor_version}, "
+            f"file_size_bytes={f.file_size_bytes or None})" for f in self.pb.files)
+        j = self.to_json()
+        return (f"FragmentMetadata(id={self.id}, files=[{files}], "
+                f"physical_rows={self.physical_rows}, deletion_file={self.deletion_file!r}, "
+                f"row_id_meta={j['row_id_meta']!r}, "
+                f"created_at_version_meta={j['created_at_version_meta']!r}, "
+                f"last_updated_at_version_meta={j['last_updated_at_version_meta']!r})")
 
     # -- accessors --------------------------------------------------------------------
     @property
@@ -80,7 +109,14 @@ class FragmentMetadata:
 
     @property
     def deletion_file(self):
-        return self.pb.deletion_file if self.pb.HasField("deletion_file") else None
+        return DeletionFile.from_pb(self.pb.deletion_file) \
+            if self.pb.HasField("deletion_file") else None
+
+    @property
+    def row_id_meta(self):
+        """pylance's ``row_id_meta`` JSON form (``{"Inline": [...]}`` / ``{"External": ...}``),
+        None when the fragment has no stable row ids."""
+        return self.to_json()["row_id_meta"]
 
     @property
     def num_deletions(self) -> int:
@@ -193,3 +229,38 @@ class FragmentMetadata:
                 ext = getattr(pb, external_attr)
                 ext.path, ext.offset, ext.size = e["path"], int(e.get("offset", 0)), int(e.get("size", 0))
         return cls(pb)
+
+
+class DeletionFile:
+    """pylance's ``DeletionFile``: which deletion file a fragment has."""
+
+    def __init__(self, read_version: int, id: int, file_type: str = "array",
+                 num_deleted_rows: int = 0, base_id: int | None = None):
+        if file_type not in _DELETION_KINDS:
+            raise ValueError(f"deletion file type must be 'array' or 'bitmap', not {file_type!r}")
+        self.read_version, self.id, self.file_type = int(read_version), int(id), file_type
+        self.num_deleted_rows = int(num_deleted_rows or 0)
+        self.base_id = None if base_id is None else int(base_id)
+
+    @classmethod
+    def from_pb(cls, pb) -> "DeletionFile":
+        return cls(pb.read_version, pb.id, _DELETION_NAMES.get(pb.file_type, "array"),
+                   pb.num_deleted_rows, pb.base_id if pb.HasField("base_id") else None)
+
+    def to_pb(self) -> table_pb2.DeletionFile:
+        pb = table_pb2.DeletionFile(read_version=self.read_version, id=self.id,
+                                    file_type=_DELETION_KINDS[self.file_type],
+                                    num_deleted_rows=self.num_deleted_rows)
+        if self.base_id is not None:
+            pb.base_id = self.base_id
+        return pb
+
+    def asdict(self) -> dict:
+        return {"read_version": self.read_version, "id": self.id, "file_type": self.file_type,
+                "num_deleted_rows": self.num_deleted_rows, "base_id": self.base_id}
+
+    def __eq__(self, other):
+        return isinstance(other, DeletionFile) and self.asdict() == other.asdict()
+
+    def __repr__(self):
+        return "DeletionFile(" + ", ".join(f"{k}={v!r}" for k, v in self.asdict().items()) + ")"

@@ -9,6 +9,7 @@ schemas before building operations.
 from __future__ import annotations
 
 import uuid as _uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -172,6 +173,10 @@ class UpdateConfig(BaseOperation):
     field_metadata_updates: Dict[int, UpdateMap] = field(default_factory=dict)
     name = "update_config"
 
+    def __post_init__(self):
+        if self.field_metadata_updates is None:  # pylance's callers pass None for "none"
+            self.field_metadata_updates = {}
+
     def fill(self, txn):
         u = txn.update_config
         u.SetInParent()
@@ -266,7 +271,14 @@ class RewriteGroup:
 @dataclass
 class Rewrite(BaseOperation):
     groups: List[RewriteGroup]
+    # pylance's index arguments: lancefmt has no index to remap, so these must stay empty
+    rewritten_indices: list = field(default_factory=list)
+    frag_reuse_index: object = None
     name = "rewrite"
+
+    def __post_init__(self):
+        if self.rewritten_indices or self.frag_reuse_index is not None:
+            raise UnsupportedFeatureError("Rewrite with index remapping (lancefmt has no indexes)")
 
     def fill(self, txn):
         r = txn.rewrite
@@ -285,6 +297,13 @@ class Merge(BaseOperation):
     schema: object  # pyarrow schema or Lance Field list
     schema_metadata: Optional[Dict[str, bytes]] = None
     name = "merge"
+
+    def __post_init__(self):
+        if type(self.schema).__module__.startswith("pyarrow"):
+            # as pylance: ids are then guessed depth-first, which new columns may not have
+            warnings.warn("Merge with a pyarrow schema is deprecated: pass the LanceSchema "
+                          "merge_columns / Fragment.merge returned", DeprecationWarning,
+                          stacklevel=3)
 
     @property
     def fields(self) -> list:
@@ -307,8 +326,11 @@ class Merge(BaseOperation):
 class Project(BaseOperation):
     """A new schema over the same data files (drop / rename columns)."""
 
-    fields: List[file_pb2.Field]
+    fields: List[file_pb2.Field]  # or a LanceSchema (iterating it gives its Fields)
     name = "project"
+
+    def __post_init__(self):
+        self.fields = list(self.fields)
 
     def fill(self, txn):
         txn.project.SetInParent()

@@ -134,9 +134,11 @@ def test_maps_as_lance_writes_them():
         ("value", "int32", True, 1)]
 
 
-def test_unsupported_arrow_types():
-    with pytest.raises(UnsupportedFeatureError):
-        fields_from_arrow(pa.schema([("j", pa.json_())]))
+def test_arrow_json_is_stored_as_lance_json():
+    """``pa.json_()`` is written as pylance writes it: logical type json, large_binary JSONB."""
+    (f,) = fields_from_arrow(pa.schema([("j", pa.json_())]))
+    assert (f.logical_type, f.extension_name, dict(f.metadata)) == (
+        "json", "lance.json", {"ARROW:extension:name": b"lance.json", "ARROW:extension:metadata": b""})
 
 
 def test_json_and_bfloat16_logical_types_read():

@@ -150,7 +150,7 @@ def test_schema_mismatch(tmp_path):
 
 def test_no_schema(tmp_path):
     w = LanceFileWriter(str(tmp_path / "f.lance"))
-    with pytest.raises(InvalidArgumentError, match="no schema"):
+    with pytest.raises(InvalidArgumentError, match="Schema is unknown"):
         w.close()
 
 

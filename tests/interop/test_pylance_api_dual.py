@@ -111,7 +111,7 @@ def test_projections_and_scanner(pair, kwargs):
     assert isinstance(sc_o, pa.dataset.Scanner)
     assert sc_o.to_reader().read_all().to_pylist() == want.to_pylist()
     assert pa.table(sc_o).to_pylist() == want.to_pylist()  # PyCapsule stream
-    assert "LanceScan" in sc_o.explain_plan()
+    assert "LanceRead" in sc_o.explain_plan()
     if "limit" not in kwargs and "offset" not in kwargs:
         assert sc_o.count_rows() == sc_t.count_rows()
 

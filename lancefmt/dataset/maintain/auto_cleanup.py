@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import TypedDict
 
 from ...errors import InvalidArgumentError, LanceError
 from .cleanup import cleanup_old_versions
@@ -80,3 +81,11 @@ def maybe_auto_cleanup(snapshot):
         return cleanup_old_versions(before, older_than, retain, error_if_tagged_old_versions=False)
     except (LanceError, OSError, ValueError):
         return None
+
+
+class AutoCleanupConfig(TypedDict):
+    """pylance's ``write_dataset(auto_cleanup_options=...)``: every ``interval`` versions,
+    remove versions older than ``older_than_seconds``."""
+
+    interval: int
+    older_than_seconds: int

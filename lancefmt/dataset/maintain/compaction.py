@@ -26,6 +26,7 @@ from ...table.transaction import ReserveFragments, Rewrite, RewriteGroup
 from ..core.files import data_file_uris, delete_files
 from ..core.plan import CommitPlan
 from ..core.view import View
+from ..read.blobs import with_blob_bytes
 from ..read.scan import ScanSpec, load_deletions
 from ..write.files import DEFAULT_MAX_BYTES_PER_FILE
 from ..write.fragments import write_fragments
@@ -64,6 +65,17 @@ class CompactionOptions:
     num_threads: int | None = None
     batch_size: int | None = None
     compaction_mode: str = "reencode"
+    # planning limits (pylance 14): tasks are taken in fragment order while they fit
+    max_source_fragments: int | None = None
+    max_source_rows: int | None = None
+    max_source_bytes: int | None = None
+    excluded_fragment_ids: tuple = ()  # left alone; they also split runs of candidates
+    # accepted and ignored: no indexes to remap, reads are not buffered by bytes, and the
+    # rewritten fragments keep the dataset's file version
+    data_storage_version: str | None = None
+    defer_index_remap: bool = False
+    io_buffer_size: int | None = None
+    binary_copy_read_batch_bytes: int | None = None
 
     @classmethod
     def resolve(cls, config: dict, **given) -> "CompactionOptions":
@@ -75,16 +87,21 @@ class CompactionOptions:
                 raise InvalidArgumentError(f"Invalid compaction mode {mode!r}. Valid values: "
                                            + ", ".join(map(repr, COMPACTION_MODES)))
             out.compaction_mode = mode
+        unknown = set(given) - set(vars(cls()))
+        if unknown:
+            raise InvalidArgumentError(f"unknown compaction options {sorted(unknown)}")
         for name, default in vars(cls()).items():
             if name == "compaction_mode":
                 continue
             value = given.get(name)
-            if value is None and CONFIG_PREFIX + name in config:
+            if value is None and CONFIG_PREFIX + name in config and name != "excluded_fragment_ids":
                 raw = config[CONFIG_PREFIX + name]
                 value = (raw.lower() == "true") if isinstance(default, bool) else \
-                    float(raw) if isinstance(default, float) else int(raw)
+                    float(raw) if isinstance(default, float) else \
+                    raw if name == "data_storage_version" else int(raw)
             if value is not None:
-                setattr(out, name, value)
+                setattr(out, name, tuple(int(i) for i in value)
+                        if name == "excluded_fragment_ids" else value)
         if out.target_rows_per_fragment <= 0:
             raise InvalidArgumentError("target_rows_per_fragment must be positive")
         if not 0.0 <= out.materialize_deletions_threshold <= 1.0:
@@ -97,9 +114,16 @@ def _deleted(pb) -> int:
 
 
 def plan_compaction(pbs, options: CompactionOptions) -> list[list]:
-    """Bins (lists of fragment protobufs) to rewrite, in fragment order."""
+    """Bins (lists of fragment protobufs) to rewrite, in fragment order, within the
+    ``max_source_*`` limits."""
     bins, current = [], []
+    excluded = set(options.excluded_fragment_ids)
     for pb in pbs:
+        if pb.id in excluded:
+            if current:
+                bins.append(current)
+                current = []
+            continue
         rows = pb.physical_rows
         deleted = _deleted(pb)
         materialize = options.materialize_deletions and rows and \
@@ -117,7 +141,24 @@ def plan_compaction(pbs, options: CompactionOptions) -> list[list]:
             if len(task) == 1 and not task[0][1]:
                 continue
             out.append([pb for pb, _ in task])
-    return out
+    return _within_limits(out, options)
+
+
+def _within_limits(tasks: list, options: CompactionOptions) -> list:
+    """The leading tasks whose fragments, live rows and bytes stay within the limits."""
+    limits = (options.max_source_fragments, options.max_source_rows, options.max_source_bytes)
+    if all(v is None for v in limits):
+        return tasks
+    kept, totals = [], [0, 0, 0]
+    for task in tasks:
+        sizes = (len(task), sum(pb.physical_rows - _deleted(pb) for pb in task),
+                 sum(f.file_size_bytes for pb in task for f in pb.files))
+        if any(limit is not None and total + size > limit
+               for limit, total, size in zip(limits, totals, sizes)):
+            break
+        kept.append(task)
+        totals = [t + s for t, s in zip(totals, sizes)]
+    return kept
 
 
 def _split_for_size(bin_, target: int) -> list:
@@ -215,6 +256,7 @@ def rewrite_group(snapshot, pbs, options: CompactionOptions, stable: bool,
     old = [FragmentMetadata(pb) for pb in pbs]
     if not table.num_rows:
         return GroupRewrite(old, [], [])
+    table = with_blob_bytes(snapshot, pbs, table)  # blobs are rewritten, not their descriptors
     frags = write_fragments(table, snapshot.uri, storage_options=snapshot.storage_options,
                             base_store_params=snapshot.base_store_params,
                             max_rows_per_file=max(options.target_rows_per_fragment, table.num_rows),
@@ -278,6 +320,7 @@ def compact_files(snapshot, options: CompactionOptions, progress=None):
     return Rewrite([r.group for r in rewrites]), written, rewrite_metrics(rewrites)
 
 
+
 def compact(snapshot, options: CompactionOptions, progress=None):
     """Compact and commit: (committed snapshot, metrics). As pylance: a ReserveFragments
     commit first, then the Rewrite names the reserved ids (so index remapping could refer to
@@ -286,7 +329,7 @@ def compact(snapshot, options: CompactionOptions, progress=None):
     if op is None:
         return snapshot, metrics
     try:
-        snapshot = _reserve_ids(snapshot, op)
+        snapshot = reserve_ids(snapshot, op)
     except BaseException:
         for uri, opts in written:
             delete_files([uri], opts)
@@ -295,7 +338,7 @@ def compact(snapshot, options: CompactionOptions, progress=None):
     return snapshot.commit_plan(CommitPlan(op, written)).run_after_commit(), metrics
 
 
-def _reserve_ids(snapshot, op: Rewrite):
+def reserve_ids(snapshot, op: Rewrite):
     """Commit a ReserveFragments for the Rewrite's new fragments and give them the reserved
     ids; the snapshot committed (``snapshot`` when there is nothing to reserve)."""
     new = [f for g in op.groups for f in g.new_fragments]
@@ -323,18 +366,20 @@ class DatasetOptimizer:
                       materialize_deletions_threshold: float | None = None,
                       num_threads: int | None = None, batch_size: int | None = None,
                       compaction_mode: str | None = None,
-                      progress=None, **_ignored) -> CompactionMetrics:
+                      progress=None, **more) -> CompactionMetrics:
         """Compact and commit; the dataset moves to the new version. ``progress``: a tqdm
         bar over the fragments rewritten. ``compaction_mode``: pylance's names; the binary
         modes re-encode (same rows; no page copy yet), ``force_binary_copy`` refuses fragments
-        with deleted rows as pylance does."""
+        with deleted rows as pylance does. ``more``: pylance 14's other options
+        (``max_source_*``, ``excluded_fragment_ids``; tuning ones accepted and ignored)."""
         snapshot = self._view.snapshot
         options = CompactionOptions.resolve(
             snapshot.config(), target_rows_per_fragment=target_rows_per_fragment,
             max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
             materialize_deletions=materialize_deletions,
             materialize_deletions_threshold=materialize_deletions_threshold,
-            num_threads=num_threads, batch_size=batch_size, compaction_mode=compaction_mode)
+            num_threads=num_threads, batch_size=batch_size, compaction_mode=compaction_mode,
+            **more)
         committed, metrics = compact(snapshot, options, progress)
         self._view.move_to(committed)
         return metrics

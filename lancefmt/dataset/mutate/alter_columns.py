@@ -37,6 +37,24 @@ def drop_columns(snapshot, columns) -> CommitPlan:
 _ALTER_KEYS = {"path", "name", "nullable", "data_type"}
 
 
+_RUST_NAMES = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
+               "uint8": "UInt8", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+               "float": "Float32", "double": "Float64", "halffloat": "Float16"}
+
+
+def cast_error(table, source, schema, error) -> str:
+    """pylance's wording for a failed cast (``Can't cast value 1024 to type Int8``), naming
+    the first value that does not fit; Arrow's message when none is found."""
+    for name, field in zip(source, schema):
+        for value in table.column(name).to_pylist():
+            try:
+                pa.array([value]).cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                kind = _RUST_NAMES.get(str(field.type), str(field.type))
+                return f"Can't cast value {value} to type {kind} (column {field.name!r})"
+    return f"cannot cast: {error}"
+
+
 def alter_columns(snapshot, alterations) -> CommitPlan:
     fields = copy_fields(snapshot.lance_fields)
     by_id = {f.id: f for f in fields}
@@ -96,7 +114,7 @@ def _cast_plan(snapshot, fields, casts: dict) -> CommitPlan:
                         yield pa.Table.from_arrays(
                             [t.column(n).cast(f.type) for n, f in zip(source, schema)], schema=schema)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                        raise InvalidArgumentError(f"cannot cast: {e}") from None
+                        raise InvalidArgumentError(cast_error(t, source, schema, e)) from None
             df, _ = writer.write(tables())
             meta = FragmentMetadata.from_bytes(pb.SerializeToString())
             keep_ids = {f.id for f in new_fields}

@@ -69,13 +69,12 @@ def plan_delete(snapshot, predicate):
 
 
 def delete_rows(snapshot, predicate, *, conflict_retries: int = CONFLICT_RETRIES):
-    """Commit the delete; returns (committed snapshot, rows deleted)."""
+    """Commit the delete; returns (committed snapshot, rows deleted). A delete matching no
+    row still commits a version (an empty Delete), as pylance's does."""
     text = _predicate_text(predicate)
 
     def stage(snap):
         updated, removed, count = plan_delete(snap, predicate)
-        if not updated and not removed:
-            return None, 0, None
         return (Delete(updated, removed, text), count,
                 lambda: discard_written(snap.ctx.resolver, updated, [], snap.storage_options))
 
@@ -101,3 +100,15 @@ def delete_offsets(snapshot, pb, offsets, staging: str | None = None, staging_op
     meta = FragmentMetadata.from_bytes(pb.SerializeToString())
     meta.pb.deletion_file.CopyFrom(deletion)
     return meta, None, uri
+
+
+def delete_in_fragment(snapshot, pb, predicate):
+    """pylance's ``LanceFragment.delete``: fragment ``pb`` with the rows matching
+    ``predicate`` deleted too (a new deletion file is written, nothing committed); the same
+    fragment when nothing matches, None when no row is left."""
+    spec = ScanSpec.build(snapshot.schema, [], predicate, with_row_address=True)
+    hits = _matching_offsets(FragmentScan(snapshot.ctx, pb, spec))
+    if not hits.size:
+        return FragmentMetadata.from_bytes(pb.SerializeToString())
+    meta, _, _ = delete_offsets(snapshot, pb, hits)
+    return meta

@@ -18,12 +18,15 @@ from ..write.input import to_reader
 from .column_files import (
     TOMBSTONE, FragmentFileWriter, check_new_names, copy_fields, descendants, with_new_files,
 )
-from .new_columns import add_columns
+from .new_columns import add_columns, merge_columns
 
 
 def fragment_merge_columns(snapshot, pb, value_func, columns=None, batch_size=None, reader_schema=None):
     """``Fragment.merge_columns``: (new FragmentMetadata, new Lance field list) for one fragment,
     nothing committed; commit all fragments with ``Operation.Merge(fragments, fields)``."""
+    if getattr(value_func, "checkpoint_file", None) is not None:
+        raise InvalidArgumentError("A checkpoint file cannot be used when merging the columns "
+                                   "of one fragment: merge_columns runs once per fragment")
     if isinstance(value_func, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or \
             hasattr(value_func, "__arrow_c_stream__"):
         reader = to_reader(value_func, reader_schema)
@@ -41,6 +44,15 @@ def fragment_merge_columns(snapshot, pb, value_func, columns=None, batch_size=No
     return op.fragments[0], op.fields
 
 
+def fragment_merge(snapshot, pb, data, left_on: str, right_on: str | None = None, schema=None):
+    """``Fragment.merge``: new columns for one fragment from ``data`` joined on ``left_on``
+    (a column, ``_rowid`` or ``_rowaddr``) == ``right_on``; (new FragmentMetadata, new Lance
+    field list), nothing committed (commit with ``Operation.Merge``)."""
+    plan = merge_columns(snapshot, data, left_on, right_on or left_on, schema, pbs=[pb])
+    wait_durable()  # the fragment may be committed by another process
+    return plan.operation.fragments[0], plan.operation.fields
+
+
 def fragment_update_columns(snapshot, pb, data, left_on: str = "_rowid", right_on: str | None = None,
                             schema=None):
     """``Fragment.update_columns``: rewrite some columns of one fragment from ``data`` joined
@@ -52,9 +64,13 @@ def fragment_update_columns(snapshot, pb, data, left_on: str = "_rowid", right_o
     if right_on not in right.column_names:
         raise InvalidArgumentError(f"no column {right_on!r} in the update data")
     names = [n for n in right.column_names if n != right_on]
+    system = [n for n in names if n in ("_rowid", "_rowaddr", "_rowoffset")]
+    if system:
+        raise InvalidArgumentError(f"{system} is a metadata column and cannot be updated")
     missing = [n for n in names if n not in snapshot.schema.names]
     if missing or not names:
-        raise InvalidArgumentError(f"update_columns needs existing columns to update, got {names}")
+        raise InvalidArgumentError(f"update_columns: column(s) {missing or names} does not "
+                                   "exist in the dataset (it updates existing columns)")
     fields = list(snapshot.lance_fields)
     top = {f.name: f for f in fields if f.parent_id == -1}
     ids = set()

@@ -93,9 +93,60 @@ class MergeInsertBuilder:
         self._conflict_retries = int(max_retries)
         return self
 
+    def retry_timeout(self, timeout) -> "MergeInsertBuilder":
+        """pylance's bound on the time spent retrying conflicts; the retry count
+        (:meth:`conflict_retries`) is what bounds them here, so the value is only checked."""
+        seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+        if seconds < 0:
+            raise InvalidArgumentError("retry_timeout must not be negative")
+        return self
+
+    def use_index(self, use_index: bool) -> "MergeInsertBuilder":
+        """Accepted (lancefmt has no index to use: keys are always matched by a scan)."""
+        return self
+
+    # -- plans (pylance's text; no DataFusion here, the steps are lancefmt's) --------------
+    def describe(self) -> str:
+        """The first line of the plan: the merge's keys and actions, in pylance's words."""
+        matched = {None: "DoNothing", "update": "UpdateAll", "delete": "Delete",
+                   "fail": "Fail"}[self._matched]
+        if self._matched == "update" and self._matched_condition:
+            matched = f"UpdateIf({self._matched_condition})"
+        by_source = "Keep" if not self._by_source_delete else \
+            f"DeleteIf({self._by_source_expr})" if self._by_source_expr else "Delete"
+        return (f"MergeInsert: on=[{', '.join(self._on)}], when_matched={matched}, "
+                f"when_not_matched={'InsertAll' if self._insert else 'DoNothing'}, "
+                f"when_not_matched_by_source={by_source}")
+
+    def explain_plan(self, schema: pa.Schema | None = None, verbose: bool = False) -> str:
+        """What :meth:`execute` would do, as text (source ``schema``: the dataset's)."""
+        return explain_merge(self._view.snapshot, self, schema, verbose)
+
+    def analyze_plan(self, data_obj, *, schema: pa.Schema | None = None) -> str:
+        """Run the merge without committing it (its files are removed again) and describe
+        it with its metrics (rows inserted/updated/deleted, bytes and files written)."""
+        snapshot = self._view.snapshot
+        source = _conform_source(to_reader(data_obj, schema).read_all(), snapshot.schema, self._on)
+        op, stats, updated, written = stage_merge(snapshot, self, source)
+        try:
+            store = snapshot.store
+            nbytes = sum(store.size(u) for u in written)
+        finally:
+            discard_written(snapshot.ctx.resolver, updated, written, snapshot.storage_options)
+        metrics = dict(stats, bytes_written=nbytes, num_files_written=len(written))
+        return analyze_merge(snapshot, self, source.schema, metrics)
+
     # -- execution ---------------------------------------------------------------------------
+    def check_actions(self) -> None:
+        """A merge with no action would change nothing: refused, as pylance refuses it."""
+        if self._matched is None and not self._insert and not self._by_source_delete:
+            raise MergeInsertError("merge_insert needs an action: when_matched_*, "
+                                   "when_not_matched_insert_all or "
+                                   "when_not_matched_by_source_delete")
+
     def execute(self, data_obj, *, schema: pa.Schema | None = None) -> dict:
         """Run the merge, move the dataset to the new version and return pylance's stats."""
+        self.check_actions()
         snapshot = self._view.snapshot
         source = _conform_source(to_reader(data_obj, schema).read_all(), snapshot.schema, self._on)
         new, stats = merge_insert(snapshot, self, source)
@@ -107,10 +158,30 @@ class MergeInsertBuilder:
         Commit later with ``LanceDataset.commit(uri, transaction)`` (the transaction carries
         the version it was planned against, so conflicts are checked then). The dataset does
         not move."""
+        self.check_actions()
         snapshot = self._view.snapshot
         source = _conform_source(to_reader(data_obj, schema).read_all(), snapshot.schema, self._on)
         op, stats, _, _ = stage_merge(snapshot, self, source)
         return Transaction(snapshot.version, op), stats
+
+
+def _steps(snapshot, b: MergeInsertBuilder, schema: pa.Schema, verbose: bool) -> list:
+    cols = ", ".join(f"{f.name}: {f.type}" if verbose else f.name for f in schema)
+    return [f"LanceRead: uri={snapshot.uri}, projection=[{', '.join(b._on)}], "
+            f"num_fragments={len(snapshot.fragment_pbs())}, row_id=true, row_addr=true",
+            f"HashJoin: join_type=Right, on=[{', '.join(b._on)}]",
+            f"Source: projection=[{cols}]"]
+
+
+def explain_merge(snapshot, b: MergeInsertBuilder, schema, verbose: bool) -> str:
+    schema = schema if schema is not None else snapshot.schema
+    return "\n".join([b.describe()] + ["  " + s for s in _steps(snapshot, b, schema, verbose)])
+
+
+def analyze_merge(snapshot, b: MergeInsertBuilder, schema, metrics: dict) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(metrics.items()))
+    return "\n".join([f"{b.describe()}, metrics=[{shown}]"] +
+                     ["  " + s for s in _steps(snapshot, b, schema, False)])
 
 
 def _conform_source(source: pa.Table, schema: pa.Schema, on) -> pa.Table:

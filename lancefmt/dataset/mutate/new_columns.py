@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from ...errors import InvalidArgumentError
+from ..._proto import table_pb2
+from ...errors import InvalidArgumentError, InvalidInputError
 from ...file.schema import fields_from_arrow
 from ...sql import parse_expression, referenced_columns
 from ...table.fragment import FragmentMetadata
@@ -26,11 +27,29 @@ from ..read.scan import FragmentScan, ScanSpec, scan_table
 from ..write.input import to_reader
 from .column_files import check_new_names, max_field_id, physical_batches, with_new_files
 from .udf import BatchUDF
+from .udf_checkpoint import UdfCheckpoint
 
 
 def _first_row(snapshot, columns) -> pa.Table:
     return scan_table(snapshot.ctx, snapshot.fragment_pbs(),
                       ScanSpec.build(snapshot.schema, list(columns)), limit=1)
+
+
+def _constant_nulls(snapshot, exprs: dict) -> pa.Schema | None:
+    """The schema of ``exprs`` when every one reads no column and evaluates to NULL (the new
+    columns are then all null and need no data file), else None."""
+    parsed = {}
+    for name, text in exprs.items():
+        if not isinstance(text, str):
+            return None
+        parsed[name] = parse_expression(text, snapshot.schema)
+    try:  # over a table without the dataset's columns: an expression reading one fails
+        out = pads.dataset(pa.table({"__n": [None]})).to_table(columns=dict(parsed))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
+        return None
+    if any(out.column(n).null_count != 1 for n in exprs):
+        return None
+    return pa.schema([pa.field(n, out.schema.field(n).type) for n in exprs])
 
 
 def _expression_tables(snapshot, exprs: dict, batch_size):
@@ -59,24 +78,49 @@ def _expression_tables(snapshot, exprs: dict, batch_size):
     return schema, tables_for
 
 
-def udf_tables(snapshot, udf, read_columns, batch_size):
+def udf_tables(snapshot, udf, read_columns, batch_size, pbs=None):
     """(output schema, tables_for(fragment pb)) of a batch UDF over every physical row; the
-    schema is the UDF's declared one, or that of its output for the first row."""
+    schema is the UDF's declared one, or that of its output for the first batch (which the
+    UDF then sees again, as pylance calls it: a UDF whose output changes is caught)."""
     if not isinstance(udf, BatchUDF):
         udf = BatchUDF(getattr(udf, "func", udf), getattr(udf, "output_schema", None))
     columns = list(read_columns) if read_columns is not None else snapshot.schema.names
+
+    checkpoint = UdfCheckpoint(udf.checkpoint_file) if udf.checkpoint_file else None
+
+    def batches(pb):
+        for t in physical_batches(snapshot, pb, columns, batch_size):
+            yield from t.to_batches(max_chunksize=batch_size)
+
+    def run(pb, start, b):
+        if checkpoint is None:
+            return udf(b)
+        out = checkpoint.get(pb.id, start, b.num_rows)
+        if out is None:
+            out = udf(b)
+            checkpoint.put(pb.id, start, out)
+        return out
+
+    def runs(pb, it, start=0):
+        for b in it:
+            yield run(pb, start, b)
+            start += b.num_rows
+
     schema = udf.output_schema
-    if schema is None:
-        sample = _first_row(snapshot, columns)
-        schema = udf(sample.to_batches()[0] if sample.num_rows else
-                     pa.RecordBatch.from_pylist([], schema=sample.schema)).schema
+    if schema is None:  # as pylance: the UDF's output for the first batch, then every batch
+        pbs = list(pbs) if pbs is not None else snapshot.fragment_pbs()
+        first_pb = next((pb for pb in pbs if pb.physical_rows), None)
+        if first_pb is None:
+            sample = _first_row(snapshot, columns)
+            schema = udf(pa.RecordBatch.from_pylist([], schema=sample.schema)).schema
+        else:
+            schema = udf(next(batches(first_pb))).schema
         udf.output_schema = schema
 
     def tables_for(pb):
-        for t in physical_batches(snapshot, pb, columns, batch_size):
-            for b in t.to_batches(max_chunksize=batch_size):
-                yield udf(b)
+        yield from runs(pb, batches(pb))
 
+    tables_for.checkpoint = checkpoint  # removed by add_columns once the files are written
     return schema, tables_for
 
 
@@ -94,8 +138,8 @@ def _aligned_tables(snapshot, data, reader_schema):
                 try:
                     pending.append(next(it))
                 except StopIteration:
-                    raise InvalidArgumentError("the new column data has fewer rows than the "
-                                               "dataset") from None
+                    raise InvalidInputError("Stream ended before producing values for all "
+                                            "rows in dataset") from None
             b = pending.pop(0)
             if have + b.num_rows > n:
                 pending.insert(0, b.slice(n - have))
@@ -123,7 +167,7 @@ def _aligned_tables(snapshot, data, reader_schema):
         for b in it:
             rest += b.num_rows
         if rest:
-            raise InvalidArgumentError("the new column data has more rows than the dataset")
+            raise InvalidInputError("Stream produced more values than expected for dataset")
 
     return schema, tables_for, check_done
 
@@ -136,19 +180,25 @@ def add_columns(snapshot, transforms, read_columns=None, reader_schema=None, bat
         transforms = [transforms]
     if isinstance(transforms, (pa.Schema, list)) and all(isinstance(f, pa.Field) for f in transforms):
         return _null_columns(snapshot, pa.schema(list(transforms)))
-    check_done = None
+    check_done = checkpoint = None
     if isinstance(transforms, dict):
         if not transforms:
             raise InvalidArgumentError("add_columns needs at least one column")
         check_new_names(snapshot, list(transforms))
+        nulls = _constant_nulls(snapshot, transforms)
+        if nulls is not None:  # e.g. CAST(NULL AS INT): metadata only, as pylance does
+            return _null_columns(snapshot, nulls)
         schema, tables_for = _expression_tables(snapshot, transforms, batch_size)
     elif isinstance(transforms, BatchUDF) or (callable(transforms) and not hasattr(transforms, "__arrow_c_stream__")
                                               and not isinstance(transforms, (pa.Table, pa.RecordBatchReader))):
-        schema, tables_for = udf_tables(snapshot, transforms, read_columns, batch_size)
+        schema, tables_for = udf_tables(snapshot, transforms, read_columns, batch_size, pbs)
+        checkpoint = tables_for.checkpoint
     else:
         schema, tables_for, check_done = _aligned_tables(snapshot, transforms, reader_schema)
     check_new_names(snapshot, schema.names)
     plan = with_new_files(snapshot, schema, tables_for, pbs)
+    if checkpoint is not None:
+        checkpoint.remove()
     if check_done is not None:
         try:
             check_done()
@@ -170,11 +220,13 @@ def _null_columns(snapshot, schema: pa.Schema) -> CommitPlan:
                             schema_metadata=dict(snapshot.manifest.schema_metadata)))
 
 
-def merge_columns(snapshot, data, left_on: str, right_on: str, schema=None) -> CommitPlan:
+def merge_columns(snapshot, data, left_on: str, right_on: str, schema=None,
+                  pbs=None) -> CommitPlan:
     """pylance's ``Dataset.merge``: new columns from ``data`` joined on ``left_on == right_on``;
-    rows without a match get nulls."""
+    rows without a match get nulls. ``left_on`` may be ``_rowid`` / ``_rowaddr``; ``pbs``:
+    only these fragments (``Fragment.merge``)."""
     right = to_reader(data, schema).read_all()
-    if left_on not in snapshot.schema.names:
+    if left_on not in snapshot.schema.names and left_on not in ("_rowid", "_rowaddr"):
         raise InvalidArgumentError(f"no column {left_on!r} in the dataset")
     if right_on not in right.column_names:
         raise InvalidArgumentError(f"no column {right_on!r} in the data to merge")
@@ -188,11 +240,24 @@ def merge_columns(snapshot, data, left_on: str, right_on: str, schema=None) -> C
     right = right.select([right_on] + new_names).rename_columns(["__key"] + new_names)
 
     def tables_for(pb):
-        for t in physical_batches(snapshot, pb, [left_on]):
+        for t in _key_batches(snapshot, pb, left_on):
             left = pa.table({"__key": t.column(left_on),
                              "__pos": pa.array(np.arange(t.num_rows, dtype=np.int64))})
             joined = left.join(right, "__key", join_type="left outer").sort_by("__pos")
             yield pa.Table.from_arrays([joined.column(n).cast(new_schema.field(n).type)
                                         for n in new_names], schema=new_schema)
 
-    return with_new_files(snapshot, new_schema, tables_for)
+    return with_new_files(snapshot, new_schema, tables_for, pbs)
+
+
+def _key_batches(snapshot, pb, left_on: str):
+    """The merge key of every physical row of ``pb`` (deleted rows too, as files hold them)."""
+    if left_on not in ("_rowid", "_rowaddr"):
+        yield from physical_batches(snapshot, pb, [left_on])
+        return
+    bare = table_pb2.DataFragment()
+    bare.CopyFrom(pb)
+    bare.ClearField("deletion_file")
+    spec = ScanSpec.build(snapshot.schema, [], with_row_id=left_on == "_rowid",
+                          with_row_address=left_on == "_rowaddr")
+    yield from FragmentScan(snapshot.ctx, bare, spec).windows()

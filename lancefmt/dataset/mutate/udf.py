@@ -31,7 +31,8 @@ class BatchUDF:
             try:
                 out = out.cast(self.output_schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
-                raise InvalidArgumentError(f"UDF output does not match its schema: {e}") from None
+                raise InvalidArgumentError("Output schema of function does not match the expected "
+                                           f"schema: {e}") from None
         return out
 
 

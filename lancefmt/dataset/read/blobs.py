@@ -12,13 +12,15 @@ import io
 
 import pyarrow as pa
 
-from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from ...errors import (CorruptFileError, InvalidArgumentError, NotSupportedError,
+                       UnsupportedFeatureError)
 from ...file.schema import field_tree
 from ..core.blob_layout import (
     KIND_DEDICATED, KIND_EXTERNAL, KIND_INLINE, KIND_PACKED, blob_sidecar_uri,
 )
 from ..core.files import data_file_uri
 from .row_lookup import take_addresses, take_row_ids
+from .scan import load_deletions
 from .take import take_rows
 
 
@@ -83,11 +85,28 @@ def _selected_rows(snapshot, column: str, ids, addresses, indices) -> tuple[pa.T
         t = take_rows(snapshot, indices, [column], with_row_address=True)
     elif ids is not None:
         t = take_row_ids(snapshot, ids, [column], with_row_address=True)
+        _refuse_deleted(snapshot, t.column("_rowaddr").to_pylist())
     else:
         addrs = [int(a) for a in (addresses.to_pylist() if isinstance(addresses, pa.Array)
                                   else addresses)]
         return take_addresses(snapshot, addrs, [column]), addrs
     return t, t.column("_rowaddr").to_pylist()
+
+
+def _refuse_deleted(snapshot, addrs) -> None:
+    """Blobs of deleted rows are not handed out (pylance refuses them the same way)."""
+    pbs = {pb.id: pb for pb in snapshot.fragment_pbs()}
+    deleted = {}
+    for addr in addrs:
+        frag = int(addr) >> 32
+        if frag not in deleted:
+            pb = pbs.get(frag)
+            dv = load_deletions(snapshot.ctx, pb) if pb is not None else None
+            deleted[frag] = dv
+        dv = deleted[frag]
+        if dv is not None and (int(addr) & 0xFFFFFFFF) in dv:
+            raise NotSupportedError("A take operation that includes row addresses must not "
+                                    f"target deleted rows (row address {addr})")
 
 
 def _blob_field(snapshot, column: str):
@@ -137,3 +156,51 @@ def take_blobs(snapshot, blob_column: str, ids=None, addresses=None, indices=Non
                                    f"({sizes[uri]} bytes)", uri)
         out.append(BlobFile(stores[uri], uri, pos, size))
     return out
+
+
+class BlobColumn:
+    """pylance's ``BlobColumn``: the values of a binary column as file-like objects (None for
+    nulls), for APIs that read from files."""
+
+    def __init__(self, blob_column):
+        if not isinstance(blob_column, (pa.Array, pa.ChunkedArray)):
+            raise InvalidArgumentError(
+                f"Expected a pyarrow.Array or pyarrow.ChunkedArray, got {type(blob_column)}")
+        if not (pa.types.is_binary(blob_column.type) or
+                pa.types.is_large_binary(blob_column.type)):
+            raise InvalidArgumentError(f"Expected a binary array, got {blob_column.type}")
+        self.blob_column = blob_column
+
+    def __iter__(self):
+        for value in self.blob_column:
+            yield None if not value.is_valid else io.BytesIO(value.as_py())
+
+
+def live_addresses(snapshot, pbs) -> list:
+    """Row addresses of the live rows of ``pbs``, in order."""
+    out = []
+    for pb in pbs:
+        dv = load_deletions(snapshot.ctx, pb)
+        offsets = dv.kept_indices(pb.physical_rows) if dv is not None and len(dv) else \
+            range(pb.physical_rows)
+        base = int(pb.id) << 32
+        out.extend(base | int(o) for o in offsets)
+    return out
+
+
+def with_blob_bytes(snapshot, pbs, table: pa.Table) -> pa.Table:
+    """``table`` (the live rows of ``pbs``, in order) with each blob v2 column's descriptors
+    replaced by the blobs' bytes, as a writer takes them (``large_binary`` marked as a blob):
+    what compaction rewrites. The group's blobs are held in memory."""
+    blob_columns = [r.name for r in field_tree(snapshot.lance_fields) if r.is_blob_v2()]
+    if not blob_columns:
+        return table
+    addrs = live_addresses(snapshot, pbs)
+    for name in blob_columns:
+        files = take_blobs(snapshot, name, addresses=addrs)
+        values = pa.array([None if f is None else f.readall() for f in files], pa.large_binary())
+        i = table.schema.get_field_index(name)
+        old = table.schema.field(i)
+        table = table.set_column(i, pa.field(name, pa.large_binary(), old.nullable,
+                                             {"lance-encoding:blob": "true"}), values)
+    return table

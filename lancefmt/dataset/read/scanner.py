@@ -8,21 +8,43 @@ a ``pyarrow.dataset.Scanner`` (as pylance's is), so engines that accept Arrow sc
 """
 from __future__ import annotations
 
+import os
+import time
 from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
 from ...errors import InvalidArgumentError, NotSupportedError
+from ...io.io_stats import totals as io_totals
+from ...jsonb.arrow import decode_batch, user_schema
 from .projection import Projection, build_projection
+from .row_offsets import ROW_OFFSET, RowOffsets
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches
 
 _IGNORED = ("nearest", "batch_size_bytes", "batch_readahead", "fragment_readahead",
             "index_segments", "full_text_query", "prefilter", "use_stats", "fast_search",
             "io_buffer_size", "late_materialization", "blob_handling", "use_scalar_index",
-            "scan_stats_callback", "strict_batch_size", "disable_scoring_autoprojection",
+            "scan_stats_callback", "disable_scoring_autoprojection",
             "use_threads", "cache_metadata", "memory_pool", "fragment_scan_options",
             "batch_readahead", "row_addr_allowlist", "row_addr_blocklist")
+
+
+def rebatch(batches, size: int) -> Iterator[pa.RecordBatch]:
+    """``strict_batch_size``: batches of exactly ``size`` rows across fragment boundaries;
+    only the last one is shorter."""
+    pending, rows = [], 0
+    for b in batches:
+        while b.num_rows:
+            take = min(size - rows, b.num_rows)
+            pending.append(b.slice(0, take))
+            rows += take
+            b = b.slice(take)
+            if rows == size:
+                yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+                pending, rows = [], 0
+    if rows:
+        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
 
 
 class LanceScanner(pads.Scanner):
@@ -33,7 +55,7 @@ class LanceScanner(pads.Scanner):
     def __init__(self, source, *, columns=None, filter=None, limit=None, offset=None,
                  with_row_id=None, with_row_address=None, batch_size=None, fragments=None,
                  scan_in_order=None, include_deleted_rows=None, order_by=None, threads=None,
-                 **options):
+                 strict_batch_size: bool = False, **options):
         for key, value in options.items():
             if key not in _IGNORED:
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
@@ -51,6 +73,18 @@ class LanceScanner(pads.Scanner):
             raise InvalidArgumentError("Limit must be non-negative")
         if offset is not None and int(offset) < 0:
             raise InvalidArgumentError("Offset must be non-negative")
+        if batch_size is None and os.environ.get("LANCE_DEFAULT_BATCH_SIZE"):
+            batch_size = int(os.environ["LANCE_DEFAULT_BATCH_SIZE"])  # as pylance reads it
+        self._strict = bool(strict_batch_size) and batch_size is not None
+        self._batch_size = batch_size
+        # _rowoffset (a row's position among the live rows) comes from its row address
+        self._offset_at = None
+        self._drop_address = False
+        if isinstance(columns, (list, tuple)) and ROW_OFFSET in columns:
+            self._offset_at = list(columns).index(ROW_OFFSET)
+            columns = [c for c in columns if c != ROW_OFFSET]
+            if ROW_ADDRESS not in columns and not with_row_address:
+                with_row_address, self._drop_address = True, True
         self._source = source
         schema = source.schema
         self._projection: Projection = build_projection(schema, columns)
@@ -72,21 +106,47 @@ class LanceScanner(pads.Scanner):
     # -- schemas ------------------------------------------------------------------------------
     @property
     def projected_schema(self) -> pa.Schema:
+        """The schema of what the scan returns (JSON columns as ``arrow.json``, as pylance)."""
+        return user_schema(self._stored_schema())
+
+    def _stored_schema(self) -> pa.Schema:
+        return self._with_offsets_schema(self._read_schema())
+
+    def _read_schema(self) -> pa.Schema:
         if self._projection.computed:
             return self._projection.output_schema(self._extras)
         return self._spec.output_schema(self._source.schema)
 
+    def _with_offsets_schema(self, schema: pa.Schema) -> pa.Schema:
+        if self._offset_at is None:
+            return schema
+        if self._drop_address:
+            schema = schema.remove(schema.get_field_index(ROW_ADDRESS))
+        return schema.insert(self._offset_at, pa.field(ROW_OFFSET, pa.uint64()))
+
+    def _add_offsets(self, batches):
+        offsets = RowOffsets(self._source.ctx, self._source.fragment_pbs())
+        for b in batches:
+            values = offsets.of(b.column(ROW_ADDRESS).to_numpy())
+            if self._drop_address:
+                b = b.drop_columns([ROW_ADDRESS])
+            yield b.add_column(self._offset_at, ROW_OFFSET, values)
+
     @property
     def dataset_schema(self) -> pa.Schema:
-        return self._source.schema
+        return user_schema(self._source.schema)
 
     # -- running ------------------------------------------------------------------------------
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         batches = scan_batches(self._source.ctx, self._fragments, self._spec,
                                limit=self._limit, offset=self._offset, threads=self._threads)
-        if not self._projection.computed:
-            return batches
-        return (self._projection.apply(b, self._extras) for b in batches)
+        if self._projection.computed:
+            batches = (self._projection.apply(b, self._extras) for b in batches)
+        if self._offset_at is not None:
+            batches = self._add_offsets(batches)
+        stored = self._stored_schema()
+        out = (decode_batch(b, stored) for b in batches)
+        return rebatch(out, self._batch_size) if self._strict else out
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -115,7 +175,11 @@ class LanceScanner(pads.Scanner):
                                offset=self._offset)
         if self._projection.computed:
             batches = (self._projection.apply(b, self._extras) for b in batches)
-        return pa.Table.from_batches(list(batches), schema=self.projected_schema)
+        if self._offset_at is not None:
+            batches = self._add_offsets(batches)
+        stored = self._stored_schema()
+        return pa.Table.from_batches([decode_batch(b, stored) for b in batches],
+                                     schema=self.projected_schema)
 
     def take(self, indices) -> pa.Table:
         return self.to_table().take(indices)
@@ -125,7 +189,11 @@ class LanceScanner(pads.Scanner):
 
     # -- plans --------------------------------------------------------------------------------
     def explain_plan(self, verbose: bool = False) -> str:
-        """Plain text of what the scan will read and compute."""
+        """Plain text of what the scan will read and compute, with pylance's node and key
+        names (``LanceRead: ... projection=[...]``) so tools reading plans find them."""
+        return "\n".join(self._plan_lines(verbose, None)) + "\n"
+
+    def _plan_lines(self, verbose: bool, metrics) -> list:
         spec = self._spec
         ds = self._source
         lines = []
@@ -137,18 +205,33 @@ class LanceScanner(pads.Scanner):
         if self._limit is not None or self._offset:
             lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
         filt = self._filter_text if self._filter_text is not None else spec.filter
-        lines.append(f"  LanceScan: uri={ds.uri}, version={ds.version}, "
-                     f"fragments={len(self._fragments)}, columns=[{', '.join(spec.read_columns)}], "
-                     f"filter={filt}, row_id={spec.need_row_id}, row_addr={spec.need_row_address}, "
-                     f"batch_size={spec.batch_size}")
+        read = f"  LanceRead: uri={ds.uri}, version={ds.version}, " \
+            f"projection=[{', '.join(spec.read_columns)}], num_fragments={len(self._fragments)}, " \
+            f"full_filter={filt if filt is not None else '--'}, " \
+            f"row_id={str(spec.need_row_id).lower()}, " \
+            f"row_addr={str(spec.need_row_address).lower()}, batch_size={spec.batch_size}"
+        if metrics is not None:
+            read += ", metrics=[" + ", ".join(f"{k}={v}" for k, v in metrics.items()) + "]"
+        lines.append(read)
         if verbose:
             lines.append(f"    pyarrow filter: {spec.filter}")
             lines.append(f"    fragment ids: {[f.id for f in self._fragments]}")
-        return "\n".join(lines) + "\n"
+        return lines
 
     def analyze_plan(self, count_rows: bool = False) -> str:
-        n = self.count_rows()
-        return self.explain_plan(True) + f"  rows returned: {n}\n"
+        """Run the scan and describe it with what it did: rows out, rows of the fragments it
+        scanned, bytes read and read requests (process-wide counters, so concurrent reads
+        elsewhere are included)."""
+        requests0, bytes0 = io_totals()
+        started = time.perf_counter()
+        output = sum(b.num_rows for b in self.to_batches())
+        elapsed = time.perf_counter() - started
+        requests1, bytes1 = io_totals()
+        scanned = int(live_counts(self._source.ctx, self._fragments).sum())
+        metrics = {"output_rows": output, "rows_scanned": scanned,
+                   "bytes_read": bytes1 - bytes0, "iops": requests1 - requests0,
+                   "requests": requests1 - requests0, "elapsed": f"{elapsed * 1000:.3f}ms"}
+        return "\n".join(self._plan_lines(True, metrics)) + "\n"
 
     def __repr__(self):
         return f"LanceScanner({self._source!r}, columns={self.projected_schema.names})"

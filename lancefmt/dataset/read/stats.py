@@ -12,7 +12,6 @@ import pyarrow as pa
 
 from ...errors import InvalidArgumentError
 from ...file.reader import LanceFileReader
-from ...file.schema import arrow_from_fields
 from ..core.files import data_file_uri
 from .scan import live_counts
 
@@ -64,42 +63,3 @@ class LanceStats:
         raise InvalidArgumentError(f"Index not found: {index_name} (lancefmt writes no indices)")
 
 
-class LanceSchema:
-    """The Lance schema of a version: Field messages in pre-order, convertible to Arrow."""
-
-    def __init__(self, fields: list):
-        self._fields = list(fields)
-
-    @property
-    def fields(self) -> list:
-        return list(self._fields)
-
-    def field(self, name: str):
-        """The top-level (or dotted nested) Field named ``name``, or None."""
-        by_parent = {}
-        for f in self._fields:
-            by_parent.setdefault(f.parent_id, []).append(f)
-        parent = -1
-        found = None
-        for part in name.split("."):
-            found = next((f for f in by_parent.get(parent, []) if f.name == part), None)
-            if found is None:
-                return None
-            parent = found.id
-        return found
-
-    def field_case_insensitive(self, name: str):
-        for f in self._fields:
-            if f.parent_id == -1 and f.name.lower() == name.lower():
-                return f
-        return None
-
-    def to_pyarrow(self) -> pa.Schema:
-        return arrow_from_fields(self._fields)
-
-    def __eq__(self, other):
-        return isinstance(other, LanceSchema) and [f.SerializeToString() for f in self._fields] == \
-            [f.SerializeToString() for f in other._fields]
-
-    def __repr__(self):
-        return "LanceSchema(" + ", ".join(f"{f.name}:{f.id}" for f in self._fields) + ")"

@@ -26,6 +26,14 @@ class Tags:
                          "manifest_size": tag.manifest_size}
         return out
 
+    def list_ordered(self, order: str | None = None) -> list:
+        """``[(name, contents)]`` by version, newest first (``order="asc"``: oldest first);
+        tags of one version by name."""
+        if order not in (None, "asc", "desc"):
+            raise InvalidArgumentError(f"order must be 'asc' or 'desc', not {order!r}")
+        items = sorted(self.list().items(), key=lambda kv: (kv[1]["version"], kv[0]))
+        return items if order == "asc" else items[::-1]
+
     def get_version(self, name: str) -> int:
         return read_tag(self._root, name, store=self._view.snapshot.store).version
 

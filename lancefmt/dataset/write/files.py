@@ -18,6 +18,7 @@ from ...file.format import LEGACY_VERSION_NAME
 from ...file.schema import arrow_from_fields
 from ...file.writer import LanceFileWriter
 from ...io import open_store
+from ...io.uri import normalize_uri
 from ...table.base_paths import BasePath, BasePathResolver
 from ...table.fragment import FragmentMetadata
 from ...table.naming import data_file_name
@@ -54,11 +55,12 @@ def targets_for(uri: str, bases: list[BasePath], target_bases, storage_options=N
     for t in target_bases:
         match = None
         for b in bases:
-            if (isinstance(t, int) and b.id == t) or (isinstance(t, str) and (b.name == t or str(b.id) == t)):
-                match = b
+            if (isinstance(t, int) and b.id == t) or (isinstance(t, str) and (
+                    b.name == t or str(b.id) == t or normalize_uri(b.path) == normalize_uri(t))):
+                match = b  # by id, name, or the base's path URI (as pylance accepts)
         if match is None:
-            raise InvalidArgumentError(f"target base {t!r} is not a base path of the dataset "
-                                       f"(known: {[(b.id, b.name) for b in bases]})")
+            raise InvalidArgumentError(f"target base {t!r} not found among the dataset's base "
+                                       f"paths (known: {[(b.id, b.name) for b in bases]})")
         data_dir = resolver.data_dir(match.id)
         out.append(Target(data_dir, match.id, options.for_uri(data_dir)))
     return out

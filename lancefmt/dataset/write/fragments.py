@@ -2,7 +2,7 @@
 (what distributed writers call; a driver commits them later)."""
 from __future__ import annotations
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidInputError
 from ...io import wait_durable
 from ...io.uri import normalize_uri
 from ...table.fragment import FragmentMetadata
@@ -54,12 +54,16 @@ def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_p
     if hasattr(dataset_uri, "uri") and storage_options is None:
         storage_options = getattr(dataset_uri, "storage_options", None)
     uri = dataset_uri if hasattr(dataset_uri, "uri") else normalize_uri(dataset_uri)
+    fid = int(fragment_id) if fragment_id is not None else 0
+    if progress is not None:  # told before anything is written (its files are not known yet)
+        progress.begin(FragmentMetadata.new([], 0, id=fid))
     frags = write_fragments(data, uri, schema=schema, mode=mode, max_rows_per_file=1 << 62,
                             max_bytes_per_file=1 << 62, data_storage_version=data_storage_version,
                             storage_options=storage_options)
     if not frags:
-        raise InvalidArgumentError("LanceFragment.create needs at least one row")
+        raise InvalidInputError("LanceFragment.create needs at least one row")
     (frag,) = frags
-    if fragment_id is not None:
-        frag.id = int(fragment_id)
+    frag.id = fid
+    if progress is not None:
+        progress.complete(frag)
     return frag

@@ -1,7 +1,10 @@
 """Normalise what users pass to ``write_dataset`` / ``write_fragments`` into one stream.
 
-Accepted, as in pylance: ``pa.Table``, ``pa.RecordBatch``, ``pa.RecordBatchReader``, an iterable
-of ``pa.RecordBatch`` (with ``schema=`` or taking the first batch's), a pandas DataFrame, and
+JSON columns (``pa.json_()``) leave as Lance stores them: JSONB ``lance.json`` columns.
+
+Accepted, as in pylance: ``pa.Table``, ``pa.RecordBatch``, ``pa.RecordBatchReader``, a
+``pyarrow.dataset.Scanner``, a list of row dicts, an iterable of ``pa.RecordBatch`` (with
+``schema=``, each batch cast to it, or taking the first batch's), a pandas DataFrame, and
 anything with ``__arrow_c_stream__`` (polars, duckdb results...). The result is a
 ``RecordBatchReader``, so a 10 GB input never has to be in memory at once.
 """
@@ -11,8 +14,10 @@ import itertools
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 
 from ...errors import InvalidArgumentError
+from ...jsonb.arrow import encode_reader
 
 
 def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
@@ -43,8 +48,12 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
         reader = table.to_reader()
     elif hasattr(data, "__arrow_c_stream__"):
         reader = pa.RecordBatchReader.from_stream(data)
+    elif isinstance(data, pads.Scanner):  # a pyarrow (or lancefmt) scan, streamed
+        reader = data.to_reader()
     elif isinstance(data, dict):
         reader = pa.table(data).to_reader()
+    elif isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
+        reader = pa.Table.from_pylist(data, schema=schema).to_reader()  # rows, as pylance
     elif hasattr(data, "__iter__"):
         it = iter(data)
         if schema is None:
@@ -56,12 +65,24 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
             reader = pa.RecordBatchReader.from_batches(
                 first.schema, itertools.chain([first], (_as_batch(b) for b in it)))
         else:
-            reader = pa.RecordBatchReader.from_batches(schema, (_as_batch(b) for b in it))
+            reader = pa.RecordBatchReader.from_batches(schema, (_conform(_as_batch(b), schema)
+                                                                for b in it))
     else:
         raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}")
     if schema is not None:
         reader = _cast_reader(reader, schema)
-    return reader
+    return encode_reader(reader)  # arrow.json columns -> JSONB, as Lance stores them
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """A batch of an iterable given with ``schema=`` cast to it (int32 values into an int64
+    column), as pylance casts them."""
+    if batch.schema.equals(schema, check_metadata=False):
+        return batch
+    try:
+        return batch.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
+        raise InvalidArgumentError(f"batch does not match the schema: {e}") from None
 
 
 def _as_batch(obj) -> pa.RecordBatch:

@@ -116,7 +116,8 @@ def plan_write(data, uri, mode, schema, data_storage_version, initial_bases, sto
     reader = to_reader(data, schema)
     if existing is not None and mode == "append":
         if initial_bases:
-            raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
+            raise InvalidArgumentError("Cannot register new bases in Append mode: "
+                                       "initial_bases can only be given when creating a dataset")
         header = existing.header
         fields = list(header.fields)
         blobs = blob_v2_columns(fields)
@@ -133,7 +134,8 @@ def plan_write(data, uri, mode, schema, data_storage_version, initial_bases, sto
     if existing is not None:  # overwrite keeps the storage version unless one is asked for
         version = check_storage_version(data_storage_version or existing.data_storage_version)
         if initial_bases:
-            raise InvalidArgumentError("initial_bases can only be given when creating a dataset")
+            raise InvalidArgumentError("Cannot register new bases when overwriting: "
+                                       "initial_bases can only be given when creating a dataset")
         bases = [BasePath.from_pb(b) for b in existing.header.base_paths]
     else:
         version = check_storage_version(data_storage_version)

@@ -95,10 +95,7 @@ def encode(inp: PageInput, version, options) -> EncodedPage:
         dst_starts = pos[sel] + lw
         ln = lens[valid_vis]
         if ln.sum():
-            rel = np.repeat(dst_starts - src_starts, ln)
-            src = np.concatenate([np.arange(a, a + b) for a, b in zip(src_starts, ln)]) \
-                if len(ln) < 64 else byte_ranges(src_starts, ln)
-            out[src + rel] = block.data[src]
+            scatter_values(out, block.data, src_starts, dst_starts, ln)
     else:
         p = pos[vis_idx]
         off = 0
@@ -165,6 +162,28 @@ def _maybe_fsst(block: VariableBlock, options):
         return block, None   # pylance compresses such values one by one with zstd instead
     got = compress_block(block)
     return got if got is not None else (block, None)
+
+
+SCATTER_CHUNK_BYTES = 1 << 23
+
+
+def scatter_values(out, data, src_starts, dst_starts, lens) -> None:
+    """``out[d:d + l] = data[s:s + l]`` for every value, a bounded number of bytes at a time:
+    the byte-index arrays of a vectorised copy take 8 bytes per copied byte, so a page of
+    large strings copied at once needed ~25x its size in memory."""
+    ends = np.cumsum(lens)
+    i, n = 0, len(lens)
+    while i < n:
+        base = int(ends[i - 1]) if i else 0
+        j = max(i + 1, int(np.searchsorted(ends, base + SCATTER_CHUNK_BYTES, side="right")))
+        s, d, ln = src_starts[i:j], dst_starts[i:j], lens[i:j]
+        if j - i < 64:  # few (large) values: slice copies
+            for a, b, c in zip(s.tolist(), d.tolist(), ln.tolist()):
+                out[b:b + c] = data[a:a + c]
+        else:
+            src = byte_ranges(s, ln)
+            out[src + np.repeat(d - s, ln)] = data[src]
+        i = j
 
 
 def byte_ranges(starts, lens) -> np.ndarray:

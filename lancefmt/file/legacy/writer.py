@@ -153,7 +153,8 @@ class LegacyFileWriter:
             raise InvalidArgumentError("an earlier write failed; nothing was written")
         if self.schema is None:
             self.abort()
-            raise InvalidArgumentError("no schema: pass schema= or write at least one batch")
+            raise InvalidArgumentError("Schema is unknown and file cannot be created: pass "
+                                       "schema= or write at least one batch")
         try:
             if self._pending_rows:
                 self._flush(self._pending_rows)

@@ -70,12 +70,12 @@ def test_udf_and_aligned_data(ds):
         return pa.record_batch([pc.multiply(batch["x"], 2)], names=["x2"])
 
     ds.add_columns(double, read_columns=["x"])
-    assert calls[0] == 1 and sum(calls[1:]) == 20  # a 1-row probe, then every physical row
+    assert sum(calls[1:]) == 20  # the first batch (the schema probe), then every physical row
     t = ds.to_table()
     assert t["x2"] == pc.multiply(t["x"], 2)
     ds.add_columns(pa.table({"live": pa.array(np.arange(15))}))
     assert ds.to_table()["live"].to_pylist() == list(range(15))
-    with pytest.raises(InvalidArgumentError, match="fewer"):
+    with pytest.raises(InvalidArgumentError, match="Stream ended before producing values"):
         ds.add_columns(pa.table({"short": pa.array(np.arange(3))}))
     with pytest.raises(InvalidArgumentError, match="more"):
         ds.add_columns(pa.table({"long": pa.array(np.arange(16))}))

@@ -20,7 +20,7 @@ def table(n=20, start=0):
 
 def test_write_dataset_takes_pylance_positional_order(tmp_path):
     params = list(inspect.signature(lancefmt.write_dataset).parameters)
-    assert params[:4] == ["data", "uri", "schema", "mode"]
+    assert params[:4] == ["data_obj", "uri", "schema", "mode"]  # pylance 14's names
     schema = pa.schema([("id", pa.int64()), ("s", pa.large_string())])
     ds = lancefmt.write_dataset(table(3), str(tmp_path / "a"), schema, "create",
                                 max_rows_per_group=10)

@@ -27,7 +27,7 @@ def test_scanner_runs_many_times_and_exports_arrow(ds):
     assert sc.projected_schema == pa.schema([("id", pa.int64())])
     assert sc.dataset_schema == ds.schema
     plan = sc.explain_plan(verbose=True)
-    assert "columns=[id]" in plan and "id >= 90" in plan and "fragment ids: [0, 1, 2, 3]" in plan
+    assert "projection=[id]" in plan and "id >= 90" in plan and "fragment ids: [0, 1, 2, 3]" in plan
 
 
 def test_projections(ds):

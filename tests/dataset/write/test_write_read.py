@@ -176,7 +176,7 @@ def test_delete(uri):
     assert ds.take([3])["id"].to_pylist() == [4]
     before = ds.version
     assert ds.delete("id < 0") == {"num_deleted_rows": 0}
-    assert ds.version == before
+    assert ds.version == before + 1  # an empty delete still commits a version, as pylance
 
 
 def test_round_robin_start_offset(tmp_path):

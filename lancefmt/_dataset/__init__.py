@@ -1,0 +1,1 @@
+"""Where pylance keeps helpers importable as ``lance._dataset.*``."""
