@@ -35,13 +35,14 @@ import time
 from datetime import datetime, timezone
 
 from ..errors import (
-    ConditionalPutUnsupportedError, InvalidArgumentError, StorageNotFoundError,
+    ConditionalPutUnsupportedError, InvalidArgumentError, LanceError, StorageNotFoundError,
     StoragePermissionError,
 )
 from .options import DEFAULT_PROCESS_IO_LIMIT, Resolved
 from .ranges import plan_reads
 from .retry import RetryStats, ShortBody, as_storage_error, error_code, http_status, with_retries
 from .store import FileInfo, FsspecStore, ObjectStore, register_family_store
+from . import uploads
 
 MIN_PART_SIZE = 5 * 1024 * 1024         # S3's smallest part (but the last)
 PARTS_PER_STEP = 100                    # part size doubles every 100 parts (10,000 at most)
@@ -175,6 +176,7 @@ class S3Store(FsspecStore):
 
     # -- reads -----------------------------------------------------------------------------------
     def read(self, uri):
+        uploads.settle([uri])
         return self._run(self._read_whole, uri)
 
     async def _read_whole(self, uri):
@@ -203,6 +205,7 @@ class S3Store(FsspecStore):
         requests = list(requests)
         if not requests:
             return []
+        uploads.settle({r[0] for r in requests})
         plan = plan_reads(requests, self.settings.coalesce_gap, self.settings.max_iop_size)
         if not plan.fetches:
             return [b""] * len(requests)
@@ -240,6 +243,7 @@ class S3Store(FsspecStore):
     def read_tail(self, uri, n, size=None):
         if size is not None or n <= 0:
             return super().read_tail(uri, n, size)
+        uploads.settle([uri])
         return self._run(self._tail, uri, n)
 
     async def _tail(self, uri, n):
@@ -279,9 +283,11 @@ class S3Store(FsspecStore):
         return int((await self._head(uri))["ContentLength"])
 
     def size(self, uri):
+        uploads.settle([uri])
         return self._run(self._size, uri)
 
     def exists(self, uri):
+        uploads.settle([uri])
         try:
             self._run(self._head, uri)
         except StorageNotFoundError:
@@ -420,6 +426,7 @@ class S3Store(FsspecStore):
     def delete(self, uri, missing_ok=True):
         if not missing_ok and not self.exists(uri):
             raise StorageNotFoundError("delete", uri, "no such object")
+        uploads.settle([uri])  # an upload finishing after the delete would leave an orphan
         bucket, key = self._bucket_key(uri)
 
         async def run():
@@ -435,16 +442,19 @@ class S3Store(FsspecStore):
             return await self._call("delete", uri, attempt)
 
         self._run(run)
+        uploads.forget([uri])
 
     def delete_many(self, uris):
         uris = [u for u in uris]
         if not uris:
             return
+        uploads.settle(uris)
         if not self.settings.bulk_delete:
             async def each():
                 await asyncio.gather(*(self._delete_one(u) for u in uris))
 
             self._run(each)
+            uploads.forget(uris)
             return
         by_bucket: dict = {}
         for u in uris:
@@ -471,6 +481,7 @@ class S3Store(FsspecStore):
                                    for i in range(0, len(keys), DELETE_BATCH)))
 
         self._run(run)
+        uploads.forget(uris)
 
     async def _delete_one(self, uri):
         bucket, key = self._bucket_key(uri)
@@ -482,6 +493,7 @@ class S3Store(FsspecStore):
         await self._call("delete", uri, attempt)
 
     def copy(self, src, dst):
+        uploads.settle([src, dst])
         sb, sk = self._bucket_key(src)
         db, dk = self._bucket_key(dst)
         source_kw = {f"CopySource{k}": v for k, v in self._read_kw.items()
@@ -569,7 +581,8 @@ class _S3Writer:
     """A data file being written: buffered, sent as one PUT if it stays under a part, else as a
     multipart upload whose parts go out while the next one fills (at most
     ``MAX_PARTS_IN_FLIGHT``); every request under the store's retries. The object appears whole
-    at :meth:`close`, or not at all (:meth:`abort`)."""
+    at :meth:`close`, or once the last request :meth:`close_later` starts in the background has
+    finished (see :mod:`.uploads`), or not at all (:meth:`abort`, or a failed upload)."""
 
     def __init__(self, store: S3Store, uri: str):
         self.store, self.uri = store, uri
@@ -631,22 +644,42 @@ class _S3Writer:
         self._parts.append(asyncio.run_coroutine_threadsafe(upload(), store.fs.loop))
 
     def close(self) -> None:
+        """Finish the upload; the object is in place when this returns."""
         if self.closed:
             return
-        store = self.store
+        self.close_later()
+        uploads.finish(self.uri)
+
+    def close_later(self) -> None:
+        """Hand the last request(s) to the event loop and return: the object appears when they
+        finish, which :func:`.uploads.wait_uploads` (every commit's barrier) waits for. For
+        data files of a write that commits (or hands them to a committer) after a barrier."""
+        if self.closed:
+            return
         try:
-            if self._upload_id is None:
-                store._run(store._put, self.uri, bytes(self._buf))
-            else:
-                if self._buf or not self._parts:
-                    self._send_part(bytes(self._buf))
-                parts = [f.result() for f in self._parts]
-                store._run(self._complete, parts)
+            if self._upload_id is not None and (self._buf or not self._parts):
+                self._send_part(bytes(self._buf))
         except BaseException:
             self.abort()
             raise
+        data = bytes(self._buf) if self._upload_id is None else None
         self._buf = bytearray()
         self.closed = True
+        future = asyncio.run_coroutine_threadsafe(self._finish(data), self.store.fs.loop)
+        uploads.start(self.uri, future)
+
+    async def _finish(self, data):
+        try:
+            if self._upload_id is None:
+                await self.store._put(self.uri, data)
+            else:
+                parts = [await asyncio.wrap_future(f) for f in self._parts]
+                await self._complete(parts)
+        except BaseException:
+            for f in self._parts:
+                f.cancel()
+            await self._abort_upload()
+            raise
 
     async def _complete(self, parts):
         store = self.store
@@ -686,20 +719,24 @@ class _S3Writer:
             return
         for f in self._parts:
             f.cancel()
+        self.store._run(self._abort_upload)
+
+    async def _abort_upload(self):
+        """Abort the multipart upload, if one was created (best effort: a lifecycle rule
+        removes stale uploads)."""
+        if self._upload_id is None:
+            return
         store = self.store
 
-        async def run():
-            async def attempt():
-                s3 = await store._client()
-                return await s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key,
-                                                       UploadId=self._upload_id)
-
-            return await store._call("abort", self.uri, attempt)
+        async def attempt():
+            s3 = await store._client()
+            return await s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key,
+                                                   UploadId=self._upload_id)
 
         try:
-            store._run(run)
-        except OSError:
-            pass  # best effort: a lifecycle rule removes stale uploads
+            await store._call("abort", self.uri, attempt)
+        except (OSError, LanceError):
+            pass
 
     discard = abort
 
