@@ -94,6 +94,17 @@ def test_scan_of_three_buckets_equals_one_bucket(buckets):
     assert {g.bucket for g in gets} >= set(data)
     for b in data:
         assert sum(1 for g in gets if g.bucket == b) >= 2
+    # with latency, the buckets' reads are in flight together (scan, then take)
+    env.proxy.reset(latency=0.1)
+    fresh = lancefmt.dataset(three.uri, storage_options=options)
+    env.proxy.reset()
+    assert fresh.to_table().equals(table)
+    assert env.proxy.max_in_flight >= 3
+    fresh = lancefmt.dataset(three.uri, storage_options=options)
+    env.proxy.reset()
+    assert fresh.take(idx).equals(one.take(idx))
+    assert env.proxy.max_in_flight >= 3
+    env.proxy.reset(latency=0.0)
     # pylance reads the same multi-bucket dataset with the same options
     lance = pytest.importorskip("lance")
     assert lance.dataset(three.uri, storage_options=options).to_table().equals(table)
