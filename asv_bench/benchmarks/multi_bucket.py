@@ -56,7 +56,7 @@ class MultiBucketEnv:
         self.data = [create_bucket(self.proxy.upstream) for _ in range(BUCKETS)]
         self.rows = rows
         self.table = _table(rows)
-        self.per_file = max(1, rows // (BUCKETS * FILES_PER_BUCKET))
+        self.per_file = max(1, -(-rows // (BUCKETS * FILES_PER_BUCKET)))  # as many per bucket
         self.three = f"s3://{self.root}/three"
         self.one = f"s3://{self.root}/one"
         self._write(self.three, self.data, "fixture")
