@@ -590,6 +590,7 @@ class _S3Writer:
         self._buf = bytearray()
         self._pos = 0
         self._upload_id = None
+        self._create = None             # future of CreateMultipartUpload (not waited for)
         self._parts: list = []          # futures of (PartNumber, ETag), in order
         self.closed = False
         self._started = time.time()
@@ -614,7 +615,7 @@ class _S3Writer:
 
     def _send_part(self, chunk: bytes) -> None:
         store = self.store
-        if self._upload_id is None:
+        if self._create is None:  # the first part waits for it on the loop, not the writer
             async def create():
                 async def attempt():
                     s3 = await store._client()
@@ -623,7 +624,7 @@ class _S3Writer:
 
                 return await store._call("open_output", self.uri, attempt)
 
-            self._upload_id = store._run(create)["UploadId"]
+            self._create = asyncio.run_coroutine_threadsafe(create(), store.fs.loop)
         in_flight = [f for f in self._parts if not f.done()]
         if len(in_flight) >= MAX_PARTS_IN_FLIGHT:
             in_flight[0].result()
@@ -632,16 +633,23 @@ class _S3Writer:
                    if k.startswith("SSECustomer") or k in ("ChecksumAlgorithm", "RequestPayer")}
 
         async def upload():
+            upload_id = await self._await_upload_id()
+
             async def attempt():
                 s3 = await store._client()
                 return await s3.upload_part(Bucket=self.bucket, Key=self.key,
-                                            UploadId=self._upload_id, PartNumber=number,
+                                            UploadId=upload_id, PartNumber=number,
                                             Body=chunk, **part_kw)
 
             resp = await store._call("write", self.uri, attempt)
             return {"PartNumber": number, "ETag": resp["ETag"]}
 
         self._parts.append(asyncio.run_coroutine_threadsafe(upload(), store.fs.loop))
+
+    async def _await_upload_id(self) -> str:
+        if self._upload_id is None:
+            self._upload_id = (await asyncio.wrap_future(self._create))["UploadId"]
+        return self._upload_id
 
     def close(self) -> None:
         """Finish the upload; the object is in place when this returns."""
@@ -657,12 +665,12 @@ class _S3Writer:
         if self.closed:
             return
         try:
-            if self._upload_id is not None and (self._buf or not self._parts):
+            if self._create is not None and (self._buf or not self._parts):
                 self._send_part(bytes(self._buf))
         except BaseException:
             self.abort()
             raise
-        data = bytes(self._buf) if self._upload_id is None else None
+        data = bytes(self._buf) if self._create is None else None
         self._buf = bytearray()
         self.closed = True
         future = asyncio.run_coroutine_threadsafe(self._finish(data), self.store.fs.loop)
@@ -670,7 +678,7 @@ class _S3Writer:
 
     async def _finish(self, data):
         try:
-            if self._upload_id is None:
+            if self._create is None:
                 await self.store._put(self.uri, data)
             else:
                 parts = [await asyncio.wrap_future(f) for f in self._parts]
@@ -683,6 +691,7 @@ class _S3Writer:
 
     async def _complete(self, parts):
         store = self.store
+        await self._await_upload_id()
         tries = [0]
 
         async def attempt():
@@ -715,7 +724,7 @@ class _S3Writer:
             return
         self.closed = True
         self._buf = bytearray()
-        if self._upload_id is None:
+        if self._create is None:
             return
         for f in self._parts:
             f.cancel()
@@ -724,7 +733,11 @@ class _S3Writer:
     async def _abort_upload(self):
         """Abort the multipart upload, if one was created (best effort: a lifecycle rule
         removes stale uploads)."""
-        if self._upload_id is None:
+        if self._create is None:
+            return
+        try:
+            await self._await_upload_id()
+        except Exception:  # noqa: BLE001 - never created: nothing to abort
             return
         store = self.store
 
