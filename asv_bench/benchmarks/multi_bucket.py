@@ -14,9 +14,11 @@ Why 10 MB/s per bucket by default: moto and the proxy share one Python process, 
 some 60-80 MB/s in all on two busy cores; at 20-25 MB/s per bucket three buckets ask for about
 that much, and the 3-bucket numbers then measure the test server (2M rows at 20 MB/s: scan
 1.78x, write 2.15x; 1M rows at 25 MB/s: 2.10x, 1.19x, fixed costs weighing more). At 10 MB/s
-per bucket the buckets are the bottleneck, as in the issue: 2M rows, scan 2.40x (1342 vs 3247
-ms), write 2.25x (1596 vs 3303 ms); pylance's 3-bucket scan 1436 ms (1.01x ours). Before the
-background uploads a round-robin write gained nothing (1M rows, 25 MB/s: 1274 vs 1339 ms).
+per bucket the buckets are the bottleneck, as in the issue: 2M rows, scan 2.32-2.40x (1301 vs
+3194 ms), write 2.25-2.26x (1525 vs 3354 ms), on two cores at load 11; pylance: 3-bucket scan
+1367 ms (1.07x ours), 3-bucket write 3719 ms (2.59x ours; 3658 ms in one bucket: its
+round-robin write gains nothing). Before the background uploads a round-robin write of ours
+gained nothing either (1M rows, 25 MB/s: 1274 vs 1339 ms).
 
 Run directly for a one-shot table (``--rows`` smaller for a quick run):
 ``cd asv_bench && PYTHONPATH=.. ../.venv/bin/python -m benchmarks.multi_bucket [--rows 500000]``
@@ -74,10 +76,20 @@ class MultiBucketEnv:
                                       max_rows_per_file=self.per_file, initial_bases=bases,
                                       target_bases=[b.name for b in bases])
 
-    def write(self, buckets: int):
+    def write(self, buckets: int, library="lancefmt"):
         """A fresh dataset of all the rows, written round-robin over ``buckets`` buckets."""
         n = next(self._runs)
-        return self._write(f"s3://{self.root}/w{buckets}-{n}", self.data[:buckets], f"run{n}")
+        uri = f"s3://{self.root}/w{buckets}-{n}"
+        if library == "pylance":
+            import lance
+            from lance import DatasetBasePath
+
+            bases = [DatasetBasePath(f"s3://{b}/run{n}-w{buckets}-{n}", name=f"b{i}")
+                     for i, b in enumerate(self.data[:buckets])]
+            return lance.write_dataset(self.table, uri, storage_options=self.options,
+                                       max_rows_per_file=self.per_file, initial_bases=bases,
+                                       target_bases=[b.name for b in bases])
+        return self._write(uri, self.data[:buckets], f"run{n}")
 
     def scan(self, uri, library="lancefmt"):
         if library == "pylance":
@@ -123,6 +135,9 @@ class MultiBucket:
 
     def time_write_three_buckets(self):
         self.e.write(3)
+
+    def time_pylance_write_three_buckets(self):
+        self.e.write(3, "pylance")
 
     def time_write_one_bucket(self):
         self.e.write(1)
@@ -177,6 +192,11 @@ def main():  # pragma: no cover - a one-shot report
             _best(lambda: e.scan(e.three, "pylance"), args.repeat)
         peer1 = _best(lambda: e.scan(e.one, "pylance"), args.repeat)
         print(f"pylance scan: 3 buckets {peer * 1e3:8.1f} ms  1 bucket {peer1 * 1e3:8.1f} ms  "
+              f"| pylance / lancefmt (3 buckets) {peer / ours:5.2f}")
+        ours = _best(lambda: e.write(3), args.repeat)
+        peer, peer1 = _best(lambda: e.write(3, "pylance"), args.repeat), \
+            _best(lambda: e.write(1, "pylance"), args.repeat)
+        print(f"pylance write: 3 buckets {peer * 1e3:7.1f} ms  1 bucket {peer1 * 1e3:8.1f} ms  "
               f"| pylance / lancefmt (3 buckets) {peer / ours:5.2f}")
     e.proxy.stop()
 
