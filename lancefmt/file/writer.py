@@ -209,8 +209,10 @@ class LanceFileWriter:
         return len(self._user_buffers)
 
     # -- closing ----------------------------------------------------------------------------------
-    def close(self) -> int:
-        """Finish the file; returns the number of rows written."""
+    def close(self, wait: bool = True) -> int:
+        """Finish the file; returns the number of rows written. ``wait=False``: an object-store
+        upload may still be finishing in the background when this returns (a dataset write,
+        whose commit waits for it: ``io.wait_durable``)."""
         if self._closed:
             return self.num_rows
         if self._failed:
@@ -228,7 +230,11 @@ class LanceFileWriter:
                 w.finish()
             self._page_queue.drain()
             self._write_metadata()
-            self._output().close()
+            out = self._output()
+            if not wait and hasattr(out, "close_later"):
+                out.close_later()
+            else:
+                out.close()
         except BaseException:
             self.abort()
             raise

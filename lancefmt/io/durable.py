@@ -12,7 +12,8 @@ handed to another process to commit (a Spark task's result, ``write_fragments``)
 machine may then leave a committed version naming lost data); manifests are still synced.
 
 A failed sync is reported by the barrier as a :class:`~lancefmt.errors.StorageError`, so the
-commit that waited for it fails and removes its files.
+commit that waited for it fails and removes its files. The same barrier waits for S3 uploads
+finishing in the background (:mod:`.uploads`).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import storage_error
 from .local_commit import fsync_dir
+from .uploads import wait_uploads
 
 SYNC_THREADS = 4
 
@@ -66,7 +68,9 @@ def wait_durable() -> None:
     """Return once every file handed to :func:`defer_sync` in this process is on stable
     storage, with its directory entry. A failed sync raises StorageError (naming the file) in
     every barrier until that file is removed (after an fsync error the kernel may have dropped
-    the data: no manifest may name the file)."""
+    the data: no manifest may name the file). Object-store uploads still finishing in the
+    background are waited for first (:mod:`.uploads`)."""
+    wait_uploads()
     with _lock:
         if not _pending and not _synced_dirs:
             return

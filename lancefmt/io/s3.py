@@ -35,13 +35,14 @@ import time
 from datetime import datetime, timezone
 
 from ..errors import (
-    ConditionalPutUnsupportedError, InvalidArgumentError, StorageNotFoundError,
+    ConditionalPutUnsupportedError, InvalidArgumentError, LanceError, StorageNotFoundError,
     StoragePermissionError,
 )
 from .options import DEFAULT_PROCESS_IO_LIMIT, Resolved
 from .ranges import plan_reads
 from .retry import RetryStats, ShortBody, as_storage_error, error_code, http_status, with_retries
 from .store import FileInfo, FsspecStore, ObjectStore, register_family_store
+from . import uploads
 
 MIN_PART_SIZE = 5 * 1024 * 1024         # S3's smallest part (but the last)
 PARTS_PER_STEP = 100                    # part size doubles every 100 parts (10,000 at most)
@@ -200,6 +201,7 @@ class S3Store(FsspecStore):
 
     # -- reads -----------------------------------------------------------------------------------
     def read(self, uri):
+        uploads.settle([uri])
         return self._run(self._read_whole, uri)
 
     async def _read_whole(self, uri):
@@ -228,6 +230,7 @@ class S3Store(FsspecStore):
         requests = list(requests)
         if not requests:
             return []
+        uploads.settle({r[0] for r in requests})
         plan = plan_reads(requests, self.settings.coalesce_gap, self.settings.max_iop_size)
         if not plan.fetches:
             return [b""] * len(requests)
@@ -265,6 +268,7 @@ class S3Store(FsspecStore):
     def read_tail(self, uri, n, size=None):
         if size is not None or n <= 0:
             return super().read_tail(uri, n, size)
+        uploads.settle([uri])
         return self._run(self._tail, uri, n)
 
     async def _tail(self, uri, n):
@@ -304,9 +308,11 @@ class S3Store(FsspecStore):
         return int((await self._head(uri))["ContentLength"])
 
     def size(self, uri):
+        uploads.settle([uri])
         return self._run(self._size, uri)
 
     def exists(self, uri):
+        uploads.settle([uri])
         try:
             self._run(self._head, uri)
         except StorageNotFoundError:
@@ -445,6 +451,7 @@ class S3Store(FsspecStore):
     def delete(self, uri, missing_ok=True):
         if not missing_ok and not self.exists(uri):
             raise StorageNotFoundError("delete", uri, "no such object")
+        uploads.settle([uri])  # an upload finishing after the delete would leave an orphan
         bucket, key = self._bucket_key(uri)
 
         async def run():
@@ -460,16 +467,19 @@ class S3Store(FsspecStore):
             return await self._call("delete", uri, attempt)
 
         self._run(run)
+        uploads.forget([uri])
 
     def delete_many(self, uris):
         uris = [u for u in uris]
         if not uris:
             return
+        uploads.settle(uris)
         if not self.settings.bulk_delete:
             async def each():
                 await asyncio.gather(*(self._delete_one(u) for u in uris))
 
             self._run(each)
+            uploads.forget(uris)
             return
         by_bucket: dict = {}
         for u in uris:
@@ -496,6 +506,7 @@ class S3Store(FsspecStore):
                                    for i in range(0, len(keys), DELETE_BATCH)))
 
         self._run(run)
+        uploads.forget(uris)
 
     async def _delete_one(self, uri):
         bucket, key = self._bucket_key(uri)
@@ -507,6 +518,7 @@ class S3Store(FsspecStore):
         await self._call("delete", uri, attempt)
 
     def copy(self, src, dst):
+        uploads.settle([src, dst])
         sb, sk = self._bucket_key(src)
         db, dk = self._bucket_key(dst)
         source_kw = {f"CopySource{k}": v for k, v in self._read_kw.items()
@@ -594,7 +606,8 @@ class _S3Writer:
     """A data file being written: buffered, sent as one PUT if it stays under a part, else as a
     multipart upload whose parts go out while the next one fills (at most
     ``MAX_PARTS_IN_FLIGHT``); every request under the store's retries. The object appears whole
-    at :meth:`close`, or not at all (:meth:`abort`)."""
+    at :meth:`close`, or once the last request :meth:`close_later` starts in the background has
+    finished (see :mod:`.uploads`), or not at all (:meth:`abort`, or a failed upload)."""
 
     def __init__(self, store: S3Store, uri: str):
         self.store, self.uri = store, uri
@@ -602,6 +615,7 @@ class _S3Writer:
         self._buf = bytearray()
         self._pos = 0
         self._upload_id = None
+        self._create = None             # future of CreateMultipartUpload (not waited for)
         self._parts: list = []          # futures of (PartNumber, ETag), in order
         self.closed = False
         self._started = time.time()
@@ -626,7 +640,7 @@ class _S3Writer:
 
     def _send_part(self, chunk: bytes) -> None:
         store = self.store
-        if self._upload_id is None:
+        if self._create is None:  # the first part waits for it on the loop, not the writer
             async def create():
                 async def attempt():
                     s3 = await store._client()
@@ -635,7 +649,7 @@ class _S3Writer:
 
                 return await store._call("open_output", self.uri, attempt)
 
-            self._upload_id = store._run(create)["UploadId"]
+            self._create = asyncio.run_coroutine_threadsafe(create(), store.fs.loop)
         in_flight = [f for f in self._parts if not f.done()]
         if len(in_flight) >= MAX_PARTS_IN_FLIGHT:
             in_flight[0].result()
@@ -644,10 +658,12 @@ class _S3Writer:
                    if k.startswith("SSECustomer") or k in ("ChecksumAlgorithm", "RequestPayer")}
 
         async def upload():
+            upload_id = await self._await_upload_id()
+
             async def attempt():
                 s3 = await store._client()
                 return await s3.upload_part(Bucket=self.bucket, Key=self.key,
-                                            UploadId=self._upload_id, PartNumber=number,
+                                            UploadId=upload_id, PartNumber=number,
                                             Body=chunk, **part_kw)
 
             resp = await store._call("write", self.uri, attempt)
@@ -655,26 +671,52 @@ class _S3Writer:
 
         self._parts.append(asyncio.run_coroutine_threadsafe(upload(), store.fs.loop))
 
+    async def _await_upload_id(self) -> str:
+        if self._upload_id is None:
+            self._upload_id = (await asyncio.wrap_future(self._create))["UploadId"]
+        return self._upload_id
+
     def close(self) -> None:
+        """Finish the upload; the object is in place when this returns."""
         if self.closed:
             return
-        store = self.store
+        self.close_later()
+        uploads.finish(self.uri)
+
+    def close_later(self) -> None:
+        """Hand the last request(s) to the event loop and return: the object appears when they
+        finish, which :func:`.uploads.wait_uploads` (every commit's barrier) waits for. For
+        data files of a write that commits (or hands them to a committer) after a barrier."""
+        if self.closed:
+            return
         try:
-            if self._upload_id is None:
-                store._run(store._put, self.uri, bytes(self._buf))
-            else:
-                if self._buf or not self._parts:
-                    self._send_part(bytes(self._buf))
-                parts = [f.result() for f in self._parts]
-                store._run(self._complete, parts)
+            if self._create is not None and (self._buf or not self._parts):
+                self._send_part(bytes(self._buf))
         except BaseException:
             self.abort()
             raise
+        data = bytes(self._buf) if self._create is None else None
         self._buf = bytearray()
         self.closed = True
+        future = asyncio.run_coroutine_threadsafe(self._finish(data), self.store.fs.loop)
+        uploads.start(self.uri, future)
+
+    async def _finish(self, data):
+        try:
+            if self._create is None:
+                await self.store._put(self.uri, data)
+            else:
+                parts = [await asyncio.wrap_future(f) for f in self._parts]
+                await self._complete(parts)
+        except BaseException:
+            for f in self._parts:
+                f.cancel()
+            await self._abort_upload()
+            raise
 
     async def _complete(self, parts):
         store = self.store
+        await self._await_upload_id()
         tries = [0]
 
         async def attempt():
@@ -707,24 +749,32 @@ class _S3Writer:
             return
         self.closed = True
         self._buf = bytearray()
-        if self._upload_id is None:
+        if self._create is None:
             return
         for f in self._parts:
             f.cancel()
+        self.store._run(self._abort_upload)
+
+    async def _abort_upload(self):
+        """Abort the multipart upload, if one was created (best effort: a lifecycle rule
+        removes stale uploads)."""
+        if self._create is None:
+            return
+        try:
+            await self._await_upload_id()
+        except Exception:  # noqa: BLE001 - never created: nothing to abort
+            return
         store = self.store
 
-        async def run():
-            async def attempt():
-                s3 = await store._client()
-                return await s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key,
-                                                       UploadId=self._upload_id)
-
-            return await store._call("abort", self.uri, attempt)
+        async def attempt():
+            s3 = await store._client()
+            return await s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key,
+                                                   UploadId=self._upload_id)
 
         try:
-            store._run(run)
-        except OSError:
-            pass  # best effort: a lifecycle rule removes stale uploads
+            await store._call("abort", self.uri, attempt)
+        except (OSError, LanceError):
+            pass
 
     discard = abort
 

@@ -119,6 +119,13 @@ class _GuardedOutput:
     def close(self):
         return self._call("close")
 
+    def close_later(self):
+        """Close, letting the last upload finish in the background where the stream can
+        (S3, see :mod:`.uploads`); a plain close elsewhere."""
+        if hasattr(self._inner, "close_later"):
+            return self._call("close_later")
+        return self._call("close")
+
     def tell(self):
         return self._inner.tell()
 

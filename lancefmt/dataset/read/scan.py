@@ -47,8 +47,12 @@ REMOTE_SCHEMES = ("s3://", "s3a://", "gs://", "gcs://", "az://", "abfs://", "abf
 
 
 def is_remote(ctx: ScanContext | None) -> bool:
-    """Whether the dataset lives in an object store (latency-bound: reads are batched)."""
-    return ctx is not None and ctx.uri.startswith(REMOTE_SCHEMES)
+    """Whether the dataset, or any of its bases, lives in an object store (latency-bound:
+    reads are batched, many in flight). A local root with its data in buckets is remote."""
+    if ctx is None:
+        return False
+    return ctx.uri.startswith(REMOTE_SCHEMES) or any(
+        b.path.startswith(REMOTE_SCHEMES) for b in ctx.base_paths)
 
 
 def default_threads(ctx: ScanContext | None = None) -> int:

@@ -113,7 +113,7 @@ class FileRoller:
             for side in sidecars.close():
                 self.written.append(side)
                 self.written_options.append(self._target.storage_options)
-        rows = w.close()
+        rows = w.close(wait=False)  # the upload overlaps the next file; the commit waits
         self.written.append(self._uri)
         self.written_options.append(self._target.storage_options)
         df = data_file_pb(self._name, w, self._target.base_id)

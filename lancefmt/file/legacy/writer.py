@@ -144,8 +144,9 @@ class LegacyFileWriter:
         self._pending_rows = rest.num_rows
 
     # -- closing ---------------------------------------------------------------------------
-    def close(self) -> int:
-        """Finish the file; returns the number of rows written."""
+    def close(self, wait: bool = True) -> int:
+        """Finish the file; returns the number of rows written (``wait``: as
+        :meth:`lancefmt.file.writer.LanceFileWriter.close`)."""
         if self._closed:
             return self.num_rows
         if self._failed:
@@ -159,7 +160,11 @@ class LegacyFileWriter:
             if self._pending_rows:
                 self._flush(self._pending_rows)
             self._write_footer()
-            self._output().close()
+            out = self._output()
+            if not wait and hasattr(out, "close_later"):
+                out.close_later()
+            else:
+                out.close()
         except BaseException:
             self.abort()
             raise
