@@ -400,9 +400,10 @@ def create_bucket(endpoint: str, name: str | None = None) -> str:
 
 
 class RemoteProxy:
-    """An :class:`S3Proxy` (with its moto server) in a child process, so that the client being
-    measured does not share its interpreter (and GIL) with the server; the same ``counts``,
-    ``reset``, ``inject`` and ``max_in_flight``, over the proxy's control path."""
+    """An :class:`S3Proxy` in a child process and its moto server in a grandchild, so that the
+    client being measured, the proxy and the store each have their own interpreter (and GIL);
+    the same ``counts``, ``reset``, ``inject`` and ``max_in_flight``, over the proxy's control
+    path."""
 
     def __init__(self, latency: float = 0.0, bandwidth: float | None = None):
         import json
@@ -452,7 +453,9 @@ class RemoteProxy:
                 self._proc.kill()
 
 
-def _serve_forever(latency: float, bandwidth: float) -> None:  # pragma: no cover - a child
+def _moto_forever() -> None:  # pragma: no cover - a grandchild
+    """moto alone in its own process: the proxy and moto each get an interpreter (and a GIL),
+    as a remote store and the network in front of it would."""
     import json
     import sys
 
@@ -461,15 +464,36 @@ def _serve_forever(latency: float, bandwidth: float) -> None:  # pragma: no cove
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    upstream = f"http://{host}:{port}"
-    proxy = S3Proxy(upstream, latency=latency, bandwidth=bandwidth or None).start()
-    print(json.dumps({"endpoint": proxy.endpoint, "upstream": upstream}), flush=True)
+    print(json.dumps({"upstream": f"http://{host}:{port}"}), flush=True)
     sys.stdin.read()  # until the parent closes it (or dies)
-    proxy.stop()
     server.stop()
+
+
+def _serve_forever(latency: float, bandwidth: float) -> None:  # pragma: no cover - a child
+    import json
+    import subprocess
+    import sys
+
+    moto = subprocess.Popen([sys.executable, __file__, "moto"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        upstream = json.loads(moto.stdout.readline())["upstream"]
+        proxy = S3Proxy(upstream, latency=latency, bandwidth=bandwidth or None).start()
+        print(json.dumps({"endpoint": proxy.endpoint, "upstream": upstream}), flush=True)
+        sys.stdin.read()  # until the parent closes it (or dies)
+        proxy.stop()
+    finally:
+        moto.stdin.close()
+        try:
+            moto.wait(10)
+        except subprocess.TimeoutExpired:
+            moto.kill()
 
 
 if __name__ == "__main__":  # pragma: no cover
     import sys
 
-    _serve_forever(float(sys.argv[1]), float(sys.argv[2]))
+    if sys.argv[1:] == ["moto"]:
+        _moto_forever()
+    else:
+        _serve_forever(float(sys.argv[1]), float(sys.argv[2]))
