@@ -1,6 +1,6 @@
 """Many buckets at once (issue 26): a multi-base dataset whose data files sit in three buckets,
-each bandwidth-capped by the proxy of ``tests/support/s3_proxy.py`` (moto + proxy in a child
-process, 20 ms per request), against the same data in one such bucket.
+each bandwidth-capped by the proxy of ``tests/support/s3_proxy.py`` (the proxy in a child process,
+moto in a grandchild, 20 ms per request), against the same data in one such bucket.
 
 Target: the 3-bucket scan and the 3-bucket round-robin write at least 2.5x faster than the
 1-bucket ones (a bucket's bandwidth is the bottleneck, so three buckets can give up to 3x when
@@ -10,14 +10,13 @@ the client keeps all three busy). The manifests live in a fourth bucket (the dat
 of several; ``track_pylance_scan_ratio`` = pylance's time / lancefmt's on the 3-bucket dataset
 (same ``storage_options``: every bucket shares the endpoint).
 
-Why 10 MB/s per bucket by default: moto and the proxy share one Python process, which serves
-some 60-80 MB/s in all on two busy cores; at 20-25 MB/s per bucket three buckets ask for about
-that much, and the 3-bucket numbers then measure the test server (2M rows at 20 MB/s: scan
-1.78x, write 2.15x; 1M rows at 25 MB/s: 2.10x, 1.19x, fixed costs weighing more). At 10 MB/s
-per bucket the buckets are the bottleneck, as in the issue: 2M rows, scan 2.32-2.40x (1301 vs
-3194 ms), write 2.25-2.26x (1525 vs 3354 ms), on two cores at load 11; pylance: 3-bucket scan
-1367 ms (1.07x ours), 3-bucket write 3719 ms (2.59x ours; 3658 ms in one bucket: its
-round-robin write gains nothing). Before the background uploads a round-robin write of ours
+Why 10 MB/s per bucket by default: at that rate the buckets, not the test server, are the
+bottleneck, as in the issue. The proxy and moto run in two processes of their own
+(``RemoteProxy``); when they shared one interpreter they served some 60-80 MB/s in all and
+capped the 3-bucket numbers (scan 2.32-2.40x, write 2.25-2.26x). With them apart, 2M rows,
+best of 3 at load ~1: scan 2.60x (1267 vs 3110 ms), write 2.56x (1286 vs 3116 ms); pylance:
+3-bucket scan 1359 ms (1.07x ours), 3-bucket write 3412 ms (2.65x ours; 3334 ms in one bucket:
+its round-robin write gains nothing). Before the background uploads a round-robin write of ours
 gained nothing either (1M rows, 25 MB/s: 1274 vs 1339 ms).
 
 Run directly for a one-shot table (``--rows`` smaller for a quick run):
