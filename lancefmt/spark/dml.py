@@ -4,7 +4,10 @@ Both read the pinned version through the ``lance`` source in whole fragments (ea
 holds whole fragments, in physical order), let Spark evaluate the condition (Spark SQL text
 or a ``Column``: Spark functions and UDFs included) and, per partition, give each fragment
 with matching rows a new deletion file (:func:`~lancefmt.dataset.mutate.delete.delete_offsets`).
-Fragments without a match are not touched. As Lance 14 does:
+Fragments without a match are not touched. A condition that the scan can evaluate exactly as
+Spark would (:mod:`~lancefmt.spark.prefilter`) is also given to the scan, so rows that cannot
+match never reach Spark; a delete by such a condition runs one task per group of fragments,
+each finding its rows with its own scans, and no row goes through Spark. As Lance 14 does:
 
 * ``delete`` commits one ``Delete``; a fragment whose rows are all deleted is dropped;
 * ``update`` rewrites the matching rows with their new values (Spark expressions, cast to the
@@ -21,7 +24,7 @@ import pyarrow as pa
 
 from ..dataset.core.commit import CONFLICT_RETRIES
 from ..dataset.core.files import data_file_uris
-from ..dataset.mutate.delete import delete_offsets
+from ..dataset.mutate.delete import delete_offsets, matching_offsets
 from ..dataset.write.fragments import write_fragments
 from ..errors import InvalidArgumentError
 from ..table.fragment import FragmentMetadata
@@ -30,8 +33,9 @@ from ..table.transaction import Delete, Update
 from .expressions import as_column, select_pruned, sql_text
 from .jobs import (
     RESULT_SCHEMA, Pinned, collect_payloads, commit_job, fault_point, fragment_runs,
-    payload_batch, physical_offsets,
+    payload_batch, physical_offsets, run_tasks,
 )
+from .prefilter import lance_prefilter
 from .schema import ROW_ADDRESS, ROW_ID, BatchCaster
 
 
@@ -43,18 +47,25 @@ def delete(spark, uri, where, *, storage_options: dict | None = None,
 
     def run(pinned: Pinned, job):
         snapshot = pinned.snapshot()
-        hits = select_pruned(lambda cols: pinned.read(spark, cols), snapshot.schema.names,
-                             [where], lambda df: df.filter(condition).select(ROW_ADDRESS))
+        exact = lance_prefilter(where, snapshot.schema)
+        if exact is not None:  # the scans alone find the rows: no row goes through Spark
+            results = run_tasks(spark, job, _fragment_groups(spark, pinned, exact),
+                                _delete_on_executor, "delete")
+            results = [r for rs in results for r in rs]
+        else:
+            hits = select_pruned(lambda cols: pinned.read(spark, cols), snapshot.schema.names,
+                                 [where], lambda df: df.filter(condition).select(ROW_ADDRESS))
 
-        def task(batches):
-            with job.task() as staging:
-                snap = pinned.snapshot()
-                out = [delete_rows_of(snap, fid, pa.Table.from_batches(parts), staging)
-                       for fid, parts in fragment_runs(batches)]
-            fault_point("delete")
-            yield payload_batch(out)
+            def task(batches):
+                with job.task() as staging:
+                    snap = pinned.snapshot()
+                    out = [delete_rows_of(snap, fid, pa.Table.from_batches(parts), staging)
+                           for fid, parts in fragment_runs(batches)]
+                fault_point("delete")
+                yield payload_batch(out)
 
-        results = [r for rs in collect_payloads(hits.mapInArrow(task, RESULT_SCHEMA)) for r in rs]
+            results = [r for rs in collect_payloads(hits.mapInArrow(task, RESULT_SCHEMA))
+                       for r in rs]
         if not results:
             return None, [], 0
         updated, removed, files, count = gather_deletions(results)
@@ -63,6 +74,36 @@ def delete(spark, uri, where, *, storage_options: dict | None = None,
     _, count = commit_job(Pinned.latest(uri, storage_options, manifest_store), run,
                           conflict_retries)
     return count
+
+
+def _fragment_groups(spark, pinned: Pinned, predicate: str) -> list:
+    """Tasks of an executor-side delete: the fragments, in as many groups as Spark has cores
+    (at most one per fragment), balanced by physical rows."""
+    frags = sorted(((pb.physical_rows, pb.id) for pb in pinned.snapshot().fragment_pbs()),
+                   reverse=True)
+    n = max(1, min(len(frags), int(spark.sparkContext.defaultParallelism)))
+    groups = [[0, []] for _ in range(n)]
+    for rows, fid in frags:  # largest first, each to the lightest group
+        lightest = min(groups, key=lambda g: g[0])
+        lightest[0] += rows
+        lightest[1].append(fid)
+    return [(pinned, predicate, sorted(ids)) for _, ids in groups if ids]
+
+
+def _delete_on_executor(task, staging: str) -> list:
+    """One group's deletions: :func:`delete_rows_of`'s results for its fragments with rows
+    matching the predicate (found by the fragment scans themselves)."""
+    pinned, predicate, fragment_ids = task
+    snap = pinned.snapshot()
+    out = []
+    for fid in fragment_ids:
+        pb = snap.fragment_pb(fid)
+        hits = matching_offsets(snap, pb, predicate)
+        if hits.size:
+            meta, removed, uri = delete_offsets(snap, pb, hits, staging, staging_open=True)
+            out.append(((meta.to_bytes() if meta is not None else None), removed, uri,
+                        int(hits.size)))
+    return out
 
 
 def delete_rows_of(snapshot, fid: int, rows: pa.Table, staging: str):
@@ -98,7 +139,8 @@ def update(spark, uri, values: dict, where=None, *, storage_options: dict | None
         unknown = [n for n in exprs if schema.get_field_index(n) < 0]
         if unknown:
             raise InvalidArgumentError(f"no such column(s) {unknown} in {pinned.uri}")
-        df = pinned.read(spark, with_row_id=stable)
+        df = pinned.read(spark, with_row_id=stable,
+                         prefilter=lance_prefilter(where, schema))  # Spark still filters
         if condition is not None:
             df = df.filter(condition)
         meta = [F.col(ROW_ADDRESS)] + ([F.col(ROW_ID)] if stable else [])

@@ -78,10 +78,11 @@ class Pinned:
         return snap
 
     def read(self, spark, columns=None, *, with_row_address: bool = True,
-             with_row_id: bool = False, whole_fragments: bool = True, fragment_ids=None):
+             with_row_id: bool = False, whole_fragments: bool = True, fragment_ids=None,
+             prefilter: str | None = None):
         """A DataFrame of this version through the ``lance`` source: ``columns`` (None: all)
         and the metadata columns asked for; with ``whole_fragments`` each partition holds whole
-        fragments in physical order."""
+        fragments in physical order. ``prefilter`` (Lance filter text) drops rows in the scan."""
         import json
 
         reader = spark.read.format("lance").option("version", self.version)
@@ -92,6 +93,8 @@ class Pinned:
         reader = (reader.option("with_row_address", str(with_row_address).lower())
                   .option("with_row_id", str(with_row_id).lower())
                   .option("whole_fragments", str(whole_fragments).lower()))
+        if prefilter:
+            reader = reader.option("filter", prefilter)
         if fragment_ids is not None:
             reader = reader.option("fragment_ids", json.dumps(sorted(int(i) for i in fragment_ids)))
         if self.storage_options:

@@ -37,6 +37,12 @@ def _matching_offsets(scan: FragmentScan) -> np.ndarray:
     return (addrs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
+def matching_offsets(snapshot, pb, predicate) -> np.ndarray:
+    """Physical offsets of fragment ``pb``'s live rows matching ``predicate`` (Lance filter)."""
+    spec = ScanSpec.build(snapshot.schema, [], predicate, with_row_address=True)
+    return _matching_offsets(FragmentScan(snapshot.ctx, pb, spec))
+
+
 def plan_delete(snapshot, predicate):
     """(updated fragments, deleted fragment ids, rows deleted) for deleting ``predicate``;
     the new deletion files are written (and removed again if planning fails)."""
@@ -106,8 +112,7 @@ def delete_in_fragment(snapshot, pb, predicate):
     """pylance's ``LanceFragment.delete``: fragment ``pb`` with the rows matching
     ``predicate`` deleted too (a new deletion file is written, nothing committed); the same
     fragment when nothing matches, None when no row is left."""
-    spec = ScanSpec.build(snapshot.schema, [], predicate, with_row_address=True)
-    hits = _matching_offsets(FragmentScan(snapshot.ctx, pb, spec))
+    hits = matching_offsets(snapshot, pb, predicate)
     if not hits.size:
         return FragmentMetadata.from_bytes(pb.SerializeToString())
     meta, _, _ = delete_offsets(snapshot, pb, hits)
