@@ -110,10 +110,15 @@ class BlobSidecars:
                 else batch.column(i) for i, f in enumerate(batch.schema)]
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
-    def close(self) -> list[str]:
-        """Closes (publishes) the sidecars; their URIs."""
+    def close(self, wait: bool = True) -> list[str]:
+        """Closes (publishes) the sidecars; their URIs. ``wait=False``: an object-store upload
+        may still be finishing in the background (the commit's barrier waits for it), as for
+        the data file beside them."""
         for out in self.outputs.values():
-            out.close()
+            if not wait and hasattr(out, "close_later"):
+                out.close_later()
+            else:
+                out.close()
         self.outputs = {}
         return list(self.uris)
 

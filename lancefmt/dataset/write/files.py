@@ -110,7 +110,7 @@ class FileRoller:
         self._writer = None
         if self._sidecars is not None:
             sidecars, self._sidecars = self._sidecars, None
-            for side in sidecars.close():
+            for side in sidecars.close(wait=False):
                 self.written.append(side)
                 self.written_options.append(self._target.storage_options)
         rows = w.close(wait=False)  # the upload overlaps the next file; the commit waits
