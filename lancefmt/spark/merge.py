@@ -16,6 +16,9 @@ over ``target.<col>`` and ``source.<col>``. The job, as Lance's ``merge_insert``
    makes the merge fail as ambiguous, as in Lance;
 4. the driver commits one ``Update`` against the pinned version; a concurrent writer touching
    the same fragments is a retryable conflict, and the job then runs again on the latest one.
+   A merge on the table's unenforced primary key carries the hashes of the keys it inserts
+   (:mod:`lancefmt.table.key_filter`), so a concurrent append, or a merge that inserted one
+   of the same keys, also makes it run again (as Lance), and no key ends up twice.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from ..dataset.mutate.merge_insert import MergeInsertError
 from ..dataset.write.fragments import write_fragments
 from ..errors import InvalidArgumentError, NotSupportedError
 from ..table.fragment import FragmentMetadata
+from ..table.key_filter import KeyFilter, key_hashes, primary_key_ids
 from ..table.rowids import carry_row_ids, load_created_at_versions
 from ..table.transaction import Update
 from .dml import delete_rows_of, gather_deletions
@@ -167,10 +171,13 @@ class MergeBuilder:
         snapshot = pinned.snapshot()
         stable = snapshot.has_stable_row_ids
         labelled = self._labelled(pinned, snapshot)
+        key_ids = primary_key_ids(snapshot.lance_fields, self.on) if self.insert else None
+        track = list(self.on) if key_ids is not None else None
 
         def write_rows(batches):  # the join's side: new rows, addresses to delete on
             with job.task() as staging:
-                out, addresses = _write_changes(pinned.snapshot(), batches, staging, stable)
+                out, addresses = _write_changes(pinned.snapshot(), batches, staging, stable,
+                                                track)
             fault_point("merge")
             for frag, offsets in addresses:
                 yield pa.record_batch({FRAG: pa.array(np.full(offsets.size, frag, np.int64)),
@@ -209,9 +216,9 @@ class MergeBuilder:
         parts = max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
         results = collect_payloads(changes.repartition(parts, F.col(FRAG))
                                    .mapInArrow(write_deletions, RESULT_SCHEMA))
-        return self._operation(snapshot, results)
+        return self._operation(snapshot, results, key_ids)
 
-    def _operation(self, snapshot, results):
+    def _operation(self, snapshot, results, key_ids=None):
         rows = [r for r in results if "new" in r]
         dels = [r for r in results if "deleted" in r]
         files = [u for r in rows for u in r["files"]]
@@ -232,7 +239,10 @@ class MergeBuilder:
             return None, [], stats
         op = Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new,
                     fields_modified=[],
-                    fields_for_preserving_frag_bitmap=[f.id for f in snapshot.lance_fields])
+                    fields_for_preserving_frag_bitmap=[f.id for f in snapshot.lance_fields],
+                    inserted_rows=None if key_ids is None else KeyFilter(key_ids, frozenset(
+                        int(h) for r in rows if r.get("keys")
+                        for h in np.frombuffer(r["keys"], np.uint64))))
         return op, files + del_files, stats
 
 
@@ -252,9 +262,10 @@ def _by_fragment(rows: pa.RecordBatch):
         yield int(frags[lo]), offsets[lo:hi]
 
 
-def _write_changes(snapshot, batches, staging: str, stable: bool):
+def _write_changes(snapshot, batches, staging: str, stable: bool, track_keys=None):
     """One task of the join: write its updated rows (first) and inserted rows as new
-    fragments; (result, [(fragment id, offsets to delete)])."""
+    fragments (with the hashes of the inserted keys ``track_keys`` when given); (result,
+    [(fragment id, offsets to delete)])."""
     caster = BatchCaster(snapshot.schema)
     updates, inserts, addresses = [], [], []
     failed = 0
@@ -285,6 +296,8 @@ def _write_changes(snapshot, batches, staging: str, stable: bool):
             upd = pa.Table.from_batches(updates)
             carry_row_ids(fragments, upd.column(RID).to_numpy().astype(np.uint64),
                           _created_at(snapshot, upd.column(ADDR).to_numpy().astype(np.int64)))
+        if track_keys and inserts:
+            out["keys"] = key_hashes(pa.Table.from_batches(inserts), track_keys).tobytes()
         out.update(new=[f.to_bytes() for f in fragments],
                    files=data_file_uris(snapshot.ctx.resolver, fragments),
                    updated=sum(b.num_rows for b in updates),

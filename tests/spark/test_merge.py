@@ -134,3 +134,53 @@ def test_concurrent_writers_rebased_or_run_again(spark, tmp_path, monkeypatch, c
     assert lance.dataset(uri).version == 3
     assert_same_rows(uri, copy)
     assert unreferenced_files(uri) == []
+
+
+PK = {b"lance-schema:unenforced-primary-key": b"true"}
+
+
+def pk_rows(ids, x=None):
+    t = rows(ids, x)
+    return t.cast(pa.schema([pa.field("id", pa.int64(), False, metadata=PK)] + list(t.schema)[1:]))
+
+
+@pytest.mark.parametrize("concurrent, runs", [("same key", 2), ("other key", 1), ("append", 2)])
+def test_concurrent_insert_of_the_same_primary_key_runs_again(spark, tmp_path, monkeypatch,
+                                                              concurrent, runs):
+    """On the primary key the merge carries the keys it inserts: a concurrent merge inserting
+    one of them (or an append, whose keys are unknown) makes the job run again on the latest
+    version, so no key ends up twice; a merge inserting other keys is rebased over. pylance,
+    planned before the same concurrent writer on a copy, ends with the same rows."""
+    from lancefmt.spark import merge
+
+    uri, copy = twins(tmp_path, pk_rows(range(40)), max_rows_per_file=20)
+    real, calls = merge.collect_payloads, []
+
+    def other_writer(u):
+        if concurrent == "append":
+            lancefmt.write_dataset(pk_rows([1000]), u, mode="append")
+        else:
+            lancefmt.dataset(u).merge_insert("id").when_matched_update_all() \
+                .when_not_matched_insert_all() \
+                .execute(pk_rows([77 if concurrent == "same key" else 88], x=5.0))
+
+    def patched(df):
+        out = real(df)
+        calls.append(1)
+        if len(calls) == 1:
+            other_writer(uri)
+        return out
+
+    monkeypatch.setattr(merge, "collect_payloads", patched)
+    source = pk_rows([30, 77], x=-1.0)
+    MergeBuilder(spark, uri, spark.createDataFrame(source.to_pandas()), "id") \
+        .when_matched_update_all().when_not_matched_insert_all().execute()
+    planned = lance.dataset(copy)
+    other_writer(copy)
+    planned.merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(source)
+    assert len(calls) == runs
+    ids = lance.dataset(uri).to_table()["id"].to_pylist()
+    assert ids.count(77) == 1 and len(ids) == len(set(ids))
+    assert_same_rows(uri, copy)
+    assert unreferenced_files(uri) == []
