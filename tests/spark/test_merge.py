@@ -184,3 +184,46 @@ def test_concurrent_insert_of_the_same_primary_key_runs_again(spark, tmp_path, m
     assert ids.count(77) == 1 and len(ids) == len(set(ids))
     assert_same_rows(uri, copy)
     assert unreferenced_files(uri) == []
+
+
+def test_conditional_insert_equals_pylance_on_the_filtered_source(spark, tmp_path):
+    """``when_not_matched_insert_all(condition)`` inserts only the unmatched source rows the
+    condition holds for; matched rows are updated whatever the condition (pylance: an update
+    with the whole source, an insert with the filtered one)."""
+    uri, copy = twins(tmp_path, rows(range(20)), max_rows_per_file=10)
+    source = rows([3, 4, 30, 31, 32])
+    source = source.set_column(1, "x", pa.array([1.0, -1.0, 2.0, -2.0, 3.0]))
+    stats = MergeBuilder(spark, uri, spark.createDataFrame(source.to_pandas()), "id") \
+        .when_matched_update_all().when_not_matched_insert_all("source.x > 0").execute()
+    assert stats == {"num_inserted_rows": 2, "num_updated_rows": 2, "num_deleted_rows": 0}
+    peer = lance.dataset(copy)
+    peer.merge_insert("id").when_matched_update_all().execute(source)
+    peer.merge_insert("id").when_not_matched_insert_all() \
+        .execute(source.filter(pa.compute.greater(source["x"], 0)))
+    assert_same_rows(uri, copy)
+
+
+def test_explicit_update_and_insert_clauses_equal_pylance(spark, tmp_path):
+    """Delta's ``whenMatchedUpdate(set=)`` sets some columns from expressions over target and
+    source (the others keep the target's values) and ``whenNotMatchedInsert(values=)`` builds
+    the new rows (unnamed columns null); pylance: a merge of the partial source, then an
+    insert of the rows built in Arrow."""
+    from pyspark.sql import functions as F
+
+    uri, copy = twins(tmp_path, rows(range(20)), max_rows_per_file=10)
+    source = spark.createDataFrame([(3, 10.0), (4, 20.0), (40, 7.0)], "id long, delta double")
+    stats = MergeBuilder(spark, uri, source, "id") \
+        .whenMatchedUpdate("source.delta > 15", {"x": "target.x + source.delta"}) \
+        .whenNotMatchedInsert(values={"id": F.col("source.id"), "x": "source.delta * 2"}) \
+        .execute()
+    assert stats == {"num_inserted_rows": 1, "num_updated_rows": 1, "num_deleted_rows": 0}
+    peer = lance.dataset(copy)
+    peer.merge_insert("id").when_matched_update_all().execute(
+        pa.table({"id": pa.array([4], pa.int64()), "x": [2.0 + 20.0]}))
+    peer.insert(pa.table({"id": pa.array([40], pa.int64()), "x": [14.0],
+                          "s": pa.array([None], pa.string())}))
+    assert_same_rows(uri, copy)
+    with pytest.raises(LanceError):
+        MergeBuilder(spark, uri, source, "id").when_matched_update(set={"nope": "1"}).execute()
+    with pytest.raises(LanceError):
+        MergeBuilder(spark, uri, source, "id").when_matched_update_all().execute()

@@ -38,8 +38,6 @@ def test_delta_shape_equals_pylance(spark, tmp_path):
         .whenNotMatchedInsertAll().whenNotMatchedBySourceDelete("target.id > 55").execute()
     table.addColumns({"y": "id + 1"})
     table.optimize().executeCompaction()
-    with pytest.raises(NotSupportedError):
-        table.merge(source, "id").whenNotMatchedInsertAll("source.x > 0")
 
     peer = lance.dataset(copy)
     peer.delete("id < 5")
