@@ -6,7 +6,8 @@ conditions and values are Spark SQL (or Columns) over ``target.<col>`` and ``sou
 ``REWRITE_ROWS``:
 
 1. Spark joins the target's keys (pinned version, with row addresses; stable row ids when the
-   dataset has them; the columns the conditions use) with the source on the key columns, and
+   dataset has them; the columns the conditions use) with the source on the key columns (or on
+   an arbitrary join ``condition``, Delta's ``merge(source, condition)``), and
    labels each pair: ``U`` update, ``D`` delete, ``I`` insert, ``S`` delete not matched by
    source, ``F`` a match under ``when_matched_fail``;
 2. each task of the join writes its updated and inserted rows as new fragments (updated rows
@@ -50,12 +51,17 @@ SHUFFLE_SCHEMA = f"{FRAG} long, {OFFSET} long, {PAYLOAD} binary"
 class MergeBuilder:
     """Clauses as pylance's ``MergeInsertBuilder``; :meth:`execute` runs the Spark job."""
 
-    def __init__(self, spark, uri, source, on, *, storage_options: dict | None = None,
-                 manifest_store: str | None = None):
-        if on is None or (not isinstance(on, str) and not list(on)):
-            raise InvalidArgumentError("merge needs the key column(s) 'on'")
+    def __init__(self, spark, uri, source, on=None, *, condition=None,
+                 storage_options: dict | None = None, manifest_store: str | None = None):
+        keyed = on is not None and (isinstance(on, str) or bool(list(on)))
+        if keyed == (condition is not None):
+            raise InvalidArgumentError("merge needs either the key column(s) 'on' or a join "
+                                       "'condition' (over target.<col> and source.<col>)")
         self.spark, self.uri, self.source = spark, uri, source
-        self.on = [on] if isinstance(on, str) else list(on)
+        self.on = ([on] if isinstance(on, str) else list(on)) if keyed else []
+        self.condition = condition        # an arbitrary join condition instead of keys
+        if condition is not None:
+            as_column(condition, "the merge condition")
         self.storage_options, self.manifest_store = storage_options, manifest_store
         self.matched = None               # None | "update" | "delete" | "fail"
         self.matched_condition = None
@@ -158,7 +164,8 @@ class MergeBuilder:
         if missing_keys:
             raise InvalidArgumentError(f"the merge source lacks the key column(s) {missing_keys}")
         sets = [v for m in (self.matched_set, self.insert_values) if m for v in m.values()]
-        conditions = [c for c in (self.matched_condition, self.by_source_condition) if c is not None]
+        conditions = [c for c in (self.condition, self.matched_condition,
+                                  self.by_source_condition) if c is not None]
         pruned = conditions + sets
 
         def read(columns):
@@ -178,7 +185,9 @@ class MergeBuilder:
             t, s = target.alias("target"), source.alias("source")
             how = {(False, False): "inner", (True, False): "right", (False, True): "left",
                    (True, True): "full"}[(self.insert, self.by_source_delete)]
-            joined = t.join(s, [F.col(f"target.{k}") == F.col(f"source.{k}") for k in self.on], how)
+            on = as_column(self.condition, "the merge condition") if self.condition is not None \
+                else [F.col(f"target.{k}") == F.col(f"source.{k}") for k in self.on]
+            joined = t.join(s, on, how)
             both = F.col("target.__tgt").isNotNull() & F.col("source.__src").isNotNull()
             only_source = F.col("target.__tgt").isNull()
             only_target = F.col("source.__src").isNull()
