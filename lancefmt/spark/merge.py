@@ -37,7 +37,7 @@ from ..table.key_filter import KeyFilter, key_hashes, primary_key_ids
 from ..table.rowids import carry_row_ids, load_created_at_versions
 from ..table.transaction import Update
 from .dml import delete_rows_of, gather_deletions
-from .expressions import as_column, select_pruned
+from .expressions import as_column, empty_frame, select_pruned
 from .jobs import (
     RESULT_SCHEMA, Pinned, collect_payloads, commit_job, fault_point, payload_batch,
 )
@@ -218,7 +218,12 @@ class MergeBuilder:
 
         if self.matched_set is not None:  # the columns not set keep the target's values
             return label(read(schema.names))
-        return select_pruned(read, schema.names, pruned, label, qualifiers={"target"})
+        def frame():  # the dataset as ``target`` beside the source, as in the join
+            target = empty_frame(self.spark, schema, "target")
+            return target.crossJoin(self.source.limit(0).alias("source")), target
+
+        return select_pruned(read, schema.names, pruned, label, qualifiers={"target"},
+                             frame=frame)
 
     def _value(self, name: str, dtype, action):
         """Column ``name`` of an updated row (the set expression, the target's value, or the
