@@ -61,12 +61,21 @@ class KeyFilter:
 def primary_key_ids(lance_fields, on) -> tuple | None:
     """The field ids of ``on`` when they are exactly the unenforced primary key (top-level
     fields), else None: Lance tracks inserted keys only then."""
-    pk = {f.name: f.id for f in lance_fields if f.parent_id == -1 and (
-        f.unenforced_primary_key or f.metadata.get("lance-schema:unenforced-primary-key", b"")
-        .decode("utf-8", "replace").lower() in ("true", "1", "yes"))}
+    pk = {f.name: f.id for f in lance_fields if f.parent_id == -1 and _is_key(f)}
     if not pk or set(pk) != set(on):
         return None
     return tuple(sorted(pk.values()))
+
+
+def _is_key(field) -> bool:
+    """Lance marks the key with ``lance-schema:unenforced-primary-key`` (true) or its
+    ``...:position`` variant in the field metadata."""
+    md = field.metadata
+    flag = md.get(PK_KEY, b"").decode("utf-8", "replace").lower() in ("true", "1", "yes")
+    return bool(field.unenforced_primary_key or flag or f"{PK_KEY}:position" in md)
+
+
+PK_KEY = "lance-schema:unenforced-primary-key"
 
 
 def key_hashes(table: pa.Table | pa.RecordBatch, on) -> np.ndarray:

@@ -41,3 +41,15 @@ def test_conflict_rules_follow_lance():
     other = Transaction(1, Update(inserted_rows=KeyFilter((0,), frozenset({2}))))
     assert check_conflict(mine, other).ok
     assert check_conflict(plain, mine).ok and check_conflict(Transaction(1, Append([])), mine).ok
+
+
+def test_primary_key_fields_by_flag_or_position():
+    from lancefmt._proto import file_pb2
+    from lancefmt.table.key_filter import primary_key_ids
+
+    a = file_pb2.Field(name="a", id=0, parent_id=-1, unenforced_primary_key=True)
+    b = file_pb2.Field(name="b", id=1, parent_id=-1)
+    b.metadata["lance-schema:unenforced-primary-key:position"] = b"1"
+    c = file_pb2.Field(name="c", id=2, parent_id=-1)
+    assert primary_key_ids([a, b, c], ["b", "a"]) == (0, 1)
+    assert primary_key_ids([a, b, c], ["a"]) is None and primary_key_ids([c], ["c"]) is None
