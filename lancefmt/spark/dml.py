@@ -30,7 +30,7 @@ from ..errors import InvalidArgumentError
 from ..table.fragment import FragmentMetadata
 from ..table.rowids import carry_row_ids, load_created_at_versions
 from ..table.transaction import Delete, Update
-from .expressions import as_column, select_pruned, sql_text
+from .expressions import as_column, empty_frame, select_pruned, sql_text
 from .jobs import (
     RESULT_SCHEMA, Pinned, collect_payloads, commit_job, fault_point, fragment_runs,
     payload_batch, physical_offsets, run_tasks,
@@ -53,8 +53,13 @@ def delete(spark, uri, where, *, storage_options: dict | None = None,
                                 _delete_on_executor, "delete")
             results = [r for rs in results for r in rs]
         else:
+            def frame():
+                df = empty_frame(spark, snapshot.schema)
+                return df, df
+
             hits = select_pruned(lambda cols: pinned.read(spark, cols), snapshot.schema.names,
-                                 [where], lambda df: df.filter(condition).select(ROW_ADDRESS))
+                                 [where], lambda df: df.filter(condition).select(ROW_ADDRESS),
+                                 frame=frame)
 
             def task(batches):
                 with job.task() as staging:

@@ -5,8 +5,8 @@ A Python data source cannot be a catalog table with row-level operations, so Spa
 statements (``MERGE INTO``, ``UPDATE``, ``DELETE FROM``, ``ALTER TABLE ... ADD COLUMNS``) and
 ``DataFrame.mergeInto`` cannot reach it; this object is the closest shape. Conditions are Spark
 SQL text or Columns; in a merge the target's columns are ``target.<col>`` and the source's
-``source.<col>``, and the merge condition must be an equality of key columns (Lance merges on
-keys), e.g. ``"target.id = source.id"``.
+``source.<col>``. A merge condition that is an equality of key columns (``"target.id =
+source.id"``) merges on keys, as Lance does; any other condition is the join condition.
 """
 from __future__ import annotations
 
@@ -41,9 +41,16 @@ class LanceTable:
         return dml.update(self.spark, self.uri, set or {}, condition, **self.options)
 
     def merge(self, source, condition) -> MergeBuilder:
-        """A merge of the DataFrame ``source`` on the key columns ``condition`` names: a list
-        of names, or ``target.k = source.k [AND ...]``."""
-        return MergeBuilder(self.spark, self.uri, source, merge_keys(condition), **self.options)
+        """A merge of the DataFrame ``source``: on key columns (a list of names, or
+        ``target.k = source.k [AND ...]``), or on any other join condition (SQL text or a
+        Column over ``target.``/``source.``; a target row two source rows match is an error)."""
+        try:
+            keys = merge_keys(condition)
+        except (NotSupportedError, InvalidArgumentError):
+            if isinstance(condition, str) and not _parses(condition):
+                raise
+            return MergeBuilder(self.spark, self.uri, source, condition=condition, **self.options)
+        return MergeBuilder(self.spark, self.uri, source, keys, **self.options)
 
     def addColumns(self, transforms, **kw) -> int:  # noqa: N802
         """Backfill new columns (see :func:`lancefmt.spark.backfill.add_columns`)."""
@@ -93,3 +100,13 @@ def merge_keys(condition) -> list:
                 f"key columns; put other conditions in the when clauses), not {condition!r}")
         keys.append(sides[0].name)
     return keys
+
+
+def _parses(text: str) -> bool:
+    import sqlglot
+
+    try:
+        sqlglot.parse_one(text, read="spark")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return False
+    return True

@@ -248,6 +248,22 @@ def _relocation_conflict(m, t) -> ConflictResult | None:
     return None
 
 
+def _inserted_keys_conflict(mine, theirs) -> ConflictResult | None:
+    """Lance's rule for a merge insert on the primary key (it carries ``inserted_rows``): an
+    append, or an update that inserted keys that may be the same (or whose keys are unknown),
+    committed since it read must make it retry, or a key would be inserted twice."""
+    if not isinstance(mine, Update) or mine.inserted_rows is None:
+        return None
+    if isinstance(theirs, Append):
+        return _retry("rows were appended concurrently with a merge insert on the primary key")
+    if isinstance(theirs, Update):
+        if theirs.inserted_rows is None:
+            return _retry("a concurrent update does not say which keys it inserted")
+        if mine.inserted_rows.intersects(theirs.inserted_rows):
+            return _retry("a concurrent merge insert inserted some of the same keys")
+    return None
+
+
 def check_conflict(mine: Transaction, theirs: Transaction | None) -> ConflictResult:
     """May ``mine`` commit after ``theirs`` (committed since my read version)?"""
     if theirs is None:
@@ -259,6 +275,9 @@ def check_conflict(mine: Transaction, theirs: Transaction | None) -> ConflictRes
             return moved
     if isinstance(t, Opaque) or t.name not in _KINDS:
         return _incompatible(f"concurrent transaction of unknown kind {t.name!r}")
+    keys = _inserted_keys_conflict(m, t)
+    if keys is not None:
+        return keys
     row = _MATRIX.get(m.name)
     if row is None:
         return _incompatible(f"{m.name} transactions cannot be rebased")

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 from .._proto import file_pb2, table_pb2, transaction_pb2
 from ..errors import CorruptFileError, UnsupportedFeatureError
 from .fragment import FragmentMetadata
+from .key_filter import KeyFilter
 
 TxnPb = transaction_pb2.Transaction
 
@@ -201,6 +202,7 @@ class Update(BaseOperation):
     fields_modified: List[int] = field(default_factory=list)
     fields_for_preserving_frag_bitmap: List[int] = field(default_factory=list)
     update_mode: int = transaction_pb2.Transaction.REWRITE_ROWS
+    inserted_rows: Optional[KeyFilter] = None   # a merge insert's keys (lancefmt.table.key_filter)
     name = "update"
 
     def fill(self, txn):
@@ -212,6 +214,8 @@ class Update(BaseOperation):
         u.fields_modified.extend(self.fields_modified)
         u.fields_for_preserving_frag_bitmap.extend(self.fields_for_preserving_frag_bitmap)
         u.update_mode = self.update_mode
+        if self.inserted_rows is not None:
+            self.inserted_rows.to_pb(u.inserted_rows)
 
 
 @dataclass
@@ -445,7 +449,8 @@ def _op_from_pb(txn: TxnPb) -> BaseOperation:
     if kind == "update":
         u = txn.update
         return Update(list(u.removed_fragment_ids), _frags(u.updated_fragments), _frags(u.new_fragments),
-                      list(u.fields_modified), list(u.fields_for_preserving_frag_bitmap), u.update_mode)
+                      list(u.fields_modified), list(u.fields_for_preserving_frag_bitmap), u.update_mode,
+                      KeyFilter.from_pb(u.inserted_rows) if u.HasField("inserted_rows") else None)
     if kind == "clone":
         c = txn.clone
         return Clone(c.is_shallow, c.ref_name if c.HasField("ref_name") else None, c.ref_version,

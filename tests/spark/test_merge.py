@@ -134,3 +134,96 @@ def test_concurrent_writers_rebased_or_run_again(spark, tmp_path, monkeypatch, c
     assert lance.dataset(uri).version == 3
     assert_same_rows(uri, copy)
     assert unreferenced_files(uri) == []
+
+
+PK = {b"lance-schema:unenforced-primary-key": b"true"}
+
+
+def pk_rows(ids, x=None):
+    t = rows(ids, x)
+    return t.cast(pa.schema([pa.field("id", pa.int64(), False, metadata=PK)] + list(t.schema)[1:]))
+
+
+@pytest.mark.parametrize("concurrent, runs", [("same key", 2), ("other key", 1), ("append", 2)])
+def test_concurrent_insert_of_the_same_primary_key_runs_again(spark, tmp_path, monkeypatch,
+                                                              concurrent, runs):
+    """On the primary key the merge carries the keys it inserts: a concurrent merge inserting
+    one of them (or an append, whose keys are unknown) makes the job run again on the latest
+    version, so no key ends up twice; a merge inserting other keys is rebased over. pylance,
+    planned before the same concurrent writer on a copy, ends with the same rows."""
+    from lancefmt.spark import merge
+
+    uri, copy = twins(tmp_path, pk_rows(range(40)), max_rows_per_file=20)
+    real, calls = merge.collect_payloads, []
+
+    def other_writer(u):
+        if concurrent == "append":
+            lancefmt.write_dataset(pk_rows([1000]), u, mode="append")
+        else:
+            lancefmt.dataset(u).merge_insert("id").when_matched_update_all() \
+                .when_not_matched_insert_all() \
+                .execute(pk_rows([77 if concurrent == "same key" else 88], x=5.0))
+
+    def patched(df):
+        out = real(df)
+        calls.append(1)
+        if len(calls) == 1:
+            other_writer(uri)
+        return out
+
+    monkeypatch.setattr(merge, "collect_payloads", patched)
+    source = pk_rows([30, 77], x=-1.0)
+    MergeBuilder(spark, uri, spark.createDataFrame(source.to_pandas()), "id") \
+        .when_matched_update_all().when_not_matched_insert_all().execute()
+    planned = lance.dataset(copy)
+    other_writer(copy)
+    planned.merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(source)
+    assert len(calls) == runs
+    ids = lance.dataset(uri).to_table()["id"].to_pylist()
+    assert ids.count(77) == 1 and len(ids) == len(set(ids))
+    assert_same_rows(uri, copy)
+    assert unreferenced_files(uri) == []
+
+
+def test_conditional_insert_equals_pylance_on_the_filtered_source(spark, tmp_path):
+    """``when_not_matched_insert_all(condition)`` inserts only the unmatched source rows the
+    condition holds for; matched rows are updated whatever the condition (pylance: an update
+    with the whole source, an insert with the filtered one)."""
+    uri, copy = twins(tmp_path, rows(range(20)), max_rows_per_file=10)
+    source = rows([3, 4, 30, 31, 32])
+    source = source.set_column(1, "x", pa.array([1.0, -1.0, 2.0, -2.0, 3.0]))
+    stats = MergeBuilder(spark, uri, spark.createDataFrame(source.to_pandas()), "id") \
+        .when_matched_update_all().when_not_matched_insert_all("source.x > 0").execute()
+    assert stats == {"num_inserted_rows": 2, "num_updated_rows": 2, "num_deleted_rows": 0}
+    peer = lance.dataset(copy)
+    peer.merge_insert("id").when_matched_update_all().execute(source)
+    peer.merge_insert("id").when_not_matched_insert_all() \
+        .execute(source.filter(pa.compute.greater(source["x"], 0)))
+    assert_same_rows(uri, copy)
+
+
+def test_explicit_update_and_insert_clauses_equal_pylance(spark, tmp_path):
+    """Delta's ``whenMatchedUpdate(set=)`` sets some columns from expressions over target and
+    source (the others keep the target's values) and ``whenNotMatchedInsert(values=)`` builds
+    the new rows (unnamed columns null); pylance: a merge of the partial source, then an
+    insert of the rows built in Arrow."""
+    from pyspark.sql import functions as F
+
+    uri, copy = twins(tmp_path, rows(range(20)), max_rows_per_file=10)
+    source = spark.createDataFrame([(3, 10.0), (4, 20.0), (40, 7.0)], "id long, delta double")
+    stats = MergeBuilder(spark, uri, source, "id") \
+        .whenMatchedUpdate("source.delta > 15", {"x": "target.x + source.delta"}) \
+        .whenNotMatchedInsert(values={"id": F.col("source.id"), "x": "source.delta * 2"}) \
+        .execute()
+    assert stats == {"num_inserted_rows": 1, "num_updated_rows": 1, "num_deleted_rows": 0}
+    peer = lance.dataset(copy)
+    peer.merge_insert("id").when_matched_update_all().execute(
+        pa.table({"id": pa.array([4], pa.int64()), "x": [2.0 + 20.0]}))
+    peer.insert(pa.table({"id": pa.array([40], pa.int64()), "x": [14.0],
+                          "s": pa.array([None], pa.string())}))
+    assert_same_rows(uri, copy)
+    with pytest.raises(LanceError):
+        MergeBuilder(spark, uri, source, "id").when_matched_update(set={"nope": "1"}).execute()
+    with pytest.raises(LanceError):
+        MergeBuilder(spark, uri, source, "id").when_matched_update_all().execute()

@@ -30,6 +30,7 @@ from ...errors import InvalidArgumentError, LanceError
 from ...sql import parse_filter
 from ...table.deletion import DeletionVector, write_deletion_file
 from ...table.fragment import FragmentMetadata
+from ...table.key_filter import KeyFilter, key_hashes, primary_key_ids
 from ...table.rowids import carry_row_ids, load_created_at_versions
 from ...table.transaction import Transaction, Update
 from ..core.commit import CONFLICT_RETRIES, commit_retrying
@@ -427,8 +428,19 @@ def stage_merge(snapshot, b: MergeInsertBuilder, source: pa.Table):
         raise
     op = Update(removed_fragment_ids=removed, updated_fragments=updated,
                 new_fragments=new_frags, fields_modified=[],
-                fields_for_preserving_frag_bitmap=[f.id for f in snapshot.lance_fields])
+                fields_for_preserving_frag_bitmap=[f.id for f in snapshot.lance_fields],
+                inserted_rows=inserted_keys(snapshot, b, insert_rows))
     return op, stats, updated, written
+
+
+def inserted_keys(snapshot, b: MergeInsertBuilder, insert_rows) -> KeyFilter | None:
+    """The filter of the keys this merge inserts, when it merges on the primary key (Lance's
+    condition); a concurrent writer inserting one of them makes the commit retry."""
+    ids = primary_key_ids(snapshot.lance_fields, b._on) if b._insert else None
+    if ids is None:
+        return None
+    hashes = key_hashes(insert_rows, b._on) if insert_rows is not None else ()
+    return KeyFilter(ids, frozenset(int(h) for h in hashes))
 
 
 _SIDE_POOL = None

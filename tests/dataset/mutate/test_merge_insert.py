@@ -118,3 +118,90 @@ def test_execute_uncommitted_then_commit_or_conflict(ds):
     with pytest.raises(lancefmt.LanceError):
         lancefmt.commit(ds.uri, stale, max_retries=0)
     assert lancefmt.dataset(ds.uri).version == 3
+
+
+# -- inserted keys: a concurrent writer inserting the same primary key (Lance's KeyExistenceFilter)
+PK = {b"lance-schema:unenforced-primary-key": b"true"}
+PK_SCHEMA = pa.schema([pa.field("id", pa.int64(), False, metadata=PK), pa.field("v", pa.string())])
+
+
+def pk_table(ids, v=None):
+    return pa.table({"id": ids, "v": v or [f"v{i}" for i in ids]}, schema=PK_SCHEMA)
+
+
+def upsert(handle, ids, v):
+    return (handle.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+            .execute(pk_table(ids, v)))
+
+
+def read_version_of_last(uri):
+    ds = lancefmt.dataset(uri)
+    return ds.read_transaction(ds.version).read_version
+
+
+@pytest.mark.parametrize("engine", ["lancefmt", "pylance"])
+def test_concurrent_merge_inserting_the_same_key_reruns(tmp_path, engine):
+    """Two upserts planned on version 1 both insert key 10: the second to commit sees the
+    first's inserted keys, retries on the latest version and updates the row instead; pylance
+    does the same on its own copy."""
+    lib = lancefmt if engine == "lancefmt" else pytest.importorskip("lance")
+    uri = str(tmp_path / "d")
+    lib.write_dataset(pk_table([1, 2]), uri)
+    a, b = lib.dataset(uri), lib.dataset(uri)
+    upsert(b, [10], ["first"])
+    stats = upsert(a, [2, 10], ["B", "second"])
+    t = lancefmt.dataset(uri).to_table().sort_by("id")
+    assert t["id"].to_pylist() == [1, 2, 10] and t["v"].to_pylist() == ["v1", "B", "second"]
+    assert stats["num_updated_rows"] == 2 and stats["num_inserted_rows"] == 0
+    assert read_version_of_last(uri) == 2          # planned again on version 2
+
+
+def test_concurrent_merge_inserting_other_keys_rebases(tmp_path):
+    """Different keys: both commit, without a re-run (the second commits read version 1)."""
+    uri = str(tmp_path / "d")
+    lancefmt.write_dataset(pk_table([1, 2]), uri)
+    a, b = lancefmt.dataset(uri), lancefmt.dataset(uri)
+    upsert(b, [10], ["b"])
+    assert upsert(a, [11], ["a"])["num_inserted_rows"] == 1
+    assert sorted(lancefmt.dataset(uri).to_table()["id"].to_pylist()) == [1, 2, 10, 11]
+    assert read_version_of_last(uri) == 1
+    txn = lancefmt.dataset(uri).read_transaction(3)
+    assert txn.operation.inserted_rows.field_ids == (0,) and len(txn.operation.inserted_rows.hashes) == 1
+
+
+def test_concurrent_append_makes_a_primary_key_merge_rerun(tmp_path):
+    """An append says nothing of its keys: Lance retries the merge (here the keys differ, so
+    both rows survive)."""
+    uri = str(tmp_path / "d")
+    lancefmt.write_dataset(pk_table([1, 2]), uri)
+    a = lancefmt.dataset(uri)
+    lancefmt.write_dataset(pk_table([10]), uri, mode="append")
+    upsert(a, [10, 11], ["x", "y"])
+    t = lancefmt.dataset(uri).to_table().sort_by("id")
+    assert t["id"].to_pylist() == [1, 2, 10, 11] and t["v"].to_pylist() == ["v1", "v2", "x", "y"]
+    assert read_version_of_last(uri) == 2
+
+
+def test_merge_on_a_non_key_column_carries_no_filter(ds):
+    """No primary key: no filter, and a concurrent append does not conflict (Lance's rule)."""
+    upsert_plain = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    txn, _ = upsert_plain.execute_uncommitted(table([1, 30]))
+    assert txn.operation.inserted_rows is None
+
+
+@pytest.mark.parametrize("first", ["lancefmt", "pylance"])
+def test_inserted_keys_are_checked_across_lancefmt_and_pylance(tmp_path, first):
+    """Whichever library commits first, the other one (planned before that commit) finds the
+    key it inserts already inserted and re-runs: pylance reads lancefmt's exact key set, and
+    lancefmt counts pylance's bloom filter as a possible match."""
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "d")
+    lance.write_dataset(pk_table([1, 2]), uri)
+    libs = {"lancefmt": lancefmt, "pylance": lance}
+    second = "pylance" if first == "lancefmt" else "lancefmt"
+    late = libs[second].dataset(uri)
+    upsert(libs[first].dataset(uri), [10], ["first"])
+    upsert(late, [10], ["second"])
+    for lib in (lancefmt, lance):
+        t = lib.dataset(uri).to_table().sort_by("id")
+        assert t["id"].to_pylist() == [1, 2, 10] and t["v"].to_pylist()[-1] == "second"
