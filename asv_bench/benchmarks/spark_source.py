@@ -17,7 +17,7 @@ faster). Targets (issue 15): all columns >= 0.67 (within 1.5x), ``columns=x`` >=
 Write: the same generated DataFrame (``spark.range`` + expressions, 2 partitions) saved through our
 sink (``mode("overwrite")`` into a fresh path: one Overwrite commit, the storage version as
 ``data_storage_version``) and with ``df.write.parquet``. ``track_write_ratio`` is Parquet time /
-lance time (target >= 0.67).
+lance time (target >= 0.8, issue 29; it was 0.67 under issue 15).
 
 ``python -m benchmarks.spark_source [--versions 2.0 2.2] [--repeat N]`` (from asv_bench/, what
 ``make bench-spark`` runs) prints every number in one run: per repetition, lance and Parquet run
@@ -39,7 +39,7 @@ from .common import scratch_dir
 ROWS = 2_000_000
 PARTITIONS = 2
 VERSIONS = ("2.0", "2.2")
-TARGETS = {"read": 0.67, "read columns=x": 0.8, "write": 0.67}
+TARGETS = {"read": 0.67, "read columns=x": 0.8, "write": 0.8}
 # the query over all columns, and the one the ``columns=x`` option serves
 ALL_SUMS = ("count(*) AS n", "sum(id) AS si", "sum(x) AS sx", "sum(k) AS sk", "sum(length(s)) AS ss")
 X_SUM = ("count(*) AS n", "sum(x) AS sx")
