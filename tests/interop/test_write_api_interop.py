@@ -335,3 +335,25 @@ def test_compaction_modes_as_pylance(tmp_path, mode, deleted):
     assert results[0] == results[1]
     assert (results[0][0] == "refused") == (mode == "force_binary_copy" and deleted)
     lance.dataset(str(tmp_path / "lancefmt")).validate()
+
+
+@pytest.mark.parametrize("rows_, per_file, target", [
+    (4000, 500, 1000),     # a remainder joins the group before it: 2,143 rows -> 1,072 + 1,071
+    (4000, 500, 1200),     # ... and stays one fragment when under twice the target
+    (4000, 4000, 1000),    # one fragment with deletions to materialize: 3 x 1,143
+    (10000, 10000, 1000),  # 8,571 rows: 1,072 x 3 and 1,071 x 5
+])
+def test_compaction_splits_groups_as_pylance(tmp_path, rows_, per_file, target):
+    ids = np.arange(rows_, dtype=np.int64)
+    table = pa.table({"id": ids, "x": ids * 0.5})
+    uri, copy = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for u in (uri, copy):
+        lance.write_dataset(table, u, max_rows_per_file=per_file)
+        lance.dataset(u).delete("id % 7 = 3")
+    ours = lancefmt.dataset(uri).optimize.compact_files(target_rows_per_fragment=target)
+    theirs = lance.dataset(copy).optimize.compact_files(target_rows_per_fragment=target)
+    assert (ours.fragments_removed, ours.fragments_added) == \
+        (theirs.fragments_removed, theirs.fragments_added)
+    sizes = [[f.count_rows() for f in lance.dataset(u).get_fragments()] for u in (uri, copy)]
+    assert sizes[0] == sizes[1]
+    assert lance.dataset(uri).to_table() == lance.dataset(copy).to_table()
