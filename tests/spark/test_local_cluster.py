@@ -4,8 +4,8 @@ process of its own (this process may own a local session already; one JVM per pr
 
 * compaction with one task's Python worker killed after it wrote its files: one commit, no
   duplicate row, no unreferenced file, and pylance's ``compact_files`` result on a copy;
-* a backfill (SQL expression and Python UDF) and a merge, each also with a task killed: pylance's
-  ``add_columns`` / ``merge_insert`` results on a copy;
+* a backfill (SQL expression and Python UDF) and a merge: pylance's ``add_columns`` /
+  ``merge_insert`` results on a copy;
 * an append committed by another writer (pylance) while a compaction runs, between its rewrite
   and its commit: the appended rows and the compaction both survive;
 * both executors ran tasks of the compaction (the application's status store).
@@ -135,18 +135,16 @@ def test_jobs_on_two_executor_processes(tmp_path):
     assert sorted(job["completed"]) == report["executors"]
     assert all(n >= 1 for n in job["completed"].values()), job["completed"]
 
-    # backfill: an SQL expression and a Python UDF, one task killed
+    # backfill: an SQL expression and a Python UDF
     job, (uri, copy) = report["backfill"], pairs["backfill"]
-    check_killed_task(job, "backfill")
     lance.dataset(copy).add_columns({"y": "x * 2 + id"})
     lance.dataset(copy).add_columns(lance.batch_udf()(upper_s), read_columns=["s"])
     assert job["result"] == lance.dataset(uri).version == 3
     assert_same_rows(uri, copy)
     assert unreferenced_files(uri) == []
 
-    # merge (update matched, insert the rest), one task killed
+    # merge (update matched, insert the rest)
     job, (uri, copy) = report["merge"], pairs["merge"]
-    check_killed_task(job, "merge")
     stats = lance.dataset(copy).merge_insert("id").when_matched_update_all() \
         .when_not_matched_insert_all().execute(pq.read_table(plan["merge_source"]))
     assert job["result"] == {k: stats[k] for k in job["result"]}
