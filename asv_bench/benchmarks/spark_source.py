@@ -318,7 +318,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", choices=("read", "write"), help="measure only reads or writes")
     parser.add_argument("--cpu", action="store_true",
-                        help="also print the median CPU seconds of each read (JVM + Python workers)")
+                        help="also print the median CPU seconds of each read and write "
+                             "(JVM + Python workers)")
     parser.add_argument("--reference", action="store_true",
                         help="also read through a Python source that only hands over ready-made "
                              "Arrow batches: the ceiling of any Python data source")
@@ -362,7 +363,7 @@ def main(argv=None):
                 print(f"{version}  {name:15s} lance {ours:6.3f} s  parquet {peer:6.3f} s  "
                       f"ratio {peer / ours:4.2f} (per repetition {min(ratios):.2f}-{max(ratios):.2f}; "
                       f"target {TARGETS[name]}: {verdict})", flush=True)
-                if args.cpu and kind == "read":
+                if args.cpu:
                     _print_cpu(spark, f"{version}  {name}", "lance", *make(), args.repeat)
     finally:
         runs.close()
