@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 _CURRENT: contextvars.ContextVar = contextvars.ContextVar("lancefmt_fetch_batch", default=None)
@@ -141,7 +142,13 @@ class FetchBatch:
                     self._cond.wait()
                     continue
                 seen = self._arrivals
-                self._cond.wait(LINGER)
+                deadline = time.monotonic() + LINGER
+                while not (req.done or req.taken or self._arrivals != seen):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    # woken early by another round's notify: not a quiet round, keep waiting
+                    self._cond.wait(left)
                 if req.done or req.taken or self._arrivals != seen:
                     continue
                 # a quiet round whose other units have not started: send it now
