@@ -61,6 +61,23 @@ def arm_fault(kind: str) -> str:
     return marker
 
 
+def writer_between_tasks_and_commit(monkeypatch, job_module, write) -> list:
+    """Makes ``write()`` (another writer's commit) happen once, after the first run of a job of
+    ``job_module`` (``dml``, ``merge``) collected its tasks' results and before it commits.
+    Returns a list that grows by one per run of the job."""
+    real, runs = job_module.collect_payloads, []
+
+    def collect_then_write(df):
+        out = real(df)
+        runs.append(1)
+        if len(runs) == 1:
+            write()
+        return out
+
+    monkeypatch.setattr(job_module, "collect_payloads", collect_then_write)
+    return runs
+
+
 def twins(tmp_path, table, **write_kw):
     """``table`` written by lancefmt, and a byte copy of it: (lancefmt's URI, pylance's URI)."""
     import lancefmt

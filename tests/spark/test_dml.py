@@ -14,7 +14,9 @@ from lancefmt.errors import LanceError
 from lancefmt.spark import dml
 from lancefmt.spark.history import transaction
 
-from .conftest import arm_fault, assert_same_rows, twins, unreferenced_files
+from .conftest import (
+    arm_fault, assert_same_rows, twins, unreferenced_files, writer_between_tasks_and_commit,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -99,16 +101,8 @@ def test_update_without_a_condition_and_errors(spark, tmp_path):
 def test_concurrent_delete_of_the_same_fragment_runs_the_update_again(spark, tmp_path,
                                                                      monkeypatch):
     uri, _ = twins(tmp_path, rows(0, 40), max_rows_per_file=20)
-    real, calls = dml.collect_payloads, []
-
-    def patched(df):
-        out = real(df)
-        calls.append(1)
-        if len(calls) == 1:
-            lancefmt.dataset(uri).delete("id = 1")             # fragment 0, as the update
-        return out
-
-    monkeypatch.setattr(dml, "collect_payloads", patched)
+    calls = writer_between_tasks_and_commit(   # a delete in fragment 0, as the update
+        monkeypatch, dml, lambda: lancefmt.dataset(uri).delete("id = 1"))
     assert dml.update(spark, uri, {"x": "100.0"}, "id < 5") == 4    # 0, 2, 3, 4: after the delete
     assert len(calls) == 2
     t = lance.dataset(uri).to_table().sort_by("id")

@@ -13,7 +13,9 @@ import lancefmt
 from lancefmt.errors import LanceError
 from lancefmt.spark.merge import MergeBuilder
 
-from .conftest import arm_fault, assert_same_rows, twins, unreferenced_files
+from .conftest import (
+    arm_fault, assert_same_rows, twins, unreferenced_files, writer_between_tasks_and_commit,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -108,7 +110,6 @@ def test_concurrent_writers_rebased_or_run_again(spark, tmp_path, monkeypatch, c
     from lancefmt.spark import merge
 
     uri, copy = twins(tmp_path, rows(range(40)), max_rows_per_file=20)
-    real, calls = merge.collect_payloads, []
 
     def other_writer(u):
         if concurrent == "append":
@@ -116,14 +117,7 @@ def test_concurrent_writers_rebased_or_run_again(spark, tmp_path, monkeypatch, c
         else:
             lancefmt.dataset(u).delete("id = 31")
 
-    def patched(df):
-        out = real(df)
-        calls.append(1)
-        if len(calls) == 1:
-            other_writer(uri)
-        return out
-
-    monkeypatch.setattr(merge, "collect_payloads", patched)
+    calls = writer_between_tasks_and_commit(monkeypatch, merge, lambda: other_writer(uri))
     source = rows([30, 35, 77], x=-1.0)
     MergeBuilder(spark, uri, spark.createDataFrame(source.to_pandas()), "id") \
         .when_matched_update_all().when_not_matched_insert_all().execute()
@@ -154,7 +148,6 @@ def test_concurrent_insert_of_the_same_primary_key_runs_again(spark, tmp_path, m
     from lancefmt.spark import merge
 
     uri, copy = twins(tmp_path, pk_rows(range(40)), max_rows_per_file=20)
-    real, calls = merge.collect_payloads, []
 
     def other_writer(u):
         if concurrent == "append":
@@ -164,14 +157,7 @@ def test_concurrent_insert_of_the_same_primary_key_runs_again(spark, tmp_path, m
                 .when_not_matched_insert_all() \
                 .execute(pk_rows([77 if concurrent == "same key" else 88], x=5.0))
 
-    def patched(df):
-        out = real(df)
-        calls.append(1)
-        if len(calls) == 1:
-            other_writer(uri)
-        return out
-
-    monkeypatch.setattr(merge, "collect_payloads", patched)
+    calls = writer_between_tasks_and_commit(monkeypatch, merge, lambda: other_writer(uri))
     source = pk_rows([30, 77], x=-1.0)
     MergeBuilder(spark, uri, spark.createDataFrame(source.to_pandas()), "id") \
         .when_matched_update_all().when_not_matched_insert_all().execute()
