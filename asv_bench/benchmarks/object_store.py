@@ -11,6 +11,11 @@ lancefmt faster); ``track_*_requests`` = requests the proxy served for one run o
 
 Run directly for a one-shot table (``--rows`` smaller for a quick run):
 ``cd asv_bench && PYTHONPATH=.. ../.venv/bin/python -m benchmarks.object_store [--rows 200000]``
+
+``--floor`` adds, per operation, the CPU the rig itself (proxy and moto) spends serving each
+library, and the floor that puts under any client on this machine: the serial round trips times
+the latency, plus the rig's CPU (the less of the two libraries') spread over all cores. Where
+that floor is above pylance's time / 1.5, no client can be 1.5x pylance here.
 """
 import argparse
 import atexit
@@ -251,6 +256,49 @@ class ScanMemory:
     track_scan_peak_mb.unit = "MB"
 
 
+ROUND_TRIPS = {"open": 2}  # serial requests an operation needs at least (others: 1)
+
+
+def rig_pids() -> list[int]:
+    """This process's descendants: the proxy and moto (the rig)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [os.getpid()]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def cpu_seconds(pids) -> float:
+    ticks = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def rig_cpu(fn, runs: int = 10) -> tuple[float, float]:
+    """Seconds of CPU per ``fn()``: the rig's, and this process's (the client's)."""
+    import time
+
+    pids = rig_pids()
+    fn()
+    rig, client = cpu_seconds(pids), time.process_time()
+    for _ in range(runs):
+        fn()
+    return (cpu_seconds(pids) - rig) / runs, (time.process_time() - client) / runs
+
+
 def main():  # pragma: no cover - a one-shot report
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=ROWS)
@@ -259,6 +307,7 @@ def main():  # pragma: no cover - a one-shot report
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--versions", default=",".join(VERSIONS))
     ap.add_argument("--memory", action="store_true", help="also the scan-memory check")
+    ap.add_argument("--floor", action="store_true", help="also the rig's CPU and the floor it sets")
     args = ap.parse_args()
     versions = args.versions.split(",")
     env = S3Env(args.rows, versions, args.latency, args.bandwidth)
@@ -275,6 +324,12 @@ def main():  # pragma: no cover - a one-shot report
             print(f"{version} {name:>16}: lancefmt {ours * 1e3:8.1f} ms ({n_ours:4d} req, "
                   f"{b_ours / 1e6:6.1f} MB)  pylance {peer * 1e3:8.1f} ms ({n_peer:4d} req, "
                   f"{b_peer / 1e6:6.1f} MB)  | ratio {ratio:5.2f}")
+            if args.floor:
+                (rig_o, cli_o), (rig_p, cli_p) = rig_cpu(pair["lancefmt"]), rig_cpu(pair["pylance"])
+                floor = ROUND_TRIPS.get(name, 1) * args.latency + min(rig_o, rig_p) / os.cpu_count()
+                print(f"{'':>21} rig CPU {rig_o * 1e3:6.1f} / {rig_p * 1e3:6.1f} ms, client CPU "
+                      f"{cli_o * 1e3:6.1f} / {cli_p * 1e3:6.1f} ms (lancefmt / pylance); floor "
+                      f"{floor * 1e3:6.1f} ms vs pylance / 1.5 = {peer / 1.5 * 1e3:6.1f} ms")
     env.proxy.stop()
     if args.memory:
         for rows in MEMORY_ROWS:

@@ -575,6 +575,10 @@ def _resolve_s3(opts: _Options, settings: StoreSettings, messages: list):
     # As Lance's object_store: no checksum computed over what is sent, none checked over what
     # comes back, unless asked for (``checksum_algorithm``) or the operation needs one. botocore
     # would otherwise CRC every PUT body and every GET body (a fifth of a GET's client CPU).
+    express, ex_where = opts.get("s3_express")
+    if not (express is not None and parse_bool(express, ex_where)):
+        # botocore signs requests with SigV4 either way, but presigns with SigV2 unless told
+        config.setdefault("signature_version", "s3v4")
     config.setdefault("request_checksum_calculation", "when_required")
     config.setdefault("response_checksum_validation", "when_required")
     fs["client_kwargs"] = client_kwargs
