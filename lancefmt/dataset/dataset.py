@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..errors import (DatasetNotFoundError, InvalidArgumentError, InvalidInputError,
                       NotSupportedError)
 from ..table.transaction import Append, Overwrite, Restore, Transaction
+from ..io import io_scope
 from ..io.memory_scope import private_memory_options
 from ..jsonb.arrow import decode_batch, user_schema
 from ..table.base_paths import BasePath
@@ -515,6 +516,7 @@ def write_dataset(data_obj, uri, schema=None, mode: str = "create", *,
                                         after_commit=maybe_auto_cleanup, **options))
 
 
+@io_scope()  # not failed by a concurrent writer's uploads/syncs (io/uploads.py)
 def commit(uri, operation, read_version: int | None = None, *,
            base_store_params: dict | None = None, **options) -> Dataset:
     """Commit one operation (``lancefmt.Operation.*``) or a staged ``Transaction`` and return
