@@ -15,9 +15,9 @@ no object (the multipart upload is aborted) and is reported as a
 failing operation's clean-up does): no commit can name it.
 
 Which barriers report it is set by the writer's :func:`io_scope`: a write operation (a
-``write_dataset``, ``write_fragments``, a Spark task) runs in one scope, so its barrier waits
-for, and fails on, its own uploads and not on those of a concurrent writer in the process.
-Work registered outside any scope (a thread that did not carry the context), or left by a
+``write_dataset``, a mutation, a commit, ``write_fragments``, a Spark task) runs in one scope
+(a pool job it starts carries it: :func:`carry_scope`), so its barrier waits for, and fails
+on, its own uploads and not on those of a concurrent writer in the process. Work registered outside any scope (a thread that did not carry the context), or left by a
 scope that has ended, is everyone's: every barrier waits for it and reports its failure, as
 does a barrier outside any scope for all work. A manifest thus never names an object whose
 upload failed or is still pending. :mod:`.durable` shares the scopes for local syncs.

@@ -143,6 +143,9 @@ def test_a_failed_sync_fails_only_the_writer_that_made_it(tmp_path, monkeypatch)
         assert a_file.startswith(os.path.join(a_uri, "data"))
         b = lancefmt.write_dataset(pa.table({"id": range(10)}), b_uri)
         assert b.count_rows() == 10 and b.version == 1
+        b.update({"id": "id + 100"}, where="id < 3")  # B's mutations commit too
+        b.merge_insert("id").when_not_matched_insert_all().execute(pa.table({"id": [50, 51]}))
+        assert b.version == 3 and b.count_rows() == 12
         with pytest.raises(StorageError, match="fsync"):
             wait_durable()  # outside any scope: every writer's failure
     finally:
@@ -155,7 +158,8 @@ def test_a_failed_sync_fails_only_the_writer_that_made_it(tmp_path, monkeypatch)
         lancefmt.dataset(a_uri)
     assert durable.failed_paths() == []
     wait_durable()
-    assert lancefmt.dataset(b_uri).count_rows() == 10
+    assert sorted(lancefmt.dataset(b_uri).to_table()["id"].to_pylist()) == \
+        list(range(3, 10)) + [50, 51, 100, 101, 102]
 
 
 def test_a_sync_outside_any_scope_fails_every_barrier(tmp_path, monkeypatch):
