@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..errors import (DatasetNotFoundError, InvalidArgumentError, InvalidInputError,
                       NotSupportedError)
 from ..table.transaction import Append, Overwrite, Restore, Transaction
+from ..io import io_scope
 from ..io.memory_scope import private_memory_options
 from ..jsonb.arrow import decode_batch, user_schema
 from ..table.base_paths import BasePath
@@ -333,6 +334,9 @@ class Dataset(DatasetReadAPI):
         self.update_field_metadata({field_name: new_metadata}, replace=True)
 
     # -- mutations ------------------------------------------------------------------------------
+    # each writes and commits in its own io_scope: a concurrent writer's failed upload or sync
+    # does not fail it, its own fails no one else (io/uploads.py)
+    @io_scope()
     def delete(self, predicate, *, conflict_retries: int = 10, retry_timeout=None) -> dict:
         """Delete the rows matching ``predicate``; ``{"num_deleted_rows": n}`` as pylance."""
         try:
@@ -344,6 +348,7 @@ class Dataset(DatasetReadAPI):
         self.adopt(new)
         return {"num_deleted_rows": n}
 
+    @io_scope()
     def update(self, updates: dict, where=None, conflict_retries: int = 10,
                retry_timeout=None) -> dict:
         """Set columns (``{name: SQL expression | pyarrow Expression | value}``) on the rows
@@ -370,6 +375,7 @@ class Dataset(DatasetReadAPI):
         """An upsert builder (pylance's ``MergeInsertBuilder``) keyed on column(s) ``on``."""
         return MergeInsertBuilder(self._view, on)
 
+    @io_scope()
     def add_columns(self, transforms, read_columns=None, reader_schema=None,
                     batch_size=None) -> None:
         """New columns from SQL expressions, an all-null schema/field, a ``batch_udf`` or
@@ -380,11 +386,13 @@ class Dataset(DatasetReadAPI):
     def drop_columns(self, columns) -> None:
         self._commit_plan(_alter.drop_columns(self.snapshot, columns))
 
+    @io_scope()
     def alter_columns(self, *alterations) -> None:
         """Rename, change nullability or cast columns (``{"path", "name", "nullable",
         "data_type"}`` as pylance); a cast rewrites the column's data."""
         self._commit_plan(_alter.alter_columns(self.snapshot, alterations))
 
+    @io_scope()
     def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None) -> None:
         """Left-join ``data_obj`` on ``left_on == right_on`` as new columns (pylance's merge)."""
         self._commit_plan(_new_columns.merge_columns(self.snapshot, data_obj, left_on,
@@ -515,6 +523,7 @@ def write_dataset(data_obj, uri, schema=None, mode: str = "create", *,
                                         after_commit=maybe_auto_cleanup, **options))
 
 
+@io_scope()  # not failed by a concurrent writer's uploads/syncs (io/uploads.py)
 def commit(uri, operation, read_version: int | None = None, *,
            base_store_params: dict | None = None, **options) -> Dataset:
     """Commit one operation (``lancefmt.Operation.*``) or a staged ``Transaction`` and return

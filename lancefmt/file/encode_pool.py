@@ -16,6 +16,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import InvalidArgumentError
+from ..io import carry_scope
 
 MAX_THREADS = 4
 THREAD_PREFIX = "lancefmt-encode"
@@ -104,7 +105,7 @@ class PageQueue:
         if self.pool is None:
             self.emit(column, job())
             return
-        self.queue.append((column, self.pool.submit(job)))
+        self.queue.append((column, self.pool.submit(carry_scope(job))))
         self.drain(block=False)
 
     def emit(self, column: int, page) -> None:

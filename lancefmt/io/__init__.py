@@ -5,6 +5,7 @@ including the atomic :meth:`ObjectStore.put_if_absent` the commit protocol relie
 """
 from . import s3 as _s3  # noqa: F401  (registers the s3 family's store)
 from .durable import wait_durable
+from .uploads import carry_scope, io_scope
 from .store import FileInfo, LocalStore, MemoryStore, FsspecStore, ObjectStore, with_manifest_store
 from .uri import (
     SplitUri,
@@ -28,5 +29,5 @@ def open_store(uri, storage_options: dict | None = None, manifest_store=None) ->
 __all__ = [
     "FileInfo", "ObjectStore", "with_manifest_store", "LocalStore", "MemoryStore", "FsspecStore", "open_store",
     "SplitUri", "split_uri", "join_uri", "normalize_uri", "child", "check_relative",
-    "check_base_uri", "has_scheme", "wait_durable",
+    "check_base_uri", "has_scheme", "wait_durable", "io_scope", "carry_scope",
 ]

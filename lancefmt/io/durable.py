@@ -12,8 +12,11 @@ handed to another process to commit (a Spark task's result, ``write_fragments``)
 machine may then leave a committed version naming lost data); manifests are still synced.
 
 A failed sync is reported by the barrier as a :class:`~lancefmt.errors.StorageError`, so the
-commit that waited for it fails and removes its files. The same barrier waits for S3 uploads
-finishing in the background (:mod:`.uploads`).
+commit that waited for it fails and removes its files. Syncs belong to the writer's scope, as
+uploads do (:func:`.uploads.io_scope`): a barrier in a scope waits for and reports its own
+syncs and those of no (or an ended) scope, not a concurrent writer's; a barrier outside any
+scope answers for all. The same barrier waits for S3 uploads finishing in the background
+(:mod:`.uploads`).
 """
 from __future__ import annotations
 
@@ -23,12 +26,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import storage_error
 from .local_commit import fsync_dir
-from .uploads import wait_uploads
+from .uploads import IoScope, counts_for, current_scope, wait_uploads
 
 SYNC_THREADS = 4
 
 _lock = threading.Lock()
-_pending: list[tuple[Future, str]] = []
+_pending: list[tuple[Future, str, IoScope | None]] = []
 _synced_dirs: set[str] = set()  # directories of files synced since the last barrier
 _pool: ThreadPoolExecutor | None = None
 PRUNE_AT = 256  # finished syncs are folded into _synced_dirs once this many are pending
@@ -48,36 +51,40 @@ def _sync_and_close(fd: int) -> None:
 
 def defer_sync(fd: int, path: str) -> None:
     """Own ``fd`` (an open descriptor of the file now at ``path``): fsync it in the background,
-    then close it. :func:`wait_durable` waits for it."""
+    then close it. :func:`wait_durable` (in the current scope) waits for it."""
     global _pool
+    scope = current_scope()
     with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="lancefmt-sync")
-        _pending.append((_pool.submit(_sync_and_close, fd), path))
+        _pending.append((_pool.submit(_sync_and_close, fd), path, scope))
         if len(_pending) >= PRUNE_AT:  # files written and never committed: keep memory flat
             keep = []
-            for future, p in _pending:
+            for entry in _pending:
+                future, p, _ = entry
                 if future.done() and future.exception() is None:
                     _synced_dirs.add(os.path.dirname(p))
                 else:
-                    keep.append((future, p))
+                    keep.append(entry)
             _pending[:] = keep
 
 
 def wait_durable() -> None:
-    """Return once every file handed to :func:`defer_sync` in this process is on stable
-    storage, with its directory entry. A failed sync raises StorageError (naming the file) in
-    every barrier until that file is removed (after an fsync error the kernel may have dropped
-    the data: no manifest may name the file). Object-store uploads still finishing in the
-    background are waited for first (:mod:`.uploads`)."""
+    """Return once every file handed to :func:`defer_sync` that this barrier answers for (in
+    a scope: its own and unscoped or ended scopes' files; outside any: all in the process) is
+    on stable storage, with its directory entry. A failed sync raises StorageError (naming the
+    file) in those barriers until that file is removed (after an fsync error the kernel may
+    have dropped the data: no manifest may name the file). Object-store uploads still
+    finishing in the background are waited for first (:mod:`.uploads`)."""
     wait_uploads()
+    scope = current_scope()
     with _lock:
         if not _pending and not _synced_dirs:
             return
-        pending = list(_pending)
+        pending = [e for e in _pending if counts_for(e[2], scope)]
         directories = set(_synced_dirs)
     failed = None
-    for future, path in pending:
+    for future, path, _ in pending:
         error = future.exception()
         if error is not None and failed is None and os.path.exists(path):
             failed = (error, path)
@@ -100,6 +107,14 @@ def pending_count() -> int:
     """Syncs started and not yet waited for (for tests)."""
     with _lock:
         return len(_pending)
+
+
+def failed_paths() -> list[str]:
+    """Files whose sync failed and which were not removed since (for tests)."""
+    with _lock:
+        entries = list(_pending)
+    return [p for f, p, _ in entries if f.done() and f.exception() is not None
+            and os.path.exists(p)]
 
 
 def _forget_after_fork():

@@ -9,16 +9,26 @@ waits for the oldest), which bounds the buffers held.
 
 The barrier is :func:`wait_uploads`, called by :func:`~lancefmt.io.durable.wait_durable`, so
 wherever local files must be durable (before a manifest is created, before a Spark task hands
-its files to the driver) every upload started so far has finished too. A failed upload left no
-object (the multipart upload is aborted) and is reported, as a
-:class:`~lancefmt.errors.StorageError` naming the object, by every barrier until that object is
-deleted (the failing operation's clean-up does): no commit can name it.
+its files to the driver) the uploads that may be named have finished too. A failed upload left
+no object (the multipart upload is aborted) and is reported as a
+:class:`~lancefmt.errors.StorageError` naming the object until that object is deleted (the
+failing operation's clean-up does): no commit can name it.
+
+Which barriers report it is set by the writer's :func:`io_scope`: a write operation (a
+``write_dataset``, a mutation, a commit, ``write_fragments``, a Spark task) runs in one scope
+(a pool job it starts carries it: :func:`carry_scope`), so its barrier waits for, and fails
+on, its own uploads and not on those of a concurrent writer in the process. Work registered outside any scope (a thread that did not carry the context), or left by a
+scope that has ended, is everyone's: every barrier waits for it and reports its failure, as
+does a barrier outside any scope for all work. A manifest thus never names an object whose
+upload failed or is still pending. :mod:`.durable` shares the scopes for local syncs.
 
 Reads, copies and deletes of an object whose upload is pending wait for it first
 (:func:`settle`): a delete then cannot race the upload into leaving an orphan.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import threading
 from concurrent.futures import Future, wait
@@ -27,19 +37,78 @@ from ..errors import LanceError
 
 MAX_IN_FLIGHT = 8
 
+
+class IoScope:
+    """The background work of one write operation; once ended (``closed``), its leftovers
+    are everyone's (a later commit, in any scope, may be handed its files)."""
+
+    __slots__ = ("closed",)
+
+    def __init__(self):
+        self.closed = False
+
+
+_scope: contextvars.ContextVar[IoScope | None] = contextvars.ContextVar("lancefmt_io_scope",
+                                                                        default=None)
+
+
+@contextlib.contextmanager
+def io_scope():
+    """Run a write operation in its own scope (see the module docstring); inside an active
+    scope this is that scope (a commit inside a write inside a Spark task shares the task's)."""
+    if _scope.get() is not None:
+        yield _scope.get()
+        return
+    scope = IoScope()
+    token = _scope.set(scope)
+    try:
+        yield scope
+    finally:
+        scope.closed = True
+        _scope.reset(token)
+
+
+def current_scope() -> IoScope | None:
+    """The active scope (None outside any): what work started now is registered under."""
+    return _scope.get()
+
+
+def carry_scope(fn):
+    """``fn`` to run in another thread (a pool's job) under the caller's scope."""
+    scope = _scope.get()
+    if scope is None:
+        return fn
+
+    def run(*args, **kwargs):
+        token = _scope.set(scope)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _scope.reset(token)
+
+    return run
+
+
+def counts_for(owner: IoScope | None, barrier: IoScope | None) -> bool:
+    """Whether work registered under ``owner`` is waited for (and its failure raised) by a
+    barrier run under ``barrier``: its own, unscoped or ended scopes' work; all outside any."""
+    return barrier is None or owner is None or owner is barrier or owner.closed
+
+
 _lock = threading.Lock()
-_pending: dict[str, Future] = {}
-_failed: dict[str, BaseException] = {}
+_pending: dict[str, tuple[Future, IoScope | None]] = {}
+_failed: dict[str, tuple[BaseException, IoScope | None]] = {}
 
 
 def start(uri: str, future: Future) -> None:
-    """Track ``future`` (the last step of ``uri``'s upload); wait for the oldest pending
-    upload while :data:`MAX_IN_FLIGHT` are running."""
+    """Track ``future`` (the last step of ``uri``'s upload) in the current scope; wait for the
+    oldest pending upload while :data:`MAX_IN_FLIGHT` are running."""
+    scope = _scope.get()
     while True:
         with _lock:
-            running = [f for f in _pending.values() if not f.done()]
+            running = [f for f, _ in _pending.values() if not f.done()]
             if len(running) < MAX_IN_FLIGHT:
-                _pending[uri] = future
+                _pending[uri] = (future, scope)
                 break
         wait(running, return_when="FIRST_COMPLETED")
     future.add_done_callback(lambda f, uri=uri: _finished(uri, f))
@@ -47,14 +116,15 @@ def start(uri: str, future: Future) -> None:
 
 def _finished(uri: str, future: Future) -> None:
     with _lock:
-        if _pending.get(uri) is not future:
+        entry = _pending.get(uri)
+        if entry is None or entry[0] is not future:
             return
         del _pending[uri]
         error = None if future.cancelled() else future.exception()
         if future.cancelled():
             error = _cancelled(uri)
         if error is not None:
-            _failed[uri] = error
+            _failed[uri] = (error, entry[1])
 
 
 def _cancelled(uri):
@@ -68,7 +138,7 @@ def settle(uris) -> None:
     if not _pending:
         return
     with _lock:
-        futures = [_pending[u] for u in uris if u in _pending]
+        futures = [_pending[u][0] for u in uris if u in _pending]
     if futures:
         wait(futures)
 
@@ -86,9 +156,12 @@ def finish(uri: str) -> None:
     object in place at ``close()`` (pylance's ``LanceFileWriter``)."""
     settle([uri])
     with _lock:
-        error = _failed.pop(uri, None)
-    if error is None:
-        return
+        error = _failed.pop(uri, (None, None))[0]
+    if error is not None:
+        _raise(uri, error)
+
+
+def _raise(uri: str, error: BaseException):
     if isinstance(error, LanceError):
         raise error
     from .retry import as_storage_error
@@ -97,27 +170,28 @@ def finish(uri: str) -> None:
 
 
 def wait_uploads() -> None:
-    """Return once every upload started in this process has finished; raise the failure of one
-    that failed (and whose object was not deleted since) as a StorageError naming it."""
+    """Return once every upload this barrier answers for (:func:`counts_for`: in a scope, its
+    own and everyone's; outside any, all in the process) has finished; raise the failure of
+    one of them that failed (and whose object was not deleted since) as a StorageError naming
+    it."""
+    scope = _scope.get()
     with _lock:
-        futures = list(_pending.values())
+        futures = [f for f, owner in _pending.values() if counts_for(owner, scope)]
     if futures:
         wait(futures)
     with _lock:
         if not _failed:
             return
-        uri, error = next(iter(_failed.items()))
-    if isinstance(error, LanceError):
-        raise error
-    from .retry import as_storage_error
-
-    raise as_storage_error(error, "close", uri) from error
+        failed = next(((uri, error) for uri, (error, owner) in _failed.items()
+                       if counts_for(owner, scope)), None)
+    if failed is not None:
+        _raise(*failed)
 
 
 def pending_count() -> int:
     """Uploads started and not yet finished (for tests)."""
     with _lock:
-        return sum(1 for f in _pending.values() if not f.done())
+        return sum(1 for f, _ in _pending.values() if not f.done())
 
 
 def failed_uris() -> list[str]:

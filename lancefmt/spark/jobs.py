@@ -38,7 +38,7 @@ from ..dataset.write.staging import (
     abort_staged_job, clear_staging, open_staged_job, staged_files, staged_task, staging_uri,
 )
 from ..errors import RetryableCommitConflictError
-from ..io import wait_durable
+from ..io import io_scope, wait_durable
 
 RESULT_SCHEMA = "payload binary"
 FAULTS_ENV = "LANCEFMT_SPARK_FAULTS"
@@ -132,10 +132,11 @@ class StagedJob:
         from ..file.encode_pool import encode_threads
         from .writer import task_encode_threads
 
-        with staged_task(self.staging, self.storage_options, require_open=True), \
-                encode_threads(task_encode_threads()):
-            yield self.staging
-        wait_durable()
+        with io_scope():  # the task's barrier answers for its own files (io/uploads.py)
+            with staged_task(self.staging, self.storage_options, require_open=True), \
+                    encode_threads(task_encode_threads()):
+                yield self.staging
+            wait_durable()
 
     def finish(self, committed) -> None:
         """After the commit (or when nothing is to be committed): remove every staged file

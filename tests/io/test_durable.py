@@ -1,13 +1,17 @@
-"""Data files are synced in the background, and every one is durable before a manifest is."""
+"""Data files are synced in the background, and every one is durable before a manifest is; a
+failed sync fails the writer that made the file (and barriers outside any scope), not a
+concurrent writer."""
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
 
 import lancefmt
-from lancefmt.errors import StorageError
-from lancefmt.io import durable, open_store, wait_durable
+from lancefmt.dataset.core.snapshot import Snapshot
+from lancefmt.errors import DatasetNotFoundError, StorageError
+from lancefmt.io import carry_scope, durable, io_scope, open_store, wait_durable
 
 
 @pytest.fixture
@@ -97,3 +101,116 @@ def test_sync_can_be_turned_off_as_pylance_writes(tmp_path, monkeypatch, sync_lo
     lancefmt.write_dataset(pa.table({"id": range(100)}), uri)
     assert not [p for kind, p in sync_log if kind == "sync" and p.endswith(".lance")]
     assert lancefmt.dataset(uri).count_rows() == 100
+
+
+def test_a_failed_sync_fails_only_the_writer_that_made_it(tmp_path, monkeypatch):
+    """Writer A's data file fails its fsync while writer B writes another dataset in another
+    thread: B commits, A gets a StorageError naming its file, nothing of A's stays."""
+    real_fsync = os.fsync
+
+    def failing(fd):
+        if "/ds_a/" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing)
+    a_uri, b_uri = str(tmp_path / "ds_a"), str(tmp_path / "ds_b")
+    held, release = threading.Event(), threading.Event()
+    real = Snapshot.commit_to.__func__
+
+    def commit_to(cls, uri, *args, **kwargs):
+        if "ds_a" in str(uri):  # A's file is written, its sync started: hold A before its commit
+            held.set()
+            release.wait(30)
+        return real(cls, uri, *args, **kwargs)
+
+    monkeypatch.setattr(Snapshot, "commit_to", classmethod(commit_to))
+    a_error = []
+
+    def writer_a():
+        try:
+            lancefmt.write_dataset(pa.table({"id": range(100)}), a_uri)
+        except StorageError as e:
+            a_error.append(e)
+    a = threading.Thread(target=writer_a)
+    a.start()
+    try:
+        assert held.wait(30)
+        deadline = threading.Event()
+        while not durable.failed_paths() and not deadline.wait(0.01):
+            pass
+        (a_file,) = durable.failed_paths()
+        assert a_file.startswith(os.path.join(a_uri, "data"))
+        b = lancefmt.write_dataset(pa.table({"id": range(10)}), b_uri)
+        assert b.count_rows() == 10 and b.version == 1
+        b.update({"id": "id + 100"}, where="id < 3")  # B's mutations commit too
+        b.merge_insert("id").when_not_matched_insert_all().execute(pa.table({"id": [50, 51]}))
+        assert b.version == 3 and b.count_rows() == 12
+        with pytest.raises(StorageError, match="fsync"):
+            wait_durable()  # outside any scope: every writer's failure
+    finally:
+        release.set()
+        a.join(30)
+    (err,) = a_error
+    assert "fsync" in str(err) and a_file in str(err)
+    assert not os.listdir(os.path.join(a_uri, "data"))
+    with pytest.raises(DatasetNotFoundError):
+        lancefmt.dataset(a_uri)
+    assert durable.failed_paths() == []
+    wait_durable()
+    assert sorted(lancefmt.dataset(b_uri).to_table()["id"].to_pylist()) == \
+        list(range(3, 10)) + [50, 51, 100, 101, 102]
+
+
+def test_a_sync_outside_any_scope_fails_every_barrier(tmp_path, monkeypatch):
+    def failing(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    path = str(tmp_path / "f.bin")
+    with io_scope():  # a plain thread does not carry the scope: the sync is unscoped
+        t = threading.Thread(target=_write_and_close, args=(path,))
+        t.start()
+        t.join(10)
+    with io_scope(), pytest.raises(StorageError, match="f.bin"):
+        wait_durable()
+    with pytest.raises(StorageError, match="f.bin"):
+        wait_durable()
+    os.remove(path)
+    wait_durable()
+
+
+def _write_and_close(path):
+    with open_store(path).open_output(path) as out:
+        out.write(b"x" * 10)
+
+
+def test_a_sync_started_by_a_pool_job_counts_for_the_callers_scope(tmp_path, monkeypatch):
+    gate = threading.Event()
+    real_fsync = os.fsync
+    synced = []
+
+    def slow_fsync(fd):
+        if os.path.isfile(os.readlink(f"/proc/self/fd/{fd}")):  # data files, not directories
+            gate.wait(10)
+            synced.append(fd)
+        real_fsync(fd)
+
+    def other_writers_barrier():
+        with io_scope():
+            wait_durable()
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    try:
+        with ThreadPoolExecutor(1) as pool, io_scope():
+            pool.submit(carry_scope(_write_and_close), str(tmp_path / "g.bin")).result()
+            assert durable.pending_count() == 1 and not synced
+            other = threading.Thread(target=other_writers_barrier)
+            other.start()
+            other.join(10)
+            assert not other.is_alive() and not synced  # another writer did not wait for it
+            threading.Timer(0.2, gate.set).start()
+            wait_durable()
+            assert synced and durable.pending_count() == 0
+    finally:
+        gate.set()

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import InvalidArgumentError, LanceError
+from ...io import io_scope
 from ...table.fragment import FragmentMetadata
 from ...table.rowids import carry_row_ids
 from ...table.rowids.meta import load_created_at_versions, load_last_updated_at_versions
@@ -338,6 +339,7 @@ def compact_files(snapshot, options: CompactionOptions, progress=None):
 
 
 
+@io_scope()  # its files and its commit: one writer (io/uploads.py)
 def compact(snapshot, options: CompactionOptions, progress=None):
     """Compact and commit: (committed snapshot, metrics). As pylance: a ReserveFragments
     commit first, then the Rewrite names the reserved ids (so index remapping could refer to

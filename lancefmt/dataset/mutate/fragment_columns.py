@@ -11,7 +11,7 @@ import pyarrow as pa
 from ..._proto import table_pb2
 from ...errors import InvalidArgumentError
 from ...file.schema import arrow_from_fields
-from ...io import wait_durable
+from ...io import io_scope, wait_durable
 from ...table.fragment import FragmentMetadata
 from ..read.scan import FragmentScan, ScanSpec
 from ..write.input import to_reader
@@ -21,6 +21,7 @@ from .column_files import (
 from .new_columns import add_columns, merge_columns
 
 
+@io_scope()  # fails on its own files' syncs/uploads only (io/uploads.py)
 def fragment_merge_columns(snapshot, pb, value_func, columns=None, batch_size=None, reader_schema=None):
     """``Fragment.merge_columns``: (new FragmentMetadata, new Lance field list) for one fragment,
     nothing committed; commit all fragments with ``Operation.Merge(fragments, fields)``."""
@@ -44,6 +45,7 @@ def fragment_merge_columns(snapshot, pb, value_func, columns=None, batch_size=No
     return op.fragments[0], op.fields
 
 
+@io_scope()  # fails on its own files' syncs/uploads only (io/uploads.py)
 def fragment_merge(snapshot, pb, data, left_on: str, right_on: str | None = None, schema=None):
     """``Fragment.merge``: new columns for one fragment from ``data`` joined on ``left_on``
     (a column, ``_rowid`` or ``_rowaddr``) == ``right_on``; (new FragmentMetadata, new Lance
@@ -53,6 +55,7 @@ def fragment_merge(snapshot, pb, data, left_on: str, right_on: str | None = None
     return plan.operation.fragments[0], plan.operation.fields
 
 
+@io_scope()  # fails on its own files' syncs/uploads only (io/uploads.py)
 def fragment_update_columns(snapshot, pb, data, left_on: str = "_rowid", right_on: str | None = None,
                             schema=None):
     """``Fragment.update_columns``: rewrite some columns of one fragment from ``data`` joined

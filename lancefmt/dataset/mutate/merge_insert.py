@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from ...errors import InvalidArgumentError, LanceError
+from ...io import carry_scope, io_scope
 from ...sql import parse_filter
 from ...table.deletion import DeletionVector, write_deletion_file
 from ...table.fragment import FragmentMetadata
@@ -145,6 +146,7 @@ class MergeInsertBuilder:
                                    "when_not_matched_insert_all or "
                                    "when_not_matched_by_source_delete")
 
+    @io_scope()  # its files and its commit: one writer (io/uploads.py)
     def execute(self, data_obj, *, schema: pa.Schema | None = None) -> dict:
         """Run the merge, move the dataset to the new version and return pylance's stats."""
         self.check_actions()
@@ -403,7 +405,7 @@ def stage_merge(snapshot, b: MergeInsertBuilder, source: pa.Table):
     updated, removed, written, new_frags = [], [], [], []
     # the deletion files (small writes, mostly waiting on fsync) are written on a thread while
     # this one encodes the new rows
-    deleting = _side_pool().submit(delete_addresses, snapshot, deleted)
+    deleting = _side_pool().submit(carry_scope(delete_addresses), snapshot, deleted)
     try:
         parts = [t for t in (update_rows, insert_rows) if t is not None and t.num_rows]
         if parts:

@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from ...errors import CommitConflictError, DatasetExistsError, InvalidArgumentError
 from ...file.schema import schema_metadata_to_proto
-from ...io import open_store
+from ...io import io_scope, open_store
 from ...io.memory_scope import private_memory_options
 from ...io.uri import normalize_uri
 from ...table.manifest_stores import as_manifest_store
@@ -17,6 +17,7 @@ from .files import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, write_
 from .plan import WritePlan, existing_manifest, plan_write
 
 
+@io_scope()  # its files and the barrier before its commit: one writer (io/uploads.py)
 def write_and_commit(data, uri, schema=None, mode: str = "create", *,
                   max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                   max_rows_per_group: int = 1024,

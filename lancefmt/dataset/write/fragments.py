@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from ...errors import InvalidInputError
-from ...io import wait_durable
+from ...io import io_scope, wait_durable
 from ...io.uri import normalize_uri
 from ...table.fragment import FragmentMetadata
 from ..core.commit import dataset_options
+from ..core.files import delete_files
 from .files import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, write_files
 from .plan import plan_write
 from .staging import staged_task
 
 
+@io_scope()  # fails on its own files' uploads/syncs only (io/uploads.py)
 def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
@@ -39,10 +41,15 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
     plan = plan_write(data, uri, mode, schema, data_storage_version, initial_bases,
                       storage_options, manifest_store)
     with staged_task(staging, storage_options, require_open=staging_open):
-        fragments, _ = write_files(plan, target_bases, max_rows_per_file, max_bytes_per_file,
-                                   storage_options, base_store_params, target_offset, staging,
-                                   staging_open)
-    wait_durable()  # the fragments may be committed by another process (a Spark driver)
+        fragments, written = write_files(plan, target_bases, max_rows_per_file,
+                                         max_bytes_per_file, storage_options, base_store_params,
+                                         target_offset, staging, staging_open)
+    try:
+        wait_durable()  # the fragments may be committed by another process (a Spark driver)
+    except BaseException:
+        for file_uri, options in written:  # nobody may commit them, nor be failed by them
+            delete_files([file_uri], options)
+        raise
     return fragments
 
 
