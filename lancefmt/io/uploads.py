@@ -17,10 +17,13 @@ failing operation's clean-up does): no commit can name it.
 Which barriers report it is set by the writer's :func:`io_scope`: a write operation (a
 ``write_dataset``, a mutation, a commit, ``write_fragments``, a Spark task) runs in one scope
 (a pool job it starts carries it: :func:`carry_scope`), so its barrier waits for, and fails
-on, its own uploads and not on those of a concurrent writer in the process. Work registered outside any scope (a thread that did not carry the context), or left by a
-scope that has ended, is everyone's: every barrier waits for it and reports its failure, as
-does a barrier outside any scope for all work. A manifest thus never names an object whose
-upload failed or is still pending. :mod:`.durable` shares the scopes for local syncs.
+on, its own uploads and not on those of a concurrent writer in the process. Work registered
+outside any scope (a thread that did not carry the context), or left by a scope that ended
+normally, is everyone's: every barrier waits for it and reports its failure, as does a barrier
+outside any scope for all work. A manifest thus never names an object whose upload failed or
+is still pending. A scope left by an exception takes its failures with it (:func:`_abandon`):
+its caller got the error and can commit none of its files. :mod:`.durable` shares the scopes
+for local syncs.
 
 Reads, copies and deletes of an object whose upload is pending wait for it first
 (:func:`settle`): a delete then cannot race the upload into leaving an orphan.
@@ -63,9 +66,29 @@ def io_scope():
     token = _scope.set(scope)
     try:
         yield scope
+    except Exception:
+        _abandon(scope)
+        raise
     finally:
         scope.closed = True
         _scope.reset(token)
+
+
+def _abandon(scope: IoScope) -> None:
+    """The operation of ``scope`` failed: wait for its uploads and drop their failures.
+
+    Its caller got the error and holds none of its files, so none of them can be committed
+    by anyone, and a failed upload left no object. Kept, the failures would fail every later
+    barrier in the process until their objects were deleted here: a Spark task's files are
+    deleted by the driver, in another process, so a reused Python worker failed every task it
+    ran after one failed upload."""
+    with _lock:
+        futures = [f for f, owner in _pending.values() if owner is scope]
+    if futures:
+        wait(futures)
+    with _lock:
+        for uri in [u for u, (_, owner) in _failed.items() if owner is scope]:
+            del _failed[uri]
 
 
 def current_scope() -> IoScope | None:

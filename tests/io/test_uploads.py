@@ -193,3 +193,29 @@ def test_a_failed_upload_fails_only_the_writer_that_made_it(proxied_s3, monkeypa
     assert list(store.walk(f"{a_uri}/data")) == []
     assert uploads.failed_uris() == [] and uploads.pending_count() == 0
     assert lancefmt.dataset(b_uri, storage_options=env.pylance_options()).count_rows() == 10
+
+
+def test_a_scope_left_by_an_exception_takes_its_failures_with_it():
+    """A failed operation's caller got the error and holds none of its files: its failed
+    uploads must not fail later barriers (a reused Spark worker failed every later task)."""
+    late, early = Future(), Future()
+    with pytest.raises(StorageError, match="early.lance"):
+        with io_scope():
+            uploads.start("s3://b/early.lance", early)
+            uploads.start("s3://b/late.lance", late)
+            early.set_exception(OSError("connection reset"))
+            threading.Timer(0.2, late.set_exception, [OSError("reset")]).start()
+            wait_durable()  # raises early's failure; late is still pending
+    # the scope waited for late before dropping the failures
+    assert late.done() and uploads.failed_uris() == []
+    assert _in_thread(_scoped_barrier) is None and _in_thread(wait_durable) is None
+
+
+def test_a_scope_left_normally_keeps_its_failures_for_everyone():
+    bad = Future()
+    with io_scope():
+        uploads.start("s3://b/kept.lance", bad)
+        bad.set_exception(OSError("connection reset"))
+    assert uploads.failed_uris() == ["s3://b/kept.lance"]
+    err = _in_thread(_scoped_barrier)
+    assert isinstance(err, StorageError) and "kept.lance" in str(err)
