@@ -27,6 +27,8 @@ import time
 import weakref
 from collections import OrderedDict
 
+from yarl import URL
+
 URL_LIFETIME = 900        # seconds a presigned URL is valid
 URL_REUSE = 300           # seconds one is used for
 URL_CACHE = 4096          # objects whose URL is kept
@@ -148,7 +150,8 @@ class RangedGets:
         if url is None:
             return NOT_HANDLED
         headers = {"Range": range_header, "User-Agent": user_agent}
-        async with self._session_for_loop(client, url).get(url, headers=headers,
+        # sent as signed: requoting the path or query (yarl's default) could break the signature
+        async with self._session_for_loop(client, url).get(URL(url, encoded=True), headers=headers,
                                                 allow_redirects=False) as resp:
             status = resp.status
             if status in (200, 206):

@@ -116,3 +116,22 @@ def test_a_sigv2_url_is_never_sent(env):
     gets = e.proxy.seen("GET")
     assert len(gets) == 2 and all("Signature=" not in s.query for s in gets)
     assert store._ranged.disabled
+
+
+@pytest.mark.parametrize("key", ["with space/a b.bin", "plus+sign/a+b.bin", "pct%41/x%2Fy.bin",
+                                 "uni/\u00fcn\u00ef\u20ac.bin", "tilde~/a~b.bin",
+                                 "semi;colon/a=b&c.bin", "star*/(p)!'.bin"])
+def test_keys_that_need_quoting_are_read_with_one_request_sent_as_signed(env, key):
+    from yarl import URL
+
+    e, uri = env
+    uri = uri.rsplit("/", 1)[0] + "/" + key
+    store = open_store(uri, e.pylance_options())
+    store.put(uri, DATA)
+    e.proxy.reset()
+    assert store.read_range(uri, 3, 5) == DATA[3:8]
+    assert e.proxy.counts() == {"GET": 1}  # not left to the full client
+    bucket, _, path = uri[len("s3://"):].partition("/")
+    signed = store._ranged._urls[(bucket, path)][0]
+    sent = URL(signed, encoded=True)  # what the request line carries
+    assert signed.endswith(sent.raw_path_qs) and signed.count("%") == str(sent).count("%")
