@@ -9,9 +9,10 @@ import pyarrow as pa
 import pytest
 
 import lancefmt
-from lancefmt.dataset.core.snapshot import Snapshot
 from lancefmt.errors import DatasetNotFoundError, StorageError
 from lancefmt.io import carry_scope, durable, io_scope, open_store, wait_durable
+
+from .conftest import writer_held_before_commit
 
 
 @pytest.fixture
@@ -115,31 +116,9 @@ def test_a_failed_sync_fails_only_the_writer_that_made_it(tmp_path, monkeypatch)
 
     monkeypatch.setattr(os, "fsync", failing)
     a_uri, b_uri = str(tmp_path / "ds_a"), str(tmp_path / "ds_b")
-    held, release = threading.Event(), threading.Event()
-    real = Snapshot.commit_to.__func__
-
-    def commit_to(cls, uri, *args, **kwargs):
-        if "ds_a" in str(uri):  # A's file is written, its sync started: hold A before its commit
-            held.set()
-            release.wait(30)
-        return real(cls, uri, *args, **kwargs)
-
-    monkeypatch.setattr(Snapshot, "commit_to", classmethod(commit_to))
-    a_error = []
-
-    def writer_a():
-        try:
-            lancefmt.write_dataset(pa.table({"id": range(100)}), a_uri)
-        except StorageError as e:
-            a_error.append(e)
-    a = threading.Thread(target=writer_a)
-    a.start()
-    try:
-        assert held.wait(30)
-        deadline = threading.Event()
-        while not durable.failed_paths() and not deadline.wait(0.01):
-            pass
-        (a_file,) = durable.failed_paths()
+    with writer_held_before_commit(
+            monkeypatch, "ds_a", lambda: lancefmt.write_dataset(pa.table({"id": range(100)}), a_uri),
+            durable.failed_paths) as (a_file, a_error):
         assert a_file.startswith(os.path.join(a_uri, "data"))
         b = lancefmt.write_dataset(pa.table({"id": range(10)}), b_uri)
         assert b.count_rows() == 10 and b.version == 1
@@ -148,9 +127,6 @@ def test_a_failed_sync_fails_only_the_writer_that_made_it(tmp_path, monkeypatch)
         assert b.version == 3 and b.count_rows() == 12
         with pytest.raises(StorageError, match="fsync"):
             wait_durable()  # outside any scope: every writer's failure
-    finally:
-        release.set()
-        a.join(30)
     (err,) = a_error
     assert "fsync" in str(err) and a_file in str(err)
     assert not os.listdir(os.path.join(a_uri, "data"))

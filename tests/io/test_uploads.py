@@ -5,16 +5,16 @@ its writer's barrier (and unscoped ones), not a concurrent writer's, unless it w
 outside any scope or its scope ended; a pool job carries its caller's scope. The last test
 runs two writers against moto behind the fault proxy."""
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
 
 import lancefmt
-from lancefmt.dataset.core.snapshot import Snapshot
 from lancefmt.errors import DatasetNotFoundError, StorageError
 from lancefmt.io import carry_scope, io_scope, open_store, uploads, wait_durable
+
+from .conftest import writer_held_before_commit
 
 
 @pytest.fixture(autouse=True)
@@ -151,39 +151,17 @@ def test_a_failed_upload_fails_only_the_writer_that_made_it(proxied_s3, monkeypa
     env, bucket = proxied_s3
     a_uri, b_uri = f"s3://{bucket}/writer_a", f"s3://{bucket}/writer_b"
     env.proxy.inject("internal", times=100, method="PUT", path_contains="writer_a/data/")
-    held, release = threading.Event(), threading.Event()
-    real = Snapshot.commit_to.__func__
-
-    def commit_to(cls, uri, *args, **kwargs):
-        if "writer_a" in str(uri):  # A's upload has been started: hold A before its commit
-            held.set()
-            release.wait(30)
-        return real(cls, uri, *args, **kwargs)
-
-    monkeypatch.setattr(Snapshot, "commit_to", classmethod(commit_to))
-    a_error = []
 
     def writer_a():
-        try:
-            lancefmt.write_dataset(pa.table({"id": range(100)}), a_uri, storage_options=
-                                   env.pylance_options(client_max_retries="0"))
-        except StorageError as e:
-            a_error.append(e)
-    a = threading.Thread(target=writer_a)
-    a.start()
-    try:
-        assert held.wait(30)
-        deadline = time.monotonic() + 30
-        while not uploads.failed_uris() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        (a_file,) = uploads.failed_uris()
+        lancefmt.write_dataset(pa.table({"id": range(100)}), a_uri,
+                               storage_options=env.pylance_options(client_max_retries="0"))
+
+    with writer_held_before_commit(monkeypatch, "writer_a", writer_a,
+                                   uploads.failed_uris) as (a_file, a_error):
         assert "writer_a/data/" in a_file
         b = lancefmt.write_dataset(pa.table({"id": range(10)}), b_uri,
                                    storage_options=env.pylance_options())
         assert b.count_rows() == 10 and b.version == 1
-    finally:
-        release.set()
-        a.join(30)
     (err,) = a_error
     assert a_file in str(err)
     env.proxy.reset()
