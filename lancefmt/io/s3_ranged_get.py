@@ -14,9 +14,10 @@ for the store's retry policy; any other answer (a redirect to another region, 40
 left to the full client (:data:`NOT_HANDLED`), so errors read exactly as before.
 
 Used only where this is the same request: no SSE-C or requester-pays arguments, no proxy (in
-the options or the environment), certificates checked as the client checks them, a SigV4 (or unsigned) URL:
-botocore presigns with SigV2 unless ``signature_version`` is set, so :mod:`.options` sets it to
-``s3v4`` (what every request was signed with anyway) unless S3 Express is asked for.
+the options or the environment), certificates checked as the client checks them, and a SigV4
+(or unsigned) URL. botocore presigns with SigV2 unless ``signature_version`` is set, so
+:mod:`.options` sets it to ``s3v4`` (what every request was signed with anyway) unless S3
+Express is asked for; the URL is sent exactly as signed.
 """
 from __future__ import annotations
 
