@@ -88,7 +88,8 @@ def _total_of(cr: str | None) -> int | None:
     return None
 
 
-async def _read_body(resp, expected: int | None) -> bytes:
+async def _read_body(resp) -> bytes:
+    """The whole body of a GetObject answer, as long as it announced."""
     body = resp["Body"]
     try:
         data = await body.read()
@@ -97,7 +98,12 @@ async def _read_body(resp, expected: int | None) -> bytes:
     announced = resp.get("ContentLength")
     if announced is not None and len(data) != announced:
         raise ShortBody(len(data), announced)
-    if expected is not None and len(data) != expected:
+    return data
+
+
+def _exactly(data: bytes, expected: int) -> bytes:
+    """``data``, which must be ``expected`` bytes long (a short body is retried, never used)."""
+    if len(data) != expected:
         raise ShortBody(len(data), expected)
     return data
 
@@ -228,7 +234,7 @@ class S3Store(FsspecStore):
         async def attempt():
             s3 = await self._client()
             resp = await s3.get_object(Bucket=bucket, Key=key, **self._read_kw)
-            return await _read_body(resp, None)
+            return await _read_body(resp)
 
         return await self._call("read", uri, attempt)
 
@@ -261,39 +267,41 @@ class S3Store(FsspecStore):
             return [await self._get_range(f.uri, f.start, f.end)]
         return await asyncio.gather(*(self._get_range(f.uri, f.start, f.end) for f in fetches))
 
+    async def _ranged_get(self, s3, bucket, key, range_header):
+        """One ranged GET (the lean path where it applies, else the client): ``(body, object
+        size)``, the size None when the server ignored Range and sent the whole object; None
+        when the range starts at or past the end (416)."""
+        if self._ranged is not None:
+            got = await self._ranged.get(s3, bucket, key, range_header, self._user_agent)
+            if got is not NOT_HANDLED:
+                status, data, content_range = got
+                if status == 416:
+                    return None
+                return data, None if status == 200 else _total_of(content_range)
+        try:
+            resp = await s3.get_object(Bucket=bucket, Key=key, Range=range_header,
+                                       **self._read_kw)
+        except Exception as e:  # noqa: BLE001
+            if http_status(e) == 416 or error_code(e) == "InvalidRange":
+                return None
+            raise
+        total = _content_total(resp)
+        return await _read_body(resp), total
+
     async def _get_range(self, uri, start, end):
         """Bytes ``[start, end)`` (fewer only where the object ends first); a body shorter than
         that is retried and then an error, never returned."""
         bucket, key = self._bucket_key(uri)
 
         async def attempt():
-            s3 = await self._client()
-            if self._ranged is not None:
-                got = await self._ranged.get(s3, bucket, key, f"bytes={start}-{end - 1}",
-                                             self._user_agent)
-                if got is not NOT_HANDLED:
-                    status, data, content_range = got
-                    if status == 416:
-                        return b""
-                    total = _total_of(content_range)
-                    if status == 200 or total is None:  # the server ignored Range
-                        return data[start:end]
-                    expected = max(0, min(end, total) - start)
-                    if len(data) != expected:
-                        raise ShortBody(len(data), expected)
-                    return data
-            try:
-                resp = await s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}",
-                                           **self._read_kw)
-            except Exception as e:  # noqa: BLE001
-                if http_status(e) == 416 or error_code(e) == "InvalidRange":
-                    return b""  # starts at or past the end, as pread
-                raise
-            total = _content_total(resp)
+            got = await self._ranged_get(await self._client(), bucket, key,
+                                         f"bytes={start}-{end - 1}")
+            if got is None:
+                return b""  # starts at or past the end, as pread
+            data, total = got
             if total is None:  # the server ignored Range: the whole object came back
-                data = await _read_body(resp, None)
                 return data[start:end]
-            return await _read_body(resp, max(0, min(end, total) - start))
+            return _exactly(data, max(0, min(end, total) - start))
 
         return await self._call("read_range", uri, attempt)
 
@@ -308,31 +316,13 @@ class S3Store(FsspecStore):
         bucket, key = self._bucket_key(uri)
 
         async def attempt():
-            s3 = await self._client()
-            if self._ranged is not None:
-                got = await self._ranged.get(s3, bucket, key, f"bytes=-{n}", self._user_agent)
-                if got is not NOT_HANDLED:
-                    status, data, content_range = got
-                    if status == 416:
-                        return None  # an empty object
-                    total = _total_of(content_range)
-                    if status == 200 or total is None:
-                        return data[-n:], len(data)
-                    if len(data) != min(n, total):
-                        raise ShortBody(len(data), min(n, total))
-                    return data, total
-            try:
-                resp = await s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=-{n}",
-                                           **self._read_kw)
-            except Exception as e:  # noqa: BLE001
-                if http_status(e) == 416 or error_code(e) == "InvalidRange":
-                    return None  # an empty object
-                raise
-            total = _content_total(resp)
+            got = await self._ranged_get(await self._client(), bucket, key, f"bytes=-{n}")
+            if got is None:
+                return None  # an empty object
+            data, total = got
             if total is None:
-                data = await _read_body(resp, None)
                 return data[-n:], len(data)
-            return await _read_body(resp, min(n, total)), total
+            return _exactly(data, min(n, total)), total
 
         out = await self._call("read_tail", uri, attempt)
         if out is None:

@@ -22,6 +22,7 @@ Express is asked for; the URL is sent exactly as signed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import time
@@ -35,22 +36,11 @@ URL_REUSE = 300           # seconds one is used for
 URL_CACHE = 4096          # objects whose URL is kept
 NOT_HANDLED = object()
 
-_RETRYABLE = re.compile(rb"<Code>([^<]{1,100})</Code>")
+_CODE = re.compile(rb"<Code>([^<]{1,100})</Code>")
 _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 # aiobotocore's connector arguments that mean the same to aiohttp's TCPConnector
 _CONNECTOR_ARGS = {"keepalive_timeout", "force_close", "resolver", "use_dns_cache",
                    "ttl_dns_cache"}
-
-
-class S3AnswerError(Exception):
-    """A retryable error answer (5xx, 429, 408), shaped like botocore's ``ClientError`` so
-    :mod:`.retry` classifies and reports it the same way."""
-
-    def __init__(self, status: int, code: str | None, operation: str = "GetObject"):
-        super().__init__(f"An error occurred ({code or status}) when calling the {operation} "
-                         f"operation (HTTP {status})")
-        self.response = {"Error": {"Code": code or str(status)},
-                         "ResponseMetadata": {"HTTPStatusCode": status}}
 
 
 def usable(fs_kwargs: dict, read_kwargs) -> bool:
@@ -79,21 +69,17 @@ def _ssl_context(client):
 
 
 def _close(loop, session) -> None:
-    """Close ``session`` at exit or when its store goes (as s3fs closes its client)."""
+    """Close ``session`` at exit or when its store goes (as s3fs closes its client): on its
+    loop while that runs, else by closing the sockets."""
     if session.closed:
         return
     if loop is not None and loop.is_running():
-        try:
-            asyncio.get_running_loop()
+        if asyncio._get_running_loop() is loop:  # collected on the loop's own thread
             loop.create_task(session.close())
             return
-        except RuntimeError:
-            pass
-        try:
+        with contextlib.suppress(Exception):  # shutting down: close the sockets below
             asyncio.run_coroutine_threadsafe(session.close(), loop).result(0.1)
             return
-        except Exception:  # noqa: BLE001 - shutting down: close the sockets below
-            pass
     connector = getattr(session, "_connector", None)
     if connector is not None:
         connector._close()
@@ -146,7 +132,8 @@ class RangedGets:
 
     async def get(self, client, bucket: str, key: str, range_header: str, user_agent: str):
         """``(status, body, Content-Range)`` of a 206, 200 or 416 answer; :data:`NOT_HANDLED`
-        for an answer the full client should give; :class:`S3AnswerError` to retry."""
+        for an answer the full client should give; botocore's ``ClientError`` for a retryable error
+        answer (5xx, 429, 408), which :mod:`.retry` classifies as it does the client's."""
         url = None if self.disabled else await self._url(client, bucket, key)
         if url is None:
             return NOT_HANDLED
@@ -166,9 +153,12 @@ class RangedGets:
             if status == 416:
                 return status, b"", None
             if status >= 500 or status in (408, 429):
-                found = _RETRYABLE.search(await resp.read())
-                raise S3AnswerError(status, found.group(1).decode("ascii", "replace")
-                                    if found else None)
+                from botocore.exceptions import ClientError
+
+                found = _CODE.search(await resp.read())
+                code = found.group(1).decode("ascii", "replace") if found else str(status)
+                raise ClientError({"Error": {"Code": code, "Message": f"HTTP {status}"},
+                                   "ResponseMetadata": {"HTTPStatusCode": status}}, "GetObject")
             if status == 403:
                 self._urls.pop((bucket, key), None)  # perhaps expired: presign again next time
             return NOT_HANDLED
