@@ -1,0 +1,182 @@
+"""Filtered reads through scalar indices: the fragments an index covers are answered from it.
+
+For a SQL filter, :func:`index_selection` asks the index planner
+(:mod:`lancefmt.index.core.planner`) for the row ids the filter's indexed terms allow, turns
+them into row addresses (through the row-id index when the dataset has stable row ids), and
+keeps, per fragment the answer covers, the live physical offsets. Those fragments are then
+read by :class:`SelectedScan`: only the chosen rows (a take when they are few, row windows
+otherwise), the filter re-checked only when the answer is not exact. Every other fragment is
+scanned with the whole filter, so the result is exactly a full scan's, in the same order.
+
+The filter's parse and its index terms are kept per (filter text, schema), and the catalog of
+loaded indices per version, so a repeated look-up pays neither again.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+import threading
+
+import numpy as np
+import pyarrow as pa
+
+from ...index.core.planner import IndexPlan, plan
+from ...sql.sargable import OTHER, sargable
+from ...table.rowids import MISSING_ADDRESS
+from ..core.indices import index_catalog
+from .row_lookup import row_id_index
+from .scan import WINDOW_ROWS, FragmentScan
+
+# A selection at most this dense (rows per physical row) is read by takes, not windows.
+TAKE_DENSITY = 1 / 64
+TAKE_MAX_ROWS = 1 << 16
+
+_TREES: OrderedDict = OrderedDict()
+_TREES_LOCK = threading.Lock()
+MAX_TREES = 512
+
+
+def filter_terms(text: str, schema: pa.Schema):
+    """The sargable tree of filter ``text`` (cached per text and schema)."""
+    key = (text, schema)
+    with _TREES_LOCK:
+        hit = _TREES.get(key)
+        if hit is not None:
+            _TREES.move_to_end(key)
+            return hit
+    tree = sargable(text, schema)
+    with _TREES_LOCK:
+        _TREES[key] = tree
+        while len(_TREES) > MAX_TREES:
+            _TREES.popitem(last=False)
+    return tree
+
+
+@dataclass
+class IndexSelection:
+    """What an index answered for one filter on one version."""
+    plan: IndexPlan
+    rows: dict            # fragment id -> sorted physical offsets selected (before deletions)
+    negated: bool         # rows[f] are the offsets to *exclude* from the live rows
+    exact: bool
+
+    def covers(self, fragment_id: int) -> bool:
+        return fragment_id in self.plan.fragments
+
+    def text(self) -> str:
+        return self.plan.text
+
+
+def index_selection(snapshot, filter_text) -> IndexSelection | None:
+    """The index answer for ``filter_text`` on ``snapshot`` (None: no index helps)."""
+    if not isinstance(filter_text, str):
+        return None
+    catalog = index_catalog(snapshot)
+    if not catalog:
+        return None
+    tree = filter_terms(filter_text, snapshot.schema)
+    if tree is OTHER:
+        return None
+    p = plan(tree, catalog)
+    if p is None:
+        return None
+    ids = p.result.rows
+    if snapshot.has_stable_row_ids and ids.size:
+        addrs = row_id_index(snapshot).lookup(ids)
+        addrs = addrs[addrs != MISSING_ADDRESS]
+    else:
+        addrs = ids
+    rows = _by_fragment(addrs, p.fragments)
+    return IndexSelection(p, rows, p.result.negated, p.exact)
+
+
+def _by_fragment(addrs: np.ndarray, fragments) -> dict:
+    """Sorted physical offsets per fragment id, for the fragments in ``fragments`` only."""
+    if not addrs.size:
+        return {}
+    addrs = np.sort(addrs)
+    frag = (addrs >> np.uint64(32)).astype(np.int64)
+    cuts = np.flatnonzero(frag[1:] != frag[:-1]) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [addrs.size]))
+    out = {}
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        fid = int(frag[s])
+        if fid in fragments:
+            out[fid] = (addrs[s:e] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return out
+
+
+def selected_positions(scan: FragmentScan, sel: IndexSelection) -> np.ndarray:
+    """Live physical offsets of ``scan``'s fragment that the selection keeps (sorted)."""
+    fid = int(scan.frag.id)
+    chosen = sel.rows.get(fid)
+    dv = scan.deletions
+    if sel.negated:
+        live = dv.kept_indices(scan.num_rows) if dv is not None and len(dv) else \
+            np.arange(scan.num_rows, dtype=np.int64)
+        if chosen is None or not chosen.size:
+            return live.astype(np.int64, copy=False)
+        return live[~np.isin(live, chosen, assume_unique=True)].astype(np.int64, copy=False)
+    if chosen is None or not chosen.size:
+        return np.empty(0, dtype=np.int64)
+    chosen = chosen[chosen < scan.num_rows]
+    if dv is not None and len(dv):
+        chosen = chosen[~np.isin(chosen, dv.offsets.astype(np.int64))]
+    return chosen
+
+
+class SelectedScan(FragmentScan):
+    """A fragment scan that reads only the rows an index selected (see module docstring)."""
+
+    def __init__(self, ctx, frag, spec, selection: IndexSelection):
+        super().__init__(ctx, frag, spec)
+        self.selection = selection
+        self.apply_filter = not selection.exact
+        self._positions = None
+
+    def kept_positions(self) -> np.ndarray:
+        if self._positions is None:
+            self._positions = selected_positions(self, self.selection)
+        return self._positions
+
+    def windows(self, start: int = 0, stop: int | None = None):
+        stop = self.num_rows if stop is None else min(stop, self.num_rows)
+        pos = self.kept_positions()
+        lo, hi = np.searchsorted(pos, [start, stop])
+        pos = pos[lo:hi]
+        if not pos.size:
+            return
+        if pos.size <= TAKE_MAX_ROWS and pos.size <= TAKE_DENSITY * (stop - start):
+            yield self._taken(pos)
+            return
+        window = max(self.spec.batch_size, WINDOW_ROWS)
+        first = pos // window
+        for w in np.unique(first).tolist():
+            yield from super().windows(w * window, min((w + 1) * window, stop))
+
+    def _taken(self, positions: np.ndarray) -> pa.Table:
+        plan, nulls = self.file_plan()
+        columns = {}
+        for reader, proj, _ in plan:
+            t = reader.take(positions, proj)
+            for n, col in zip(t.column_names, t.columns):
+                columns[n] = col
+        for n in nulls:
+            columns[n] = pa.nulls(len(positions), self.ctx.schema.field(n).type)
+        return self._finish(columns, 0, self.num_rows, positions, taken=True)
+
+    def count(self) -> int:
+        if self.apply_filter:
+            return sum(t.num_rows for t in self.windows())
+        return int(self.kept_positions().size)
+
+
+def scan_maker(selection: IndexSelection):
+    """``make_scan`` for :func:`~.scan.scan_batches`: covered fragments read their selection."""
+    def make(ctx, frag, spec):
+        if selection.covers(int(frag.id)):
+            return SelectedScan(ctx, frag, spec, selection)
+        return FragmentScan(ctx, frag, spec)
+
+    return make
