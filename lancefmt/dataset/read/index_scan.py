@@ -77,17 +77,22 @@ def index_selection(snapshot, filter_text) -> IndexSelection | None:
     tree = filter_terms(filter_text, snapshot.schema)
     if tree is OTHER:
         return None
-    p = plan(tree, catalog)
+    p = plan(tree, catalog, _row_addresses(snapshot) if snapshot.has_stable_row_ids else None)
     if p is None:
         return None
-    ids = p.result.rows
-    if snapshot.has_stable_row_ids and ids.size:
-        addrs = row_id_index(snapshot).lookup(ids)
-        addrs = addrs[addrs != MISSING_ADDRESS]
-    else:
-        addrs = ids
-    rows = _by_fragment(addrs, p.fragments)
+    rows = _by_fragment(p.result.rows, p.fragments)
     return IndexSelection(p, rows, p.result.negated, p.exact)
+
+
+def _row_addresses(snapshot):
+    """Stable row ids -> current row addresses (ids of rows gone are dropped)."""
+    def to_addresses(ids):
+        if not ids.size:
+            return ids
+        addrs = row_id_index(snapshot).lookup(ids)
+        return np.sort(addrs[addrs != MISSING_ADDRESS])
+
+    return to_addresses
 
 
 def _by_fragment(addrs: np.ndarray, fragments) -> dict:

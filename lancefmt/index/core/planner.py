@@ -11,7 +11,9 @@ an index on the term's column whose type serves the query (exact types first), t
   NOT excludes);
 * whatever is not exact is re-checked by the caller with the whole filter.
 
-Results are row ids as the indices store them (stable row ids, or row addresses).
+Every leaf's row ids are turned into row addresses first (``to_addresses``, given by the
+caller: the identity unless the dataset has stable row ids), so results combine in one space
+whether an index records row ids or, like zone maps, addresses.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from .rowset import SearchResult, all_of, any_of, union
 @dataclass
 class IndexPlan:
     fragments: BitMap          # fragments the result is complete for
-    result: SearchResult       # row ids (only those in ``fragments`` matter)
+    result: SearchResult       # row addresses (only those in ``fragments`` matter)
     text: str                  # pylance's words: [id = 5]@id_idx(BTree), AND(..), OR(..), NOT(..)
     indices: list              # the NamedIndex objects used
 
@@ -55,9 +57,16 @@ def _chosen(tree, catalog, out: dict) -> None:
 
 
 class _Run:
-    def __init__(self, chosen: dict):
+    def __init__(self, chosen: dict, to_addresses):
         self.chosen = chosen
+        self.to_addresses = to_addresses
         self.used: dict = {}
+
+    def search(self, segment, query) -> SearchResult:
+        res = segment.load().search(query)
+        if res.addresses or self.to_addresses is None:
+            return res
+        return SearchResult(self.to_addresses(res.rows), res.exact, res.negated, True)
 
     def node(self, tree):
         """(SearchResult, text) or None when the index cannot answer ``tree``."""
@@ -65,7 +74,7 @@ class _Run:
             named = self.chosen.get(tree)
             if named is None:
                 return None
-            results = [seg.load().search(tree.query) for seg in named.segments]
+            results = [self.search(seg, tree.query) for seg in named.segments]
             self.used[named.name] = named
             if len(results) == 1:
                 res = results[0]
@@ -99,9 +108,11 @@ def _joined(op: str, texts: list) -> str:
     return texts[0] if len(texts) == 1 else f"{op}({','.join(texts)})"
 
 
-def plan(tree, catalog: dict) -> IndexPlan | None:
+def plan(tree, catalog: dict, to_addresses=None) -> IndexPlan | None:
     """The index answer for ``tree`` (a sargable tree) given ``catalog`` (see
-    :func:`.catalog.build_catalog`), or None when no index helps."""
+    :func:`.catalog.build_catalog`), or None when no index helps. ``to_addresses(row_ids)``
+    maps recorded row ids to row addresses (dropping ids no longer present); None = they are
+    addresses already. The result's rows are row addresses."""
     if not catalog:
         return None
     chosen: dict = {}
@@ -109,7 +120,7 @@ def plan(tree, catalog: dict) -> IndexPlan | None:
     picked = [n for n in chosen.values() if n is not None]
     if not picked:
         return None
-    run = _Run(chosen)
+    run = _Run(chosen, to_addresses)
     out = run.node(tree)
     if out is None:
         return None

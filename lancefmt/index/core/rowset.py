@@ -49,10 +49,14 @@ def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class SearchResult:
     """Row ids found by an index. ``exact``: all of them match (else re-check them);
-    ``negated``: the set is every searched row *except* ``rows``."""
+    ``negated``: the set is every searched row *except* ``rows``; ``addresses``: the values
+    are row addresses (fragment id << 32 | offset: what zone-based indices find), not the
+    row ids the dataset's indices otherwise record (which are addresses too unless the
+    dataset has stable row ids)."""
     rows: np.ndarray
     exact: bool = True
     negated: bool = False
+    addresses: bool = False
 
     @property
     def kind(self) -> str:
