@@ -25,7 +25,8 @@ from ...sql.sargable import OTHER, sargable
 from ...table.rowids import MISSING_ADDRESS
 from ..core.indices import index_catalog
 from .row_lookup import row_id_index
-from .scan import WINDOW_ROWS, FragmentScan
+from .scan import WINDOW_ROWS, FragmentScan, load_deletions
+from .take import direct_take_plan
 
 # A selection at most this dense (rows per physical row) is read by takes, not windows.
 TAKE_DENSITY = 1 / 64
@@ -62,6 +63,13 @@ class IndexSelection:
 
     def covers(self, fragment_id: int) -> bool:
         return fragment_id in self.plan.fragments
+
+    def empty_for(self, fragment_id: int) -> bool:
+        """Whether the answer keeps no row of this (covered) fragment."""
+        if self.negated or fragment_id not in self.plan.fragments:
+            return False
+        chosen = self.rows.get(fragment_id)
+        return chosen is None or not chosen.size
 
     def text(self) -> str:
         return self.plan.text
@@ -185,3 +193,36 @@ def scan_maker(selection: IndexSelection):
         return FragmentScan(ctx, frag, spec)
 
     return make
+
+
+# An exact answer of at most this many rows, over fixed-width columns of a local dataset, is
+# gathered straight from the mapped files (the direct take), skipping per-fragment scans.
+DIRECT_MAX_ROWS = 1 << 16
+
+
+def direct_index_table(snapshot, sel: IndexSelection, fragments, spec) -> pa.Table | None:
+    """The rows of an exact index answer through the snapshot's direct-take plan, or None when
+    that plan does not apply (see :mod:`.direct_take`)."""
+    if not sel.exact or sel.negated or spec.need_row_id or spec.need_row_address or \
+            not spec.columns:
+        return None
+    if any(not sel.covers(int(f.id)) for f in fragments):
+        return None
+    if sum(int(sel.rows[int(f.id)].size) for f in fragments if int(f.id) in sel.rows) > DIRECT_MAX_ROWS:
+        return None
+    plan = direct_take_plan(snapshot, list(spec.columns))
+    if plan is None:
+        return None
+    pieces = []
+    ctx = snapshot.ctx
+    for pb in fragments:
+        chosen = sel.rows.get(int(pb.id))
+        if chosen is None or not chosen.size:
+            continue
+        chosen = chosen[chosen < pb.physical_rows]
+        dv = load_deletions(ctx, pb)
+        if dv is not None and len(dv):
+            chosen = chosen[~np.isin(chosen, dv.offsets.astype(np.int64))]
+        pieces.append(chosen + plan.fragment_first[int(pb.id)])
+    rows = np.concatenate(pieces) if pieces else np.empty(0, np.int64)
+    return plan.take_physical(rows)

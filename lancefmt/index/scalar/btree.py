@@ -130,9 +130,14 @@ class BTreeIndex(LoadedIndex):
         self.min_null = np.asarray(self.mins.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self.max_null = np.asarray(self.maxs.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self.kind = numpy_kind(self.type)
+        self.sorted_keys = False
         if self.kind is not None:
             self.min_keys = _keys(self.mins, self.min_null, self.kind)
             self.max_keys = _keys(self.maxs, self.max_null, self.kind)
+            # pages in value order (as every single build writes them): binary searches
+            # find the candidate pages; otherwise every page is tested
+            self.sorted_keys = bool((self.min_keys[1:] >= self.min_keys[:-1]).all() and
+                                    (self.max_keys[1:] >= self.max_keys[:-1]).all())
         data = store.reader(PAGE_DATA)
         self.num_rows = data.num_rows
         pages = -(-self.num_rows // self.batch_size)
@@ -159,6 +164,16 @@ class BTreeIndex(LoadedIndex):
 
     def _candidates(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:
         """Lookup rows whose page may hold values in the range (None = unbounded)."""
+        if self.sorted_keys:
+            # null keys were filled with the type's smallest value: still ascending
+            first = int(self.max_null.sum()) if lower is None else int(np.searchsorted(
+                self.max_keys, scalar_as(lower, self.type, self.kind),
+                side="left" if lower_inc else "right"))
+            first = max(first, int(self.max_null.sum()))
+            last = len(self.min_keys) if upper is None else int(np.searchsorted(
+                self.min_keys, scalar_as(upper, self.type, self.kind),
+                side="right" if upper_inc else "left"))
+            return np.arange(first, max(first, last))
         ok = ~self.max_null  # an all-null page holds no value
         if self.kind is not None:
             if lower is not None:
@@ -240,8 +255,13 @@ class BTreeIndex(LoadedIndex):
 
 
 def _keys(values: pa.Array, null: np.ndarray, kind: np.dtype) -> np.ndarray:
-    filled = values.fill_null(pa.scalar(0, values.type)) if null.any() else values
-    return as_numpy(filled, kind)
+    """Page keys as numpy; a null key (pages holding the leading nulls) becomes the smallest
+    value of ``kind``, which keeps sorted keys sorted."""
+    if not null.any():
+        return as_numpy(values, kind)
+    keys = as_numpy(values.fill_null(pa.scalar(0, values.type)), kind).copy()
+    keys[null] = np.finfo(kind).min if kind.kind == "f" else np.iinfo(kind).min
+    return keys
 
 
 def _mask(arr) -> np.ndarray:
