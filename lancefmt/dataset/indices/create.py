@@ -85,8 +85,12 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     uid = str(index_uuid) if index_uuid is not None else new_uuid()
     store = index_store_for(snapshot, uid)
     field, _ = column_field(snapshot.schema, req.column)
+    stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
-        TrainingData.empty(field, snapshot.has_stable_row_ids)
+        TrainingData.empty(field, stable)
+    version = req.itype.index_version_for(stable)
+    if stable and req.itype.records_addresses(version, stable):
+        data = data.recording_addresses()
     try:
         details = req.itype.train(data, store, req.params)
     except BaseException:
@@ -97,7 +101,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
                         field_ids=[field_id if field_id is not None else _field_id(snapshot, req.column)],
                         dataset_version=snapshot.version, fragments=covered,
                         details=req.itype.pack_details(details),
-                        index_version=req.itype.index_version, files=store.written), store
+                        index_version=version, files=store.written), store
 
 
 def _field_id(snapshot, column: str) -> int:

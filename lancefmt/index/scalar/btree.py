@@ -63,6 +63,12 @@ class BTreeType(IndexType):
     queries = (Equals, Range, IsIn, IsNull)
     exact = True
 
+    def index_version_for(self, stable_row_ids: bool) -> int:
+        return 1 if stable_row_ids else 0  # version 1: row addresses (pylance 14)
+
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        return not stable_row_ids or index_version >= 1
+
     def check_field(self, field: pa.Field) -> None:
         if not orderable(field.type):
             raise InvalidArgumentError(
