@@ -317,9 +317,9 @@ def build_manifest(
             _prune_indices(indices, {f.id for f in op.updated_fragments}, set(op.fields_modified))
     elif keep_fragments:
         if isinstance(op, CreateIndex):
-            new_names = {i.name for i in op.new_indices}
-            removed_uuids = {i.uuid.uuid for i in op.removed_indices}
-            indices = [i for i in indices if i.name not in new_names and i.uuid.uuid not in removed_uuids]
+            # segments are removed by uuid only: a new segment of an existing name is a delta
+            gone = {i.uuid.uuid for i in op.removed_indices} | {i.uuid.uuid for i in op.new_indices}
+            indices = [i for i in indices if i.uuid.uuid not in gone]
             indices += list(op.new_indices)
     elif isinstance(op, Rewrite):
         final, next_id, next_row_id, added = _apply_rewrite(old, op, next_id, stable, next_row_id)

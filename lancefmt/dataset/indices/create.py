@@ -13,6 +13,7 @@ wanted.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ...errors import InvalidArgumentError, LanceError, NotSupportedError
@@ -49,9 +50,10 @@ class BuildRequest:
 def resolve_type(index_type) -> tuple[str, dict]:
     """(type name, parameters) of an ``index_type`` string or ``IndexConfig``."""
     params = {}
-    if hasattr(index_type, "index_type") and hasattr(index_type, "config"):
-        import json
-
+    if hasattr(index_type, "index_type") and hasattr(index_type, "parameters"):
+        params = dict(index_type.parameters or {})
+        index_type = index_type.index_type
+    elif hasattr(index_type, "index_type") and hasattr(index_type, "config"):
         params = json.loads(index_type.config) if index_type.config else {}
         index_type = index_type.index_type
     if not isinstance(index_type, str):
