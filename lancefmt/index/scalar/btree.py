@@ -85,6 +85,17 @@ class BTreeType(IndexType):
     def load(self, store: IndexStore, details) -> "BTreeIndex":
         return BTreeIndex(store)
 
+    def merge(self, segments: list, dest: IndexStore):
+        """Sorted runs of the segments merged into one (a stable sort of concatenated sorted
+        runs costs little more than a merge)."""
+        parts = [s.entries() for s in segments]
+        if not parts:
+            raise InvalidArgumentError("nothing to merge")
+        values = pa.concat_arrays([v.cast(parts[0][0].type) for v, _ in parts])
+        ids = np.concatenate([i for _, i in parts])
+        write_sorted(dest, *sort_by_value(values, ids), segments[0].batch_size)
+        return self.details_class()
+
 
 def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_size: int) -> None:
     """Write already sorted values and ids as the two BTREE files."""
