@@ -351,8 +351,7 @@ def build_manifest(
         raise UnsupportedFeatureError(f"cannot apply a {op.name} transaction")
 
     if not keep_fragments:
-        if not isinstance(op, Rewrite):  # a rewrite keeps the rows' order (see _apply_rewrite)
-            final.sort(key=lambda f: f.id)
+        final.sort(key=lambda f: f.id)  # pylance 14 keeps (and validates) fragments in id order
         for f in final:  # drop data files that only hold tombstoned fields (-2)
             if any(all(fid == -2 for fid in df.fields) for df in f.files):
                 kept = [df for df in f.files if any(fid != -2 for fid in df.fields)]
