@@ -160,6 +160,12 @@ class InvalidInputError(InvalidArgumentError, OSError):
     builtins catch it, so code written for either library keeps working."""
 
 
+class UnsupportedColumnTypeError(InvalidArgumentError, TypeError):
+    """An index cannot be built on a column of this type. pylance raises ``TypeError`` here
+    (``create_scalar_index`` checks the column's type in Python); this is also a ValueError
+    like lancefmt's other argument errors."""
+
+
 class NotSupportedError(LanceError, NotImplementedError):
     """An operation a Lance dataset does not offer (``pyarrow.dataset.Dataset`` methods with no
     Lance meaning, such as partitioning or joins). pylance raises ``NotImplementedError`` for

@@ -1,0 +1,146 @@
+"""BITMAP: the rows of every distinct value of a column, one roaring row-id map per value.
+
+One file, ``bitmap_page_lookup.lance`` (see :mod:`.bitmap_file`). A query picks the keys it
+matches by running the scan's own Arrow kernel (``equal``, ``less``..., ``is_in``) over the
+distinct keys -- so a key matches exactly when a row holding it would pass the filter,
+floats' -0.0 and NaN included -- and unions their maps. Answers are exact.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..._proto import index_details_pb2
+from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
+from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
+from ..core.rowset import EMPTY, SearchResult
+from ..core.store import IndexStore
+from ..core.treemap import map_rows, union_maps
+from .bitmap_file import Lookup, bool_mask, concat_groups, group_rows, write_lookup
+from .btree import orderable
+
+
+def comparable(keys: pa.Array) -> pa.Array:
+    """``keys`` in a type Arrow's comparison kernels take (half floats widen exactly)."""
+    return keys.cast(pa.float32()) if pa.types.is_float16(keys.type) else keys
+
+
+def literal(value, keys: pa.Array, value_type: pa.DataType) -> pa.Scalar:
+    try:
+        return pa.scalar(value, value_type).cast(keys.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as e:
+        raise InvalidArgumentError(f"cannot compare {value!r} with keys of type {keys.type} ({e})") from None
+
+
+def value_set(values, keys: pa.Array, value_type: pa.DataType) -> pa.Array:
+    try:
+        return pa.array(list(values), value_type).cast(keys.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as e:
+        raise InvalidArgumentError(f"cannot compare {values!r} with keys of type {keys.type} ({e})") from None
+
+
+def matching_keys(keys: pa.Array, query) -> np.ndarray:
+    """Indices of the non-null ``keys`` a row holding them would pass ``query`` with."""
+    if not len(keys):
+        return np.empty(0, dtype=np.int64)
+    cmp_keys = comparable(keys)
+    if isinstance(query, Equals):
+        mask = bool_mask(pc.equal(cmp_keys, literal(query.value, cmp_keys, query.type)))
+    elif isinstance(query, Range):
+        mask = np.ones(len(keys), dtype=bool)
+        if query.lower is not None:
+            f = pc.greater_equal if query.lower_inclusive else pc.greater
+            mask &= bool_mask(f(cmp_keys, literal(query.lower, cmp_keys, query.type)))
+        if query.upper is not None:
+            f = pc.less_equal if query.upper_inclusive else pc.less
+            mask &= bool_mask(f(cmp_keys, literal(query.upper, cmp_keys, query.type)))
+    elif isinstance(query, IsIn):
+        if not query.values:
+            return np.empty(0, dtype=np.int64)
+        mask = bool_mask(pc.is_in(cmp_keys, value_set=value_set(query.values, cmp_keys, query.type)))
+    else:
+        raise InvalidArgumentError(f"BITMAP cannot answer {type(query).__name__}")
+    return np.flatnonzero(mask)
+
+
+class BitmapType(IndexType):
+    name = "BITMAP"
+    type_name = "Bitmap"
+    details_type_url = "/lance.table.BitmapIndexDetails"
+    details_class = index_details_pb2.BitmapIndexDetails
+    index_version = 0
+    queries = (Equals, Range, IsIn, IsNull)
+    exact = True
+
+    def check_field(self, field: pa.Field) -> None:
+        if not orderable(field.type):
+            raise UnsupportedColumnTypeError(
+                f"BITMAP index column {field.name} must be int, float, bool, str, large_str, binary, "
+                f"large_binary, decimal, fixed-size-binary, or temporal (it is {field.type})")
+
+    def train(self, data: TrainingData, store: IndexStore, params: dict):
+        table = data.table()
+        groups = group_rows(table.column(VALUE), table.column(ROW_ID).to_numpy())
+        write_lookup(store, data.field.type, groups)
+        return self.details_class()
+
+    def load(self, store: IndexStore, details) -> "BitmapIndex":
+        return BitmapIndex(store)
+
+
+class BitmapIndex(LoadedIndex):
+    def __init__(self, store: IndexStore):
+        self.lookup = Lookup(store)
+
+    def search(self, query) -> SearchResult:
+        lk = self.lookup
+        if isinstance(query, IsNull):
+            return SearchResult(map_rows(lk.null_map()))
+        try:
+            chosen = matching_keys(lk.keys, query)
+        except (pa.ArrowException, ValueError) as e:
+            if isinstance(e, InvalidArgumentError):
+                raise
+            raise CorruptFileError(f"keys cannot be compared ({e})", lk.path) from None
+        if not chosen.size:
+            return SearchResult(EMPTY)
+        return SearchResult(map_rows(union_maps(lk.key_maps(chosen))))
+
+    def statistics(self) -> dict:
+        return {"num_bitmaps": self.lookup.num_bitmaps()}
+
+    def prewarm(self) -> None:
+        self.lookup.prewarm()
+
+    def update(self, new_data: TrainingData, dest: IndexStore, keep=None):
+        per_key, nulls = self.lookup.all_rows()
+        if keep is not None:
+            per_key = [ids[keep(ids)] if ids.size else ids for ids in per_key]
+            nulls = nulls[keep(nulls)] if nulls.size else nulls
+        new = new_data.table()
+        groups = concat_groups(self.lookup.value_type, self.lookup.keys, per_key, nulls,
+                               new.column(VALUE), new.column(ROW_ID).to_numpy())
+        write_lookup(dest, self.lookup.value_type, groups)
+        return index_details_pb2.BitmapIndexDetails()
+
+    def remap(self, mapping, dest: IndexStore):
+        write_lookup(dest, self.lookup.value_type, remapped_groups(self.lookup, mapping))
+        return index_details_pb2.BitmapIndexDetails()
+
+
+def remapped_groups(lookup: Lookup, mapping):
+    """The lookup's groups with every row id moved by ``mapping`` (dropped rows left out)."""
+    per_key, nulls = lookup.all_rows()
+
+    def move(ids):
+        if not ids.size:
+            return ids
+        new, keep = mapping.apply(ids)
+        return new[keep]
+
+    return concat_groups(lookup.value_type, lookup.keys, [move(i) for i in per_key], move(nulls))
+
+
+BITMAP = register(BitmapType())
