@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 from .._proto import file_pb2, table_pb2, transaction_pb2
 from ..errors import CorruptFileError, UnsupportedFeatureError
 from .fragment import FragmentMetadata
+from .index_entry import to_pb
 from .key_filter import KeyFilter
 
 TxnPb = transaction_pb2.Transaction
@@ -373,6 +374,11 @@ class CreateIndex(BaseOperation):
     new_indices: list  # table_pb2.IndexMetadata
     removed_indices: list = field(default_factory=list)
     name = "create_index"
+
+    def __post_init__(self):
+        # pylance's Index values or IndexMetadata protobufs: kept as protobufs
+        self.new_indices = [to_pb(i) for i in self.new_indices]
+        self.removed_indices = [to_pb(i) for i in (self.removed_indices or [])]
 
     def fill(self, txn):
         c = txn.create_index

@@ -34,23 +34,36 @@ class TrainingData:
     batches; ``field`` is the indexed column's Arrow field."""
 
     def __init__(self, field: pa.Field, fragments: list, batches: Callable[[int], Iterator],
-                 stable_row_ids: bool = False):
+                 stable_row_ids: bool = False, all_batches: Callable[[], Iterator] | None = None):
         self.field = field
         self.fragments = list(fragments)
         self._batches = batches
+        self._all = all_batches
         self.stable_row_ids = stable_row_ids
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([pa.field(VALUE, self.field.type), pa.field(ROW_ID, pa.uint64()),
+                          pa.field(ROW_ADDRESS, pa.uint64())])
 
     def fragment_batches(self, fragment_id: int) -> Iterator[pa.RecordBatch]:
         return self._batches(fragment_id)
 
     def batches(self) -> Iterator[pa.RecordBatch]:
+        """Every fragment's batches in order (read in parallel when the source can)."""
+        if self._all is not None:
+            yield from self._all()
+            return
         for fid, _ in self.fragments:
             yield from self._batches(fid)
 
+    @classmethod
+    def empty(cls, field: pa.Field, stable_row_ids: bool = False) -> "TrainingData":
+        """No rows (``train=False``: an index covering no fragment yet)."""
+        return cls(field, [], lambda fid: iter(()), stable_row_ids)
+
     def table(self) -> pa.Table:
-        schema = pa.schema([pa.field(VALUE, self.field.type), pa.field(ROW_ID, pa.uint64()),
-                            pa.field(ROW_ADDRESS, pa.uint64())])
-        return pa.Table.from_batches(list(self.batches()), schema=schema)
+        return pa.Table.from_batches(list(self.batches()), schema=self.schema)
 
     @classmethod
     def from_table(cls, field: pa.Field, table: pa.Table, stable_row_ids: bool = False) -> "TrainingData":
