@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, LanceError
 from ..core.store import IndexStore
+from ._bitmap_group import group_ids
 from ..core.treemap import TreeMap, encode_treemap, map_rows, map_size, parse_treemap
 
 LOOKUP = "bitmap_page_lookup.lance"
@@ -58,38 +59,35 @@ def _total_order(values: pa.Array) -> np.ndarray:
     return pc.array_sort_indices(values).to_numpy()
 
 
-def _codes(values: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
-    """(sorted distinct non-null values, per-row rank: 0 = null, i + 1 = values[i])."""
-    if values.num_chunks == 0 or len(values) == 0:
-        return pa.array([], type=values.type), np.empty(0, dtype=np.uint8)
+def _dictionary(values: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """(distinct non-null values, per-row index into them; ``len(values)`` = null)."""
     enc = pc.dictionary_encode(values)
     dictionary = enc.chunk(enc.num_chunks - 1).dictionary  # chunks share one dictionary
-    k = len(dictionary)
-    order = _total_order(dictionary)
-    code_t = np.uint8 if k < 256 else np.uint16 if k < 65536 else np.int64
-    lut = np.empty(k + 1, dtype=code_t)
-    lut[order] = np.arange(1, k + 1, dtype=code_t)
-    lut[k] = 0
-    idx = [pc.fill_null(c.indices, k).to_numpy(zero_copy_only=False) for c in enc.chunks]
-    raw = idx[0] if len(idx) == 1 else np.concatenate(idx)
-    return dictionary.take(pa.array(order)), lut[raw]
+    indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32()).combine_chunks()
+    indices = pc.fill_null(indices, len(dictionary))
+    return dictionary, np.ascontiguousarray(indices.to_numpy(zero_copy_only=False), dtype=np.int32)
 
 
 def group_rows(values, ids: np.ndarray) -> Groups:
     """Group ``ids`` (uint64, parallel to ``values``: an Arrow array or chunked array) by value."""
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values], type=values.type)
-    ids = np.asarray(ids, dtype=np.uint64)
+    ids = np.ascontiguousarray(ids, dtype=np.uint64)
     if len(values) != ids.size:
         raise ValueError(f"{len(values)} values for {ids.size} row ids")
-    keys, codes = _codes(values)
+    if not ids.size:
+        return Groups(pa.array([], type=values.type), np.zeros(1, np.int64), ids, ids)
+    dictionary, idx = _dictionary(values)
     if ids.size > 1 and not (ids[1:] >= ids[:-1]).all():
         by_id = np.argsort(ids, kind="stable")
-        ids, codes = ids[by_id], codes[by_id]
-    order = np.argsort(codes, kind="stable")  # radix sort for 8/16-bit codes
-    counts = np.bincount(codes, minlength=len(keys) + 1) if codes.size else np.zeros(len(keys) + 1, np.int64)
-    bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    grouped = ids[order]
+        ids, idx = ids[by_id], np.ascontiguousarray(idx[by_id])
+    k = len(dictionary)
+    order = _total_order(dictionary)
+    rank = np.empty(k + 1, dtype=np.int64)  # dictionary index -> group (0 = null)
+    rank[order] = np.arange(1, k + 1)
+    rank[k] = 0
+    bounds, grouped = group_ids(idx, rank, ids, k + 1)
+    keys = dictionary.take(pa.array(order))
     return Groups(keys, bounds[1:] - bounds[1], grouped[bounds[1]:], grouped[:bounds[1]])
 
 
