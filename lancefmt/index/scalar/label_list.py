@@ -92,8 +92,8 @@ class LabelListIndex(LoadedIndex):
         if buf is not None:  # index_version 0 files have none
             reader = store.reader(LOOKUP)
             try:
-                index = int(buf)
-            except ValueError:
+                index = int(buf.decode("ascii") if isinstance(buf, bytes) else buf)
+            except (ValueError, UnicodeDecodeError):
                 raise CorruptFileError(f"bad {NULLS_KEY} {buf!r}", self.lookup.path) from None
             if not 0 < index < len(reader.metadata.global_buffers):
                 raise CorruptFileError(f"{NULLS_KEY} names missing global buffer {index}", self.lookup.path)

@@ -48,7 +48,7 @@ def test_file_is_what_pylance_writes(tmp_path):
     built(tmp_path, TAGS)
     r = LanceFileReader(str(tmp_path / "idx" / LOOKUP))
     meta = IndexStore(str(tmp_path / "idx")).schema_metadata(LOOKUP)
-    assert meta[NULLS_KEY] == "1"
+    assert meta[NULLS_KEY] == b"1"
     assert json.loads(meta["lance:index_stats"]) == {"num_bitmaps": 4}
     t = r.read_all()
     assert t.column("keys").to_pylist() == [None, "a", "b", "c"]
@@ -148,7 +148,7 @@ def test_version_0_file_without_null_buffer_loads(tmp_path):
     assert idx.search(LabelsAll((), pa.string())).rows.size == 0
 
 
-@pytest.mark.parametrize("meta", [{NULLS_KEY: "x"}, {NULLS_KEY: "7"}, {NULLS_KEY: "0"}])
+@pytest.mark.parametrize("meta", [{NULLS_KEY: "x"}, {NULLS_KEY: "7"}, {NULLS_KEY: "0"}, {NULLS_KEY: "\xff"}])
 def test_bad_null_buffer_reference_is_corrupt(tmp_path, meta):
     store = IndexStore(str(tmp_path / "bad"))
     schema = pa.schema([pa.field("keys", pa.string()), pa.field("bitmaps", pa.binary())])
