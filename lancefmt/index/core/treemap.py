@@ -96,14 +96,19 @@ def parse_treemap(data, path: str | None = None) -> TreeMap:
 
 
 def map_rows(tree: TreeMap) -> np.ndarray:
-    """Sorted uint64 row ids of a parsed map."""
-    parts = []
-    for frag in sorted(tree):
-        low = np.frombuffer(tree[frag].to_array(), dtype=np.uint32).astype(np.uint64)
-        parts.append(low | (np.uint64(frag) << np.uint64(32)))
-    if not parts:
-        return np.empty(0, dtype=np.uint64)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    """Sorted uint64 row ids of a parsed map (a read-only array)."""
+    frags = sorted(tree)
+    out = np.empty(sum(len(tree[f]) for f in frags), dtype=np.uint64)
+    pos = 0
+    for frag in frags:
+        low = np.frombuffer(tree[frag].to_array(), dtype=np.uint32)
+        part = out[pos:pos + low.size]
+        part[:] = low
+        if frag:
+            part |= np.uint64(frag) << np.uint64(32)
+        pos += low.size
+    out.flags.writeable = False
+    return out
 
 
 def map_size(tree: TreeMap) -> int:

@@ -95,9 +95,12 @@ class BitmapIndex(LoadedIndex):
         self.lookup = Lookup(store)
 
     def search(self, query) -> SearchResult:
+        return SearchResult(self.lookup.answer(query, lambda: self._rows(query)))
+
+    def _rows(self, query) -> np.ndarray:
         lk = self.lookup
         if isinstance(query, IsNull):
-            return SearchResult(map_rows(lk.null_map()))
+            return map_rows(lk.null_map())
         try:
             chosen = matching_keys(lk.keys, query)
         except (pa.ArrowException, ValueError) as e:
@@ -105,8 +108,8 @@ class BitmapIndex(LoadedIndex):
                 raise
             raise CorruptFileError(f"keys cannot be compared ({e})", lk.path) from None
         if not chosen.size:
-            return SearchResult(EMPTY)
-        return SearchResult(map_rows(union_maps(lk.key_maps(chosen))))
+            return EMPTY.copy()
+        return map_rows(union_maps(lk.key_maps(chosen)))
 
     def statistics(self) -> dict:
         return {"num_bitmaps": self.lookup.num_bitmaps()}

@@ -32,6 +32,9 @@ STATS_KEY = "lance:index_stats"
 MAX_CHUNK_BYTES = (1 << 31) - (1 << 20) - 1
 # decoded bitmaps kept per loaded index, in row ids
 MAX_CACHED_ROWS = 64 << 20
+# answers kept per loaded index (a repeated filter costs a dictionary look-up)
+MAX_CACHED_ANSWERS = 32
+MAX_CACHED_ANSWER_ROWS = 32 << 20
 
 
 @dataclass
@@ -161,7 +164,30 @@ class Lookup:
         self.num_rows = reader.num_rows
         self._cache: OrderedDict = OrderedDict()
         self._cached_rows = 0
+        self._answers: OrderedDict = OrderedDict()
+        self._answer_rows = 0
         self._lock = threading.Lock()
+
+    def answer(self, query, compute) -> np.ndarray:
+        """``compute()`` (read-only sorted row ids) for ``query``, remembered per query (by
+        its repr: ``0.0 == -0.0`` in Python, but not in ``is_in``)."""
+        query = repr(query)
+        with self._lock:
+            hit = self._answers.get(query)
+            if hit is not None:
+                self._answers.move_to_end(query)
+                return hit
+        rows = compute()
+        rows.flags.writeable = False
+        with self._lock:
+            if query not in self._answers:
+                self._answers[query] = rows
+                self._answer_rows += rows.size
+            while self._answers and (len(self._answers) > MAX_CACHED_ANSWERS
+                                     or self._answer_rows > MAX_CACHED_ANSWER_ROWS):
+                _, old = self._answers.popitem(last=False)
+                self._answer_rows -= old.size
+        return rows
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -108,8 +108,12 @@ class LabelListIndex(LoadedIndex):
                 return SearchResult(EMPTY)
             # every non-null list holds all of no labels: re-checked by the scan
             return SearchResult(map_rows(self.list_nulls), exact=False, negated=True)
+        return SearchResult(lk.answer(query, lambda: self._rows(query)))
+
+    def _rows(self, query) -> np.ndarray:
+        lk = self.lookup
         if not len(lk.keys):
-            return SearchResult(EMPTY)
+            return EMPTY.copy()
         keys = comparable(lk.keys)
         try:
             needles = pc.unique(value_set(query.values, keys, query.type))
@@ -122,15 +126,15 @@ class LabelListIndex(LoadedIndex):
         if isinstance(query, LabelsAny):
             chosen = np.flatnonzero(which >= 0)
             if not chosen.size:
-                return SearchResult(EMPTY)
-            return SearchResult(map_rows(union_maps(lk.key_maps(chosen))))
+                return EMPTY.copy()
+            return map_rows(union_maps(lk.key_maps(chosen)))
         per_needle = []
         for j in range(len(needles)):
             chosen = np.flatnonzero(which == j)
             if not chosen.size:
-                return SearchResult(EMPTY)
+                return EMPTY.copy()
             per_needle.append(union_maps(lk.key_maps(chosen)))
-        return SearchResult(map_rows(intersect_maps(per_needle)))
+        return map_rows(intersect_maps(per_needle))
 
     def statistics(self) -> dict:
         return {"num_bitmaps": self.lookup.num_bitmaps()}

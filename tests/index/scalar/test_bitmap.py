@@ -290,3 +290,14 @@ def test_missing_file_is_corrupt(tmp_path):
     (tmp_path / "none").mkdir()
     with pytest.raises(CorruptFileError):
         BITMAP.load(IndexStore(str(tmp_path / "none")), None)
+
+
+def test_remembered_answers_keep_signed_zeros_apart(tmp_path):
+    values = pa.array([0.0, -0.0, 1.0])
+    idx, ids = built(tmp_path, values)
+    for v in (0.0, -0.0, 0.0):
+        want = expected(values, ids, pc.is_in(values, value_set=pa.array([v])))
+        got = idx.search(IsIn((v,), pa.float64())).rows
+        np.testing.assert_array_equal(got, want)
+        assert not got.flags.writeable
+    assert idx.search(Equals(0.0, pa.float64())).rows.tolist() == [0, 1]
