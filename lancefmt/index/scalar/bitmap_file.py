@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, LanceError
 from ..core.store import IndexStore
-from ._bitmap_group import group_ids
-from ..core.treemap import TreeMap, encode_treemap, map_rows, map_size, parse_treemap
+from ._bitmap_group import group_ids, serialize_groups
+from ..core.treemap import TreeMap, map_rows, map_size, parse_treemap
 
 LOOKUP = "bitmap_page_lookup.lance"
 STATS_KEY = "lance:index_stats"
@@ -39,13 +39,19 @@ MAX_CACHED_ANSWER_ROWS = 32 << 20
 
 @dataclass
 class Groups:
-    """Row ids grouped by value: ``keys`` (sorted distinct non-null values), ``ids`` ordered
-    by key with ``bounds[i]:bounds[i+1]`` the rows of ``keys[i]`` (each slice ascending), and
-    ``null_ids`` (ascending) the rows whose value is null."""
+    """Row ids grouped by value: ``keys`` (sorted distinct non-null values) and ``ids``, where
+    ``ids[bounds[0]:bounds[1]]`` are the rows whose value is null and
+    ``ids[bounds[i + 1]:bounds[i + 2]]`` the rows of ``keys[i]`` (each slice ascending)."""
     keys: pa.Array
     bounds: np.ndarray
     ids: np.ndarray
-    null_ids: np.ndarray
+
+    @property
+    def null_ids(self) -> np.ndarray:
+        return self.ids[self.bounds[0]:self.bounds[1]]
+
+    def key_ids(self, i: int) -> np.ndarray:
+        return self.ids[self.bounds[i + 1]:self.bounds[i + 2]]
 
 
 def _total_order(values: pa.Array) -> np.ndarray:
@@ -79,7 +85,7 @@ def group_rows(values, ids: np.ndarray) -> Groups:
     if len(values) != ids.size:
         raise ValueError(f"{len(values)} values for {ids.size} row ids")
     if not ids.size:
-        return Groups(pa.array([], type=values.type), np.zeros(1, np.int64), ids, ids)
+        return Groups(pa.array([], type=values.type), np.zeros(2, np.int64), ids)
     dictionary, idx = _dictionary(values)
     if ids.size > 1 and not (ids[1:] >= ids[:-1]).all():
         by_id = np.argsort(ids, kind="stable")
@@ -90,8 +96,7 @@ def group_rows(values, ids: np.ndarray) -> Groups:
     rank[order] = np.arange(1, k + 1)
     rank[k] = 0
     bounds, grouped = group_ids(idx, rank, ids, k + 1)
-    keys = dictionary.take(pa.array(order))
-    return Groups(keys, bounds[1:] - bounds[1], grouped[bounds[1]:], grouped[:bounds[1]])
+    return Groups(dictionary.take(pa.array(order)), bounds, grouped)
 
 
 def concat_groups(value_type: pa.DataType, keys: pa.Array, per_key: list, null_ids: np.ndarray,
@@ -110,34 +115,47 @@ def concat_groups(value_type: pa.DataType, keys: pa.Array, per_key: list, null_i
     return group_rows(pa.chunked_array(values, type=value_type), all_ids)
 
 
+def _binary_chunks(data: np.ndarray, offsets: np.ndarray) -> list:
+    """Binary arrays of the blobs ``data[offsets[i]:offsets[i + 1]]``, each under 2 GiB."""
+    n = offsets.size - 1
+    chunks, start = [], 0
+    while True:
+        stop = int(np.searchsorted(offsets, offsets[start] + MAX_CHUNK_BYTES, side="right")) - 1
+        stop = min(max(stop, start + 1), n) if n else 0
+        lo, hi = int(offsets[start]), int(offsets[stop])
+        offs = (offsets[start:stop + 1] - lo).astype(np.int32)
+        chunks.append(pa.Array.from_buffers(pa.binary(), stop - start,
+                                            [None, pa.py_buffer(offs), pa.py_buffer(data[lo:hi])]))
+        start = stop
+        if start >= n:
+            return chunks
+
+
 def write_lookup(store: IndexStore, value_type: pa.DataType, groups: Groups,
                  metadata: dict | None = None, global_buffers=()) -> int:
-    """Write ``groups`` as the lookup file; returns the number of bitmaps written."""
+    """Write ``groups`` as the lookup file (keys without rows left out); returns the number of
+    bitmaps written."""
     keys = groups.keys.cast(value_type) if groups.keys.type != value_type else groups.keys
-    blobs = []
-    if groups.null_ids.size:
-        blobs.append(encode_treemap(groups.null_ids))
-    has_null = bool(blobs)
-    b = groups.bounds
-    for i in range(len(keys)):
-        blobs.append(encode_treemap(groups.ids[b[i]:b[i + 1]]))
-    all_keys = pa.concat_arrays([pa.nulls(1, value_type), keys]) if has_null else keys
-    key_chunks, blob_chunks, start, size = [], [], 0, 0
-    for i, blob in enumerate(blobs):
-        if size + len(blob) > MAX_CHUNK_BYTES and i > start:
-            key_chunks.append(all_keys.slice(start, i - start))
-            blob_chunks.append(pa.array(blobs[start:i], pa.binary()))
-            start, size = i, 0
-        size += len(blob)
-    key_chunks.append(all_keys.slice(start))
-    blob_chunks.append(pa.array(blobs[start:], pa.binary()))
+    bounds = np.ascontiguousarray(groups.bounds, dtype=np.int64)
+    rows = np.flatnonzero(np.diff(bounds))  # group 0 is the null key, group i + 1 is keys[i]
+    # empty groups have no width: dropping their starts keeps every other group's slice
+    data, offsets = serialize_groups(groups.ids, np.concatenate((bounds[rows], bounds[-1:])))
+    key_rows = rows[rows > 0] - 1
+    out_keys = keys if key_rows.size == len(keys) else keys.take(pa.array(key_rows))
+    if rows.size and rows[0] == 0:
+        out_keys = pa.concat_arrays([pa.nulls(1, value_type), out_keys])
+    blob_chunks = _binary_chunks(data, offsets)
+    key_chunks, start = [], 0
+    for c in blob_chunks:
+        key_chunks.append(out_keys.slice(start, len(c)))
+        start += len(c)
     schema = pa.schema([pa.field("keys", value_type), pa.field("bitmaps", pa.binary())])
     table = pa.Table.from_arrays([pa.chunked_array(key_chunks, value_type),
                                   pa.chunked_array(blob_chunks, pa.binary())], schema=schema)
-    meta = {STATS_KEY: json.dumps({"num_bitmaps": len(blobs)}, separators=(",", ":"))}
+    meta = {STATS_KEY: json.dumps({"num_bitmaps": int(rows.size)}, separators=(",", ":"))}
     meta.update(metadata or {})
     store.write_table(LOOKUP, table, meta, global_buffers)
-    return len(blobs)
+    return int(rows.size)
 
 
 class Lookup:

@@ -116,7 +116,7 @@ def test_float_keys_in_total_order():
     g = group_rows(pa.array([float("nan"), 1.0, 0.0, -0.0, float("-inf"), None, 1.0]), np.arange(7))
     assert [repr(v) for v in g.keys.to_pylist()] == ["-inf", "-0.0", "0.0", "1.0", "nan"]
     assert g.null_ids.tolist() == [5]
-    assert g.ids[g.bounds[3]:g.bounds[4]].tolist() == [1, 6]
+    assert g.key_ids(3).tolist() == [1, 6]
 
 
 def test_unsorted_row_ids_are_grouped_sorted():
@@ -125,7 +125,7 @@ def test_unsorted_row_ids_are_grouped_sorted():
     vals = pa.array(rng.integers(0, 5, 1000))
     g = group_rows(vals, ids)
     for i, k in enumerate(g.keys.to_pylist()):
-        part = g.ids[g.bounds[i]:g.bounds[i + 1]]
+        part = g.key_ids(i)
         assert (np.diff(part.astype(np.int64)) > 0).all()
         np.testing.assert_array_equal(part, np.sort(ids[np.asarray(vals) == k]))
 
@@ -301,3 +301,39 @@ def test_remembered_answers_keep_signed_zeros_apart(tmp_path):
         np.testing.assert_array_equal(got, want)
         assert not got.flags.writeable
     assert idx.search(Equals(0.0, pa.float64())).rows.tolist() == [0, 1]
+
+
+# -- the Cython kernels --------------------------------------------------------------------------
+def test_serialized_groups_are_roaring_rs_bytes():
+    from lancefmt.index.core.treemap import encode_treemap
+    from lancefmt.index.scalar._bitmap_group import serialize_groups
+    rng = np.random.default_rng(9)
+    groups = [np.empty(0, np.uint64), np.array([7], np.uint64), np.array([2**64 - 1], np.uint64)]
+    for card in (4095, 4096, 4097, 65536):  # one container each: array, array, bitmap, bitmap
+        groups.append(np.sort(rng.choice(65536, card, replace=False)).astype(np.uint64) | np.uint64(5 << 32))
+    spread = np.sort(rng.choice(1 << 34, 20000, replace=False)).astype(np.uint64)  # many fragments
+    groups.append(spread)
+    groups.append(np.sort(np.concatenate([spread[:50], spread[:50], groups[5]])))  # repeats
+    ids = np.concatenate(groups)
+    bounds = np.concatenate(([0], np.cumsum([g.size for g in groups]))).astype(np.int64)
+    data, offsets = serialize_groups(ids, bounds)
+    for i, g in enumerate(groups):
+        assert data[offsets[i]:offsets[i + 1]].tobytes() == encode_treemap(np.unique(g)), i
+        np.testing.assert_array_equal(decode_treemap(data[offsets[i]:offsets[i + 1]].tobytes()), np.unique(g))
+
+
+def test_kernels_refuse_bad_input():
+    from lancefmt.index.scalar._bitmap_group import group_ids, serialize_groups
+    ids = np.arange(4, dtype=np.uint64)
+    with pytest.raises(ValueError):
+        group_ids(np.array([0, 1, 5, 0], np.int32), np.array([0, 1], np.int64), ids, 2)
+    with pytest.raises(ValueError):
+        group_ids(np.array([0, 1, 1, 0], np.int32), np.array([0, 7], np.int64), ids, 2)
+    with pytest.raises(ValueError):
+        group_ids(np.array([0, 1], np.int32), np.array([0, 1], np.int64), ids, 2)
+    with pytest.raises(ValueError):
+        serialize_groups(ids[::-1].copy(), np.array([0, 4], np.int64))
+    with pytest.raises(ValueError):
+        serialize_groups(ids, np.array([0, 5], np.int64))
+    with pytest.raises(ValueError):
+        serialize_groups(ids, np.array([3, 1, 4], np.int64))
