@@ -14,7 +14,7 @@ loaded indices per version, so a repeated look-up pays neither again.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import threading
 
 import numpy as np
@@ -135,6 +135,10 @@ class SelectedScan(FragmentScan):
     """A fragment scan that reads only the rows an index selected (see module docstring)."""
 
     def __init__(self, ctx, frag, spec, selection: IndexSelection):
+        if selection.exact and spec.filter is not None:
+            # the index already decided: read only the output columns, not the filter's
+            spec = replace(spec, read_columns=tuple(c for c in spec.read_columns if c in spec.columns),
+                           filter=None, filter_row_id=False, filter_row_address=False)
         super().__init__(ctx, frag, spec)
         self.selection = selection
         self.apply_filter = not selection.exact
