@@ -59,6 +59,7 @@ def _check_answers(uri, built_by):
             assert _ids(reader.to_table(filter=sql)) == want, (built_by, type(reader), sql)
             assert _ids(reader.to_table(filter=sql, columns=["id"])) == want, (built_by, type(reader), sql)
             assert reader.scanner(filter=sql).count_rows() == len(want)
+            assert reader.count_rows(sql) == len(want)
     for sql in ("cat = 'c3'", "num BETWEEN -1 AND 2", "cat IS NULL"):
         for reader in (lance.dataset(uri), lancefmt.dataset(uri)):
             plan = reader.scanner(filter=sql).explain_plan(True)
