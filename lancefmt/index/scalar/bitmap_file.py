@@ -6,9 +6,10 @@ with the null key -- the rows whose value is null -- first; schema metadata
 ``lance:index_stats`` = ``{"num_bitmaps":N}``.
 
 Building groups the rows by value with one sort: the column is dictionary-encoded, its small
-dictionary sorted, and the row ids ordered by the codes' rank (a radix sort when the codes fit
-16 bits). Loading reads only the keys; a key's bitmap is read and parsed the first time a
-query needs it and kept (bounded by the number of rows held).
+dictionary sorted, and the row ids placed by their value's rank with a counting sort; every
+group's map is then serialized in one pass (both in ``_bitmap_group.pyx``). Loading reads only
+the keys; a key's bitmap is read and parsed the first time a query needs it and kept (bounded
+by the number of rows held), and answers are remembered per query.
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, LanceError
 from ..core.store import IndexStore
-from ._bitmap_group import group_ids, serialize_groups
 from ..core.treemap import TreeMap, map_rows, map_size, parse_treemap
+from ._bitmap_group import group_ids, serialize_groups
 
 LOOKUP = "bitmap_page_lookup.lance"
 STATS_KEY = "lance:index_stats"
@@ -212,13 +213,12 @@ class Lookup:
 
     def _read(self, rows: list) -> list:
         t = self.store.reader(LOOKUP).take(np.asarray(rows, dtype=np.int64), ["bitmaps"])
-        blobs = t.column("bitmaps").combine_chunks()
         out = []
-        for i in range(len(blobs)):
-            if not blobs[i].is_valid:
-                out.append({})
-                continue
-            out.append(parse_treemap(blobs[i].as_buffer(), self.path))
+        for chunk in t.column("bitmaps").chunks:  # chunks: more than 2 GiB may be asked for
+            for blob in chunk:
+                out.append(parse_treemap(blob.as_buffer(), self.path) if blob.is_valid else {})
+        if len(out) != len(rows):
+            raise CorruptFileError(f"read {len(out)} bitmaps for {len(rows)} rows", self.path)
         return out
 
     def maps(self, rows) -> list:
