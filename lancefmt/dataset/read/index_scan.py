@@ -96,19 +96,20 @@ def _row_addresses(snapshot):
 
 
 def _by_fragment(addrs: np.ndarray, fragments) -> dict:
-    """Sorted physical offsets per fragment id, for the fragments in ``fragments`` only."""
+    """Sorted physical offsets per fragment id, for the fragments in ``fragments`` only.
+    Index answers arrive sorted, so this is one check and a binary search per fragment."""
     if not addrs.size:
         return {}
-    addrs = np.sort(addrs)
-    frag = (addrs >> np.uint64(32)).astype(np.int64)
-    cuts = np.flatnonzero(frag[1:] != frag[:-1]) + 1
-    starts = np.concatenate(([0], cuts))
-    ends = np.concatenate((cuts, [addrs.size]))
+    if addrs.size > 1 and not (addrs[1:] >= addrs[:-1]).all():
+        addrs = np.sort(addrs)
     out = {}
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        fid = int(frag[s])
+    start, n = 0, addrs.size
+    while start < n:
+        fid = int(addrs[start] >> np.uint64(32))
+        end = n if fid == 0xFFFFFFFF else int(np.searchsorted(addrs, np.uint64((fid + 1) << 32)))
         if fid in fragments:
-            out[fid] = (addrs[s:e] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            out[fid] = (addrs[start:end] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        start = end
     return out
 
 
