@@ -75,6 +75,10 @@ class UnsupportedFeatureError(FileError):
     """A file or dataset uses something this lancefmt does not implement (feature flag, encoding)."""
 
 
+class UnsupportedColumnTypeError(LanceError, TypeError):
+    """An index (or operation) cannot take a column of this type; pylance raises TypeError."""
+
+
 class InvalidPathError(LanceError, ValueError):
     """A path or base path escapes where it must stay (``..``, absolute where relative is required)."""
 
@@ -158,12 +162,6 @@ class InvalidInputError(InvalidArgumentError, OSError):
     """Bad caller input where pylance raises ``OSError`` rather than ``ValueError`` (a delete
     predicate that does not parse or names no column; an append whose schema differs). Both
     builtins catch it, so code written for either library keeps working."""
-
-
-class UnsupportedColumnTypeError(InvalidArgumentError, TypeError):
-    """An index cannot be built on a column of this type. pylance raises ``TypeError`` here
-    (``create_scalar_index`` checks the column's type in Python); this is also a ValueError
-    like lancefmt's other argument errors."""
 
 
 class NotSupportedError(LanceError, NotImplementedError):

@@ -13,6 +13,7 @@ wanted.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ...errors import InvalidArgumentError, LanceError, NotSupportedError
@@ -23,7 +24,8 @@ from ...table.index_entry import from_pb, to_pb
 from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
-from ..core.indices import field_paths, index_entries, index_store_for
+from ...index.core.catalog import Segment
+from ..core.indices import field_paths, index_entries, index_store, index_store_for
 from ..read.index_training import column_field, training_data
 
 SCALAR_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER",
@@ -49,9 +51,10 @@ class BuildRequest:
 def resolve_type(index_type) -> tuple[str, dict]:
     """(type name, parameters) of an ``index_type`` string or ``IndexConfig``."""
     params = {}
-    if hasattr(index_type, "index_type") and hasattr(index_type, "config"):
-        import json
-
+    if hasattr(index_type, "index_type") and hasattr(index_type, "parameters"):
+        params = dict(index_type.parameters or {})
+        index_type = index_type.index_type
+    elif hasattr(index_type, "index_type") and hasattr(index_type, "config"):
         params = json.loads(index_type.config) if index_type.config else {}
         index_type = index_type.index_type
     if not isinstance(index_type, str):
@@ -85,8 +88,12 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     uid = str(index_uuid) if index_uuid is not None else new_uuid()
     store = index_store_for(snapshot, uid)
     field, _ = column_field(snapshot.schema, req.column)
+    stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
-        TrainingData.empty(field, snapshot.has_stable_row_ids)
+        TrainingData.empty(field, stable)
+    version = req.itype.index_version_for(stable)
+    if stable and req.itype.records_addresses(version, stable):
+        data = data.recording_addresses()
     try:
         details = req.itype.train(data, store, req.params)
     except BaseException:
@@ -97,7 +104,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
                         field_ids=[field_id if field_id is not None else _field_id(snapshot, req.column)],
                         dataset_version=snapshot.version, fragments=covered,
                         details=req.itype.pack_details(details),
-                        index_version=req.itype.index_version, files=store.written), store
+                        index_version=version, files=store.written), store
 
 
 def _field_id(snapshot, column: str) -> int:
@@ -175,7 +182,29 @@ def merge_segments(snapshot, segments):
     wanted = set()
     for pb in pbs:
         wanted |= set(fragment_ids(pb))
-    frags = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
-    req = BuildRequest(column, itype, first.name, itype.default_params())
-    entry, _ = build_segment(snapshot, req, frags, field_id=int(first.fields[0]))
+    entry = _merge_files(snapshot, itype, pbs, wanted)
+    if entry is None:  # the type cannot merge files: rebuild from the column's data
+        frags = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+        req = BuildRequest(column, itype, first.name, itype.default_params())
+        entry, _ = build_segment(snapshot, req, frags, field_id=int(first.fields[0]))
     return from_pb(entry)
+
+
+def _merge_files(snapshot, itype, pbs, fragments):
+    """The merged segment written from the segments' own files, or None."""
+    uid = new_uuid()
+    dest = index_store_for(snapshot, uid)
+    segments = [Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb),
+                        snapshot.has_stable_row_ids) for pb in pbs]
+    if len({s.records_addresses for s in segments}) != 1:
+        return None  # row ids and addresses cannot share a segment
+    try:
+        details = itype.merge([s.load() for s in segments], dest)
+    except NotImplementedError:
+        delete_files([dest.uri(n) for n, _ in dest.written], dest.storage_options)
+        return None
+    first = pbs[0]
+    return new_metadata(index_uuid=uid, name=first.name, field_ids=list(first.fields),
+                        dataset_version=min(int(pb.dataset_version) for pb in pbs),
+                        fragments=sorted(fragments), details=itype.pack_details(details),
+                        index_version=segments[0].index_version, files=dest.written)
