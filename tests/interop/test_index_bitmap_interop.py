@@ -155,3 +155,20 @@ def test_unsupported_columns_refused_as_pylance(tmp_path):
             lance.dataset(uri).create_scalar_index(col, "BITMAP")
         with pytest.raises(TypeError):
             lancefmt.dataset(uri).create_scalar_index(col, "BITMAP")
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("compactor", ["lancefmt", "pylance"])
+def test_compaction_remaps_the_index(tmp_path, stable, compactor):
+    uri = _dataset(tmp_path / "c", "2.2", stable)
+    lance.write_dataset(_table(ROWS, 500), uri, mode="append", max_rows_per_file=100)
+    lancefmt.dataset(uri).create_scalar_index("cat", "BITMAP")
+    lancefmt.dataset(uri).create_scalar_index("num", "BITMAP")
+    lance.dataset(uri).delete("id % 4 = 2")
+    if compactor == "lancefmt":
+        lancefmt.dataset(uri).optimize.compact_files(target_rows_per_fragment=2000)
+    else:
+        lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=2000)
+    _check_answers(uri, f"compacted by {compactor}")
+    for reader in (lance.dataset(uri), lancefmt.dataset(uri)):
+        assert reader.stats.index_stats("cat_idx")["num_unindexed_rows"] == 0

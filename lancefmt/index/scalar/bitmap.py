@@ -18,7 +18,7 @@ from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData,
 from ..core.rowset import EMPTY, SearchResult
 from ..core.store import IndexStore
 from ..core.treemap import map_rows, union_maps
-from .bitmap_file import Lookup, bool_mask, concat_groups, group_rows, write_lookup
+from .bitmap_file import Lookup, bool_mask, concat_groups, group_rows, merged_groups, write_lookup
 from .btree import orderable
 
 
@@ -77,8 +77,8 @@ class BitmapType(IndexType):
     def check_field(self, field: pa.Field) -> None:
         if not orderable(field.type):
             raise UnsupportedColumnTypeError(
-                f"BITMAP index column {field.name} must be int, float, bool, str, large_str, binary, "
-                f"large_binary, decimal, fixed-size-binary, or temporal (it is {field.type})")
+                f"BTREE/BITMAP index column {field.name} must be int, float, bool, str, "
+                f"large_str, binary, large_binary, decimal, fixed-size-binary, or temporal")
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         table = data.table()
@@ -88,6 +88,14 @@ class BitmapType(IndexType):
 
     def load(self, store: IndexStore, details) -> "BitmapIndex":
         return BitmapIndex(store)
+
+    def merge(self, segments: list, dest: IndexStore):
+        """Every segment's rows under one lookup (their keys' row sets unioned)."""
+        if not segments:
+            raise InvalidArgumentError("nothing to merge")
+        lookups = [s.lookup for s in segments]
+        write_lookup(dest, lookups[0].value_type, merged_groups(lookups))
+        return self.details_class()
 
 
 class BitmapIndex(LoadedIndex):

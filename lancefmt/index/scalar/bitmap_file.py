@@ -100,20 +100,37 @@ def group_rows(values, ids: np.ndarray) -> Groups:
     return Groups(dictionary.take(pa.array(order)), bounds, grouped)
 
 
+def as_rows(value_type: pa.DataType, keys: pa.Array, per_key: list, null_ids: np.ndarray):
+    """(values, ids): one row per id of ``per_key[i]`` (ids of ``keys[i]``) and of ``null_ids``."""
+    counts = np.array([a.size for a in per_key], dtype=np.int64)
+    values = pa.concat_arrays([keys.take(pa.array(np.repeat(np.arange(len(keys)), counts))).cast(value_type),
+                               pa.nulls(null_ids.size, value_type)])
+    ids = np.concatenate(list(per_key) + [null_ids]).astype(np.uint64, copy=False)
+    return values, ids
+
+
 def concat_groups(value_type: pa.DataType, keys: pa.Array, per_key: list, null_ids: np.ndarray,
                   more_values=None, more_ids=None) -> Groups:
     """Groups of rows given per key (``per_key[i]``: ids of ``keys[i]``), plus optionally new
     (value, id) rows: what update and remap rebuild from."""
-    counts = np.array([a.size for a in per_key], dtype=np.int64)
-    values = [keys.take(pa.array(np.repeat(np.arange(len(keys)), counts))).cast(value_type),
-              pa.nulls(null_ids.size, value_type)]
-    ids = list(per_key) + [null_ids]
+    old_values, old_ids = as_rows(value_type, keys, per_key, null_ids)
+    values, ids = [old_values], [old_ids]
     if more_values is not None:
         chunks = more_values.chunks if isinstance(more_values, pa.ChunkedArray) else [more_values]
         values += [c.cast(value_type) for c in chunks]
         ids.append(np.asarray(more_ids, dtype=np.uint64))
-    all_ids = np.concatenate(ids) if ids else np.empty(0, np.uint64)
-    return group_rows(pa.chunked_array(values, type=value_type), all_ids)
+    return group_rows(pa.chunked_array(values, type=value_type), np.concatenate(ids))
+
+
+def merged_groups(lookups: list) -> Groups:
+    """The groups of several lookups (segments over disjoint fragments) as one."""
+    value_type = lookups[0].value_type
+    values, ids = [], []
+    for lk in lookups:
+        v, i = as_rows(value_type, lk.keys.cast(value_type), *lk.all_rows())
+        values.append(v)
+        ids.append(i)
+    return group_rows(pa.chunked_array(values, type=value_type), np.concatenate(ids))
 
 
 def _binary_chunks(data: np.ndarray, offsets: np.ndarray) -> list:

@@ -26,7 +26,7 @@ from ..core.rowset import EMPTY, SearchResult
 from ..core.store import IndexStore
 from ..core.treemap import encode_treemap, intersect_maps, map_rows, parse_treemap, union_maps
 from .bitmap import comparable, remapped_groups, value_set
-from .bitmap_file import LOOKUP, Lookup, concat_groups, group_rows, write_lookup
+from .bitmap_file import LOOKUP, Lookup, concat_groups, group_rows, merged_groups, write_lookup
 from .btree import orderable
 
 NULLS_KEY = "lance:label_list_nulls"
@@ -81,6 +81,15 @@ class LabelListType(IndexType):
 
     def load(self, store: IndexStore, details) -> "LabelListIndex":
         return LabelListIndex(store)
+
+    def merge(self, segments: list, dest: IndexStore):
+        """Every segment's item rows and null lists under one lookup."""
+        if not segments:
+            raise InvalidArgumentError("nothing to merge")
+        nulls = np.concatenate([map_rows(s.list_nulls) for s in segments])
+        write_label_list(dest, segments[0].lookup.value_type,
+                         merged_groups([s.lookup for s in segments]), np.sort(nulls))
+        return self.details_class()
 
 
 class LabelListIndex(LoadedIndex):

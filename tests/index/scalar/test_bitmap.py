@@ -337,3 +337,16 @@ def test_kernels_refuse_bad_input():
         serialize_groups(ids, np.array([0, 5], np.int64))
     with pytest.raises(ValueError):
         serialize_groups(ids, np.array([3, 1, 4], np.int64))
+
+
+def test_merge_equals_a_fresh_build(tmp_path):
+    rng = np.random.default_rng(4)
+    a = pa.array([None if x == 7 else f"k{x}" for x in rng.integers(0, 8, 100)])
+    b = pa.array([None if x == 7 else f"k{x}" for x in rng.integers(4, 12, 80)])
+    ids_a = np.arange(100, dtype=np.uint64) + np.uint64(3 << 32)  # a later fragment first
+    ids_b = np.arange(80, dtype=np.uint64) + np.uint64(1 << 32)
+    seg_a, _ = built(tmp_path, a, ids_a, name="a")
+    seg_b, _ = built(tmp_path, b, ids_b, name="b")
+    BITMAP.merge([seg_a, seg_b], IndexStore(str(tmp_path / "merged")))
+    built(tmp_path, pa.concat_arrays([b, a]), np.concatenate([ids_b, ids_a]), name="fresh")
+    assert _lookup_table(tmp_path, "merged").equals(_lookup_table(tmp_path, "fresh"))

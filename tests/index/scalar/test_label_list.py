@@ -176,3 +176,16 @@ def test_check_field():
             LABEL_LIST.check_field(pa.field("c", t))
     for t in (pa.list_(pa.string()), pa.large_list(pa.int8()), pa.list_(pa.float64()), pa.list_(pa.date32())):
         LABEL_LIST.check_field(pa.field("c", t))
+
+
+def test_merge_equals_a_fresh_build(tmp_path):
+    other = pa.array([["q", "a"], None, [None], []])
+    other_ids = np.array([(5 << 32) | i for i in range(4)], np.uint64)
+    seg_a, ids = built(tmp_path, TAGS, name="a")
+    seg_b, _ = built(tmp_path, other, other_ids, name="b")
+    LABEL_LIST.merge([seg_b, seg_a], IndexStore(str(tmp_path / "merged")))
+    built(tmp_path, pa.concat_arrays([TAGS, other]), np.concatenate([ids, other_ids]), name="fresh")
+    a = LanceFileReader(str(tmp_path / "merged" / LOOKUP))
+    b = LanceFileReader(str(tmp_path / "fresh" / LOOKUP))
+    assert a.read_all().equals(b.read_all())
+    assert a.read_global_buffer(1) == b.read_global_buffer(1)
