@@ -18,7 +18,7 @@ from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData,
 from ..core.rowset import EMPTY, SearchResult
 from ..core.store import IndexStore
 from ..core.treemap import map_rows, union_maps
-from .bitmap_file import Lookup, bool_mask, concat_groups, group_rows, merged_groups, write_lookup
+from .bitmap_file import Lookup, bool_mask, group_rows, kept, moved, regroup, write_lookup
 from .btree import orderable
 
 
@@ -93,8 +93,8 @@ class BitmapType(IndexType):
         """Every segment's rows under one lookup (their keys' row sets unioned)."""
         if not segments:
             raise InvalidArgumentError("nothing to merge")
-        lookups = [s.lookup for s in segments]
-        write_lookup(dest, lookups[0].value_type, merged_groups(lookups))
+        value_type = segments[0].lookup.value_type
+        write_lookup(dest, value_type, regroup(value_type, [s.lookup.entries() for s in segments]))
         return self.details_class()
 
 
@@ -126,32 +126,16 @@ class BitmapIndex(LoadedIndex):
         self.lookup.prewarm()
 
     def update(self, new_data: TrainingData, dest: IndexStore, keep=None):
-        per_key, nulls = self.lookup.all_rows()
-        if keep is not None:
-            per_key = [ids[keep(ids)] if ids.size else ids for ids in per_key]
-            nulls = nulls[keep(nulls)] if nulls.size else nulls
         new = new_data.table()
-        groups = concat_groups(self.lookup.value_type, self.lookup.keys, per_key, nulls,
-                               new.column(VALUE), new.column(ROW_ID).to_numpy())
-        write_lookup(dest, self.lookup.value_type, groups)
+        lk = self.lookup
+        write_lookup(dest, lk.value_type, regroup(lk.value_type, [
+            kept(lk.entries(), keep), (new.column(VALUE), new.column(ROW_ID).to_numpy())]))
         return index_details_pb2.BitmapIndexDetails()
 
     def remap(self, mapping, dest: IndexStore):
-        write_lookup(dest, self.lookup.value_type, remapped_groups(self.lookup, mapping))
+        lk = self.lookup
+        write_lookup(dest, lk.value_type, regroup(lk.value_type, [moved(lk.entries(), mapping)]))
         return index_details_pb2.BitmapIndexDetails()
-
-
-def remapped_groups(lookup: Lookup, mapping):
-    """The lookup's groups with every row id moved by ``mapping`` (dropped rows left out)."""
-    per_key, nulls = lookup.all_rows()
-
-    def move(ids):
-        if not ids.size:
-            return ids
-        new, keep = mapping.apply(ids)
-        return new[keep]
-
-    return concat_groups(lookup.value_type, lookup.keys, [move(i) for i in per_key], move(nulls))
 
 
 BITMAP = register(BitmapType())

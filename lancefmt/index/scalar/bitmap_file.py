@@ -7,7 +7,7 @@ with the null key -- the rows whose value is null -- first; schema metadata
 
 Building groups the rows by value with one sort: the column is dictionary-encoded, its small
 dictionary sorted, and the row ids placed by their value's rank with a counting sort; every
-group's map is then serialized in one pass (both in ``_bitmap_group.pyx``). Loading reads only
+group's map is then serialized in one pass (both in ``_bitmap_kernels.pyx``). Loading reads only
 the keys; a key's bitmap is read and parsed the first time a query needs it and kept (bounded
 by the number of rows held), and answers are remembered per query.
 """
@@ -22,10 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import CorruptFileError, LanceError
+from ...errors import CorruptFileError, LanceError, UnsupportedFeatureError
 from ..core.store import IndexStore
-from ..core.treemap import TreeMap, map_rows, map_size, parse_treemap
-from ._bitmap_group import group_ids, serialize_groups
+from ..core.treemap import TreeMap, map_size, parse_treemap
+from ._bitmap_kernels import decode_treemaps, group_ids, serialize_groups
 
 LOOKUP = "bitmap_page_lookup.lance"
 STATS_KEY = "lance:index_stats"
@@ -100,37 +100,33 @@ def group_rows(values, ids: np.ndarray) -> Groups:
     return Groups(dictionary.take(pa.array(order)), bounds, grouped)
 
 
-def as_rows(value_type: pa.DataType, keys: pa.Array, per_key: list, null_ids: np.ndarray):
-    """(values, ids): one row per id of ``per_key[i]`` (ids of ``keys[i]``) and of ``null_ids``."""
-    counts = np.array([a.size for a in per_key], dtype=np.int64)
-    values = pa.concat_arrays([keys.take(pa.array(np.repeat(np.arange(len(keys)), counts))).cast(value_type),
-                               pa.nulls(null_ids.size, value_type)])
-    ids = np.concatenate(list(per_key) + [null_ids]).astype(np.uint64, copy=False)
-    return values, ids
-
-
-def concat_groups(value_type: pa.DataType, keys: pa.Array, per_key: list, null_ids: np.ndarray,
-                  more_values=None, more_ids=None) -> Groups:
-    """Groups of rows given per key (``per_key[i]``: ids of ``keys[i]``), plus optionally new
-    (value, id) rows: what update and remap rebuild from."""
-    old_values, old_ids = as_rows(value_type, keys, per_key, null_ids)
-    values, ids = [old_values], [old_ids]
-    if more_values is not None:
-        chunks = more_values.chunks if isinstance(more_values, pa.ChunkedArray) else [more_values]
-        values += [c.cast(value_type) for c in chunks]
-        ids.append(np.asarray(more_ids, dtype=np.uint64))
-    return group_rows(pa.chunked_array(values, type=value_type), np.concatenate(ids))
-
-
-def merged_groups(lookups: list) -> Groups:
-    """The groups of several lookups (segments over disjoint fragments) as one."""
-    value_type = lookups[0].value_type
+def regroup(value_type: pa.DataType, parts) -> Groups:
+    """Groups of (values, ids) pairs: what update, remap and merge rebuild from."""
     values, ids = [], []
-    for lk in lookups:
-        v, i = as_rows(value_type, lk.keys.cast(value_type), *lk.all_rows())
-        values.append(v)
-        ids.append(i)
-    return group_rows(pa.chunked_array(values, type=value_type), np.concatenate(ids))
+    for v, i in parts:
+        chunks = v.chunks if isinstance(v, pa.ChunkedArray) else [v]
+        values += [c.cast(value_type) if c.type != value_type else c for c in chunks]
+        ids.append(np.asarray(i, dtype=np.uint64))
+    return group_rows(pa.chunked_array(values, type=value_type),
+                      np.concatenate(ids) if ids else np.empty(0, np.uint64))
+
+
+def kept(entries, keep) -> tuple:
+    """``entries`` (values, ids) without the rows ``keep(ids)`` refuses (None: all kept)."""
+    values, ids = entries
+    if keep is None or not ids.size:
+        return values, ids
+    mask = np.asarray(keep(ids), dtype=bool)
+    return values.filter(pa.array(mask)), ids[mask]
+
+
+def moved(entries, mapping) -> tuple:
+    """``entries`` (values, ids) with ids moved by ``mapping`` (a RowIdMapping), dropped rows out."""
+    values, ids = entries
+    if not ids.size:
+        return values, ids
+    new, keep = mapping.apply(ids)
+    return values.filter(pa.array(keep)), new[keep]
 
 
 def _binary_chunks(data: np.ndarray, offsets: np.ndarray) -> list:
@@ -196,6 +192,7 @@ class Lookup:
         self.null_position = int(nulls[0]) if nulls.size else None
         valid = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
         self.positions = valid  # file row of each non-null key
+        self.file_keys = keys
         self.keys = keys.filter(keys.is_valid()) if nulls.size else keys
         self.num_rows = reader.num_rows
         self._cache: OrderedDict = OrderedDict()
@@ -275,13 +272,45 @@ class Lookup:
         """Non-null keys, plus the null key when it holds rows (Lance's ``num_bitmaps``)."""
         return len(self.keys) + (1 if self.null_map() else 0)
 
-    def all_rows(self) -> tuple[list, np.ndarray]:
-        """(row ids of every non-null key, row ids of the null key): update and remap."""
-        per_key = [map_rows(m) for m in self.key_maps(np.arange(len(self.keys)))]
-        return per_key, map_rows(self.null_map())
+    def entries(self) -> tuple[pa.Array, np.ndarray]:
+        """(value, row id) of every row the file records (the null key's values are null),
+        every map decoded in one pass."""
+        reader = self.store.reader(LOOKUP)
+        try:
+            column = reader.read_all(["bitmaps"]).column("bitmaps")
+            ids, counts = [], []
+            for chunk in column.chunks:
+                data, offsets = _blobs(chunk)
+                got, bounds = decode_treemaps(data, offsets)
+                ids.append(got)
+                counts.append(np.diff(bounds))
+        except NotImplementedError as e:
+            raise UnsupportedFeatureError(str(e), self.path) from None
+        except LanceError:
+            raise
+        except (pa.ArrowException, ValueError, TypeError) as e:
+            raise CorruptFileError(f"unreadable bitmaps ({e})", self.path) from None
+        counts = np.concatenate(counts) if counts else np.empty(0, np.int64)
+        if counts.size != len(self.file_keys):
+            raise CorruptFileError(f"{counts.size} bitmaps for {len(self.file_keys)} keys", self.path)
+        rows = np.repeat(np.arange(counts.size), counts)
+        return self.file_keys.take(pa.array(rows)), np.concatenate(ids) if ids else np.empty(0, np.uint64)
 
     def prewarm(self) -> None:
         self.maps(range(self.num_rows))
+
+
+def _blobs(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, int64 offsets) of a binary array's values (a null value is no bytes)."""
+    if chunk.null_count:
+        chunk = chunk.fill_null(b"")
+    if pa.types.is_large_binary(chunk.type):
+        offs = np.frombuffer(chunk.buffers()[1], np.int64, len(chunk) + 1, chunk.offset * 8)
+    else:
+        offs = np.frombuffer(chunk.buffers()[1], np.int32, len(chunk) + 1, chunk.offset * 4)
+    body = chunk.buffers()[2]
+    data = np.frombuffer(body, np.uint8) if body is not None else np.empty(0, np.uint8)
+    return data, offs.astype(np.int64)
 
 
 def bool_mask(arr) -> np.ndarray:

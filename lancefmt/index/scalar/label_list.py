@@ -25,8 +25,8 @@ from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData,
 from ..core.rowset import EMPTY, SearchResult
 from ..core.store import IndexStore
 from ..core.treemap import encode_treemap, intersect_maps, map_rows, parse_treemap, union_maps
-from .bitmap import comparable, remapped_groups, value_set
-from .bitmap_file import LOOKUP, Lookup, concat_groups, group_rows, merged_groups, write_lookup
+from .bitmap import comparable, value_set
+from .bitmap_file import LOOKUP, Lookup, group_rows, kept, moved, regroup, write_lookup
 from .btree import orderable
 
 NULLS_KEY = "lance:label_list_nulls"
@@ -86,9 +86,10 @@ class LabelListType(IndexType):
         """Every segment's item rows and null lists under one lookup."""
         if not segments:
             raise InvalidArgumentError("nothing to merge")
+        value_type = segments[0].lookup.value_type
         nulls = np.concatenate([map_rows(s.list_nulls) for s in segments])
-        write_label_list(dest, segments[0].lookup.value_type,
-                         merged_groups([s.lookup for s in segments]), np.sort(nulls))
+        write_label_list(dest, value_type, regroup(value_type, [s.lookup.entries() for s in segments]),
+                         np.sort(nulls))
         return self.details_class()
 
 
@@ -152,25 +153,24 @@ class LabelListIndex(LoadedIndex):
         self.lookup.prewarm()
 
     def update(self, new_data: TrainingData, dest: IndexStore, keep=None):
-        per_key, null_items = self.lookup.all_rows()
+        lk = self.lookup
         list_nulls = map_rows(self.list_nulls)
-        if keep is not None:
-            per_key = [ids[keep(ids)] if ids.size else ids for ids in per_key]
-            null_items = null_items[keep(null_items)] if null_items.size else null_items
-            list_nulls = list_nulls[keep(list_nulls)] if list_nulls.size else list_nulls
+        if keep is not None and list_nulls.size:
+            list_nulls = list_nulls[np.asarray(keep(list_nulls), dtype=bool)]
         new = new_data.table()
         items, item_ids, new_nulls = flatten(new.column(VALUE), new.column(ROW_ID).to_numpy())
-        groups = concat_groups(self.lookup.value_type, self.lookup.keys, per_key, null_items,
-                               items, item_ids)
-        write_label_list(dest, self.lookup.value_type, groups, np.concatenate([list_nulls, new_nulls]))
+        groups = regroup(lk.value_type, [kept(lk.entries(), keep), (items, item_ids)])
+        write_label_list(dest, lk.value_type, groups, np.concatenate([list_nulls, new_nulls]))
         return index_details_pb2.LabelListIndexDetails()
 
     def remap(self, mapping, dest: IndexStore):
+        lk = self.lookup
         list_nulls = map_rows(self.list_nulls)
         if list_nulls.size:
-            moved, keep = mapping.apply(list_nulls)
-            list_nulls = moved[keep]
-        write_label_list(dest, self.lookup.value_type, remapped_groups(self.lookup, mapping), list_nulls)
+            new, keep = mapping.apply(list_nulls)
+            list_nulls = new[keep]
+        write_label_list(dest, lk.value_type, regroup(lk.value_type, [moved(lk.entries(), mapping)]),
+                         list_nulls)
         return index_details_pb2.LabelListIndexDetails()
 
 

@@ -306,7 +306,7 @@ def test_remembered_answers_keep_signed_zeros_apart(tmp_path):
 # -- the Cython kernels --------------------------------------------------------------------------
 def test_serialized_groups_are_roaring_rs_bytes():
     from lancefmt.index.core.treemap import encode_treemap
-    from lancefmt.index.scalar._bitmap_group import serialize_groups
+    from lancefmt.index.scalar._bitmap_kernels import serialize_groups
     rng = np.random.default_rng(9)
     groups = [np.empty(0, np.uint64), np.array([7], np.uint64), np.array([2**64 - 1], np.uint64)]
     for card in (4095, 4096, 4097, 65536):  # one container each: array, array, bitmap, bitmap
@@ -323,7 +323,7 @@ def test_serialized_groups_are_roaring_rs_bytes():
 
 
 def test_kernels_refuse_bad_input():
-    from lancefmt.index.scalar._bitmap_group import group_ids, serialize_groups
+    from lancefmt.index.scalar._bitmap_kernels import group_ids, serialize_groups
     ids = np.arange(4, dtype=np.uint64)
     with pytest.raises(ValueError):
         group_ids(np.array([0, 1, 5, 0], np.int32), np.array([0, 1], np.int64), ids, 2)
@@ -350,3 +350,70 @@ def test_merge_equals_a_fresh_build(tmp_path):
     BITMAP.merge([seg_a, seg_b], IndexStore(str(tmp_path / "merged")))
     built(tmp_path, pa.concat_arrays([b, a]), np.concatenate([ids_b, ids_a]), name="fresh")
     assert _lookup_table(tmp_path, "merged").equals(_lookup_table(tmp_path, "fresh"))
+
+
+def test_decoded_treemaps_match_pyroaring_and_read_run_containers():
+    import array
+    import struct
+
+    from pyroaring import BitMap
+
+    from lancefmt.index.scalar._bitmap_kernels import decode_treemaps, serialize_groups
+    rng = np.random.default_rng(11)
+    groups = [np.empty(0, np.uint64), np.array([2**64 - 1], np.uint64),
+              np.sort(rng.choice(1 << 36, 30000, replace=False)).astype(np.uint64),
+              np.arange(70000, dtype=np.uint64)]
+    ids = np.concatenate(groups)
+    bounds = np.concatenate(([0], np.cumsum([g.size for g in groups]))).astype(np.int64)
+    data, offsets = serialize_groups(ids, bounds)
+    got, got_bounds = decode_treemaps(data, offsets)
+    np.testing.assert_array_equal(got, ids)
+    np.testing.assert_array_equal(got_bounds, bounds)
+    # run containers (another writer's run-optimised bitmaps), with and without offsets
+    for values in (list(range(100, 5000)) + [70000, 99999], list(range(10)) + [1 << 17, 1 << 18, 1 << 19, 1 << 20]):
+        body = BitMap(array.array("I", values), optimize=True).serialize()
+        blob = struct.pack("<III", 1, 3, len(body)) + body
+        out, _ = decode_treemaps(np.frombuffer(blob, np.uint8), np.array([0, len(blob)], np.int64))
+        assert out.tolist() == [(3 << 32) | v for v in values]
+
+
+def test_decoder_refuses_malformed_maps():
+    from lancefmt.index.scalar._bitmap_kernels import decode_treemaps, serialize_groups
+    rng = np.random.default_rng(12)
+    ids = np.sort(rng.choice(1 << 34, 9000, replace=False)).astype(np.uint64)
+    data, offsets = serialize_groups(ids, np.array([0, 9000], np.int64))
+    whole = np.frombuffer(b"\x01\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00", np.uint8)
+    with pytest.raises(NotImplementedError):
+        decode_treemaps(whole, np.array([0, whole.size], np.int64))
+    for cut in (1, 5, 13, data.size // 2, data.size - 1):
+        with pytest.raises(ValueError):
+            decode_treemaps(data[:cut].copy(), np.array([0, cut], np.int64))
+    with pytest.raises(ValueError):
+        decode_treemaps(data, np.array([0, data.size + 1], np.int64))
+    outcomes = set()
+    for _ in range(300):  # flipped bytes: an error or ascending distinct ids, never a crash
+        bad = data.copy()
+        bad[rng.integers(0, bad.size, 2)] ^= np.uint8(rng.integers(1, 256))
+        try:
+            got, _ = decode_treemaps(bad, offsets)
+        except ValueError:
+            outcomes.add("error")
+            continue
+        outcomes.add("decoded")
+        assert (np.diff(got.astype(np.int64)) > 0).all() if got.size > 1 else True
+    assert "error" in outcomes
+
+
+@pytest.mark.parametrize("blob,error", [(b"\x05\x00\x00\x00", CorruptFileError),
+                                        (b"\x01\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00",
+                                         UnsupportedFeatureError)])
+def test_update_remap_merge_of_bad_maps_fail_cleanly(tmp_path, blob, error):
+    _write_lookup_with(tmp_path, blob)
+    idx = BITMAP.load(IndexStore(str(tmp_path / "x")), None)
+    data, _ = training(pa.array(["z"]), [9 << 32])
+    for act in (lambda: idx.update(data, IndexStore(str(tmp_path / "u"))),
+                lambda: idx.remap(RowIdMapping(np.empty(0), np.empty(0), np.empty(0)), IndexStore(str(tmp_path / "r"))),
+                lambda: BITMAP.merge([idx], IndexStore(str(tmp_path / "m")))):
+        with pytest.raises(error) as e:
+            act()
+        assert LOOKUP in str(e.value)
