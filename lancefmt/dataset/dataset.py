@@ -261,7 +261,10 @@ class Dataset(DatasetIndexAPI, DatasetReadAPI):
         return self._scan_table(columns, filter, limit, offset, *args, **kwargs)
 
     def count_rows(self, filter=None, *, fragments=None, **kwargs) -> int:
-        """Live rows (deletions subtracted); from metadata alone when there is no filter."""
+        """Live rows (deletions subtracted); from metadata alone when there is no filter, from
+        the scalar indices when they answer an SQL filter (as pylance)."""
+        if isinstance(filter, str) and fragments is None:
+            return self.scanner(filter=filter).count_rows()
         return count_rows(self.snapshot, filter, fragments)
 
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:

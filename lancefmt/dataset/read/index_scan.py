@@ -14,7 +14,7 @@ loaded indices per version, so a repeated look-up pays neither again.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import threading
 
 import numpy as np
@@ -108,19 +108,20 @@ def _row_addresses(snapshot):
 
 
 def _by_fragment(addrs: np.ndarray, fragments) -> dict:
-    """Sorted physical offsets per fragment id, for the fragments in ``fragments`` only."""
+    """Sorted physical offsets per fragment id, for the fragments in ``fragments`` only.
+    Index answers arrive sorted, so this is one check and a binary search per fragment."""
     if not addrs.size:
         return {}
-    addrs = np.sort(addrs)
-    frag = (addrs >> np.uint64(32)).astype(np.int64)
-    cuts = np.flatnonzero(frag[1:] != frag[:-1]) + 1
-    starts = np.concatenate(([0], cuts))
-    ends = np.concatenate((cuts, [addrs.size]))
+    if addrs.size > 1 and not (addrs[1:] >= addrs[:-1]).all():
+        addrs = np.sort(addrs)
     out = {}
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        fid = int(frag[s])
+    start, n = 0, addrs.size
+    while start < n:
+        fid = int(addrs[start] >> np.uint64(32))
+        end = n if fid == 0xFFFFFFFF else int(np.searchsorted(addrs, np.uint64((fid + 1) << 32)))
         if fid in fragments:
-            out[fid] = (addrs[s:e] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            out[fid] = (addrs[start:end] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        start = end
     return out
 
 
@@ -150,6 +151,10 @@ class SelectedScan(FragmentScan):
     re-checked unless the answer is ``exact``."""
 
     def __init__(self, ctx, frag, spec, chosen, negated: bool = False, exact: bool = True):
+        if exact and spec.filter is not None:
+            # the index already decided: read only the output columns, not the filter's
+            spec = replace(spec, read_columns=tuple(c for c in spec.read_columns if c in spec.columns),
+                           filter=None, filter_row_id=False, filter_row_address=False)
         super().__init__(ctx, frag, spec)
         self.chosen = None if chosen is None else np.asarray(chosen, dtype=np.int64)
         self.negated = negated
