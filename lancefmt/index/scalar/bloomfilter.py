@@ -27,7 +27,7 @@ from ..core.rowset import EMPTY, SearchResult, as_rowset
 from ..core.store import IndexStore
 from . import _sbbf
 from .zones import (BOUND_FIELDS, Bounds, counts_in, null_buffer, null_metadata, read_null_rows,
-                    positive_int, remap, runs, zone_alive)
+                    positive_int, read_zone_file, remap, runs, zone_alive)
 
 BLOOM_FILE = "bloomfilter.lance"
 ITEMS_KEY = "bloomfilter_item"
@@ -265,10 +265,7 @@ class BloomFilterIndex(LoadedIndex):
     def __init__(self, store: IndexStore):
         self.store = store
         path = store.uri(BLOOM_FILE)
-        reader = store.reader(BLOOM_FILE)
-        table = reader.read_all()
-        meta = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-                for k, v in reader.schema_metadata.items()}
+        reader, table, meta = read_zone_file(store, BLOOM_FILE)
         try:
             self.items = int(meta.get(ITEMS_KEY, DEFAULT_ITEMS))
             self.probability = float(meta.get(PROBABILITY_KEY, DEFAULT_PROBABILITY))

@@ -3,8 +3,8 @@
 Zones are consecutive groups of an array (``bounds``: each group's first row, then the length).
 ``min`` is the least value that is neither null nor NaN, in Arrow's total order (so ``-0.0``
 is below ``0.0``), null when the zone has none; ``max`` is NaN when the zone holds a NaN (its
-finite maximum is then unknown), else the greatest such value, else null. Nested types keep
-null counts only (``min``/``max`` are null). Numbers and times are reduced with numpy over the
+finite maximum is then unknown), else the greatest such value, else null. Nested and
+fixed-size binary columns keep null counts only (``min``/``max`` are null), as pylance 14 does. Numbers and times are reduced with numpy over the
 value buffer; other types (strings, binary, decimals, booleans) with Arrow's grouped min/max.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ def group_stats(values: pa.Array, bounds: np.ndarray) -> Stats:
     nulls = _sums(~valid, bounds)
     if k <= 0:
         return Stats(pa.array([], t), pa.array([], t), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    if is_nested(t):
+    if is_nested(t) or pa.types.is_fixed_size_binary(t):  # pylance 14 keeps no bounds for these
         return Stats(pa.nulls(k, t), pa.nulls(k, t), nulls, np.zeros(k, np.int64))
     kind = numpy_kind(t)
     if kind is not None and pa.types.is_floating(t):

@@ -8,8 +8,10 @@ see :mod:`.zones` for what a zone is); schema metadata ``rows_per_zone`` and ``n
 
 A search keeps the zones whose ``[min, max]`` may hold a value the query wants and answers with
 their rows (*at most*, as row addresses); ``IS NULL`` is answered exactly from the null rows.
-A zone whose ``max`` is NaN has an unknown finite maximum (treated as +inf); one whose ``min``
-is null holds no value that is neither null nor NaN, so no comparison can match it.
+A zone whose ``max`` is NaN has an unknown finite maximum (treated as +inf). A zone without
+bounds (``min`` null) holds no comparable value when its nulls and NaNs fill its span; otherwise
+its values are unknown (pylance keeps no bounds for fixed-size binary and nested columns) and
+it is kept for every comparison.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from .btree import orderable
 from .pages import numpy_kind, scalar_as
 from .zone_stats import Stats, fixed_values, group_stats, is_nested
 from .zones import (BOUND_FIELDS, Bounds, counts_in, null_buffer, null_metadata, read_null_rows,
-                    positive_int, remap, runs, zone_alive)
+                    positive_int, read_zone_file, remap, runs, zone_alive)
 
 ZONEMAP_FILE = "zonemap.lance"
 DEFAULT_ROWS_PER_ZONE = 8192
@@ -130,11 +132,7 @@ class ZoneMapIndex(LoadedIndex):
     def __init__(self, store: IndexStore, details_msg=None):
         self.store = store
         path = store.uri(ZONEMAP_FILE)
-        reader = store.reader(ZONEMAP_FILE)
-        table = reader.read_all()
-        meta = reader.schema_metadata
-        meta = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-                for k, v in meta.items()}
+        reader, table, meta = read_zone_file(store, ZONEMAP_FILE)
         try:
             self.rows_per_zone = int(meta.get(ROWS_PER_ZONE_KEY, DEFAULT_ROWS_PER_ZONE))
         except ValueError:
@@ -162,28 +160,31 @@ class ZoneMapIndex(LoadedIndex):
         self._prepare()
 
     def _prepare(self) -> None:
-        s = self.zones.stats
+        s, length = self.zones.stats, self.zones.bounds.length.astype(np.int64)
         self.nested = is_nested(self.type)
         self.kind = None if self.nested else numpy_kind(self.type)
-        min_valid = np.asarray(s.min.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        max_valid = np.asarray(s.max.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         self.floating = pa.types.is_floating(self.type)
+        min_ok = np.asarray(s.min.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        max_ok = np.asarray(s.max.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         if self.kind is not None:
             kind = np.dtype(np.float64) if self.floating else self.kind
             self.lo = fixed_values(s.min, self.kind).astype(kind)
             self.hi = fixed_values(s.max, self.kind).astype(kind)
-            if self.floating:
-                min_valid &= ~np.isnan(self.lo)
-                self.hi[np.isnan(self.hi) | ~max_valid] = np.inf
-        # a zone with a value (neither null nor NaN) to compare; its max is then known or NaN
-        self.valued = min_valid & (max_valid | self.floating)
+            if self.floating:  # a NaN (or missing) max hides the finite maximum
+                min_ok &= ~np.isnan(self.lo)
+                self.hi[np.isnan(self.hi) | ~max_ok] = np.inf
+                max_ok[:] = True
+        # bounds to compare; a zone without them holds no value only when its nulls and NaNs
+        # fill its span (pylance keeps no bounds for some types: fixed-size binary, nested)
+        self.valued = min_ok & max_ok & (not self.nested)
+        self.unknown = ~self.valued & (s.null_count + s.nan_count < length)
 
     # -- search --------------------------------------------------------------------------------
     def _between(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:
         """Zones whose [min, max] meets the range (None = unbounded)."""
         ok = self.valued.copy()
         if self.nested:
-            return self.zones.stats.null_count < self.zones.bounds.length.astype(np.int64)
+            return self.unknown.copy()
         if self.kind is not None:
             if lower is not None:
                 v = self._scalar(lower)
@@ -191,7 +192,7 @@ class ZoneMapIndex(LoadedIndex):
             if upper is not None:
                 v = self._scalar(upper)
                 ok &= (self.lo <= v) if upper_inc else (self.lo < v)
-            return ok
+            return ok | self.unknown
         s = self.zones.stats
         if lower is not None:
             f = pc.greater_equal if lower_inc else pc.greater
@@ -199,7 +200,7 @@ class ZoneMapIndex(LoadedIndex):
         if upper is not None:
             f = pc.less_equal if upper_inc else pc.less
             ok &= _mask(f(s.min, pa.scalar(upper, self.type)))
-        return ok
+        return ok | self.unknown
 
     def _scalar(self, value):
         if self.floating:
@@ -208,7 +209,7 @@ class ZoneMapIndex(LoadedIndex):
 
     def _equal(self, value) -> np.ndarray:
         if self.floating and value != value:
-            return self.zones.stats.nan_count > 0
+            return (self.zones.stats.nan_count > 0) | self.unknown
         return self._between(value, True, value, True)
 
     def search(self, query) -> SearchResult:
@@ -270,6 +271,10 @@ class ZoneMapIndex(LoadedIndex):
             groups = np.append(r.groups(), r.pairs.shape[0])
             lo = group_stats(z.stats.min.take(src), groups).min
             hi = group_stats(z.stats.max.take(src), groups).max
+            blind = pa.array(np.logical_or.reduceat(self.unknown[r.pairs[:, 1]], groups[:-1]))
+            if blind.true_count:  # a source zone without bounds: so is the new one
+                lo = pc.if_else(blind, pa.nulls(len(lo), self.type), lo)
+                hi = pc.if_else(blind, pa.nulls(len(hi), self.type), hi)
             if r.nulls is not None:
                 nulls = counts_in(r.bounds, r.nulls)
             else:

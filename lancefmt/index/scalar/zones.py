@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptFileError, InvalidArgumentError
+from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from ..core.registry import ROW_ADDRESS, VALUE
 from ..core.rowset import EMPTY, as_rowset
 from ..core.treemap import decode_treemap, encode_treemap
@@ -226,6 +226,20 @@ def zone_alive(bounds: Bounds, keep) -> np.ndarray:
     out = np.zeros(len(bounds), dtype=bool)
     out[owner[mask]] = True
     return out
+
+
+def read_zone_file(store, name: str):
+    """(reader, table, schema metadata as str) of an index file; a schema the reader does not
+    know (a damaged type name) is a corrupt index file."""
+    try:
+        reader = store.reader(name)
+        table = reader.read_all()
+        meta = reader.schema_metadata
+    except UnsupportedFeatureError as e:
+        raise CorruptFileError(e.reason, e.path or store.uri(name)) from None
+    meta = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in meta.items()}
+    return reader, table, meta
 
 
 # -- null rows -----------------------------------------------------------------------------------
