@@ -37,6 +37,9 @@ DEFAULT_PROBABILITY = 0.00057
 MIN_LOG2_BYTES, MAX_LOG2_BYTES = 5, 27
 BLOCK_WORDS = 8
 CHUNK_BYTES = (1 << 31) - 1
+# filter bits are stored as they are (pylance 14's file holds them uncompressed; trying to
+# compress them costs more than the whole build)
+RAW = {"lance-encoding:compression": "none"}
 
 
 def supported(t: pa.DataType) -> bool:
@@ -256,7 +259,7 @@ class Blooms:
         cols = {**self.bounds.columns(), "has_null": pa.array(self.has_null, pa.bool_()),
                 "bloom_filter_data": self.filters.column()}
         schema = pa.schema([*BOUND_FIELDS, pa.field("has_null", pa.bool_(), nullable=False),
-                            pa.field("bloom_filter_data", pa.binary(), nullable=False)])
+                            pa.field("bloom_filter_data", pa.binary(), nullable=False, metadata=RAW)])
         meta = {ITEMS_KEY: str(items), PROBABILITY_KEY: rust_float(prob), **null_metadata(self.nulls)}
         store.write_table(BLOOM_FILE, pa.table(cols, schema=schema), meta, null_buffer(self.nulls))
 
