@@ -124,6 +124,7 @@ def test_optimize_and_compaction_on_both_sides(pair, tmp_path):
     for f, w in zip(flts, want):
         assert lancefmt_ids(uri, f) == w and pylance_ids(lance.dataset(uri), f) == w, f
     lancefmt.dataset(uri).optimize.optimize_indices()
-    assert lance.dataset(uri).stats.index_stats("s_idx")["num_unindexed_rows"] == 0
+    stats = lance.dataset(uri).stats.index_stats("s_idx")
+    assert stats["num_unindexed_rows"] == 0 and stats["indices"][0]["number_of_items"] == PARAMS["number_of_items"]
     for f, w in zip(flts, want):
         assert lancefmt_ids(uri, f) == w and pylance_ids(lance.dataset(uri), f) == w, f

@@ -110,7 +110,7 @@ def test_optimize_and_compaction_on_both_sides(pair, tmp_path):
     # lancefmt optimizes: the new fragments are indexed again; pylance reads the result
     lancefmt.dataset(uri).optimize.optimize_indices()
     stats = lance.dataset(uri).stats.index_stats("s_idx")
-    assert stats["num_unindexed_rows"] == 0 and stats["indices"][0]["rows_per_zone"] in (ROWS_PER_ZONE, 8192)
+    assert stats["num_unindexed_rows"] == 0 and stats["indices"][0]["rows_per_zone"] == ROWS_PER_ZONE
     for f, w in zip(flts, want):
         assert lancefmt_ids(uri, f) == w and pylance_ids(lance.dataset(uri), f) == w, f
 
