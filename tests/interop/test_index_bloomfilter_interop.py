@@ -128,3 +128,32 @@ def test_optimize_and_compaction_on_both_sides(pair, tmp_path):
     assert stats["num_unindexed_rows"] == 0 and stats["indices"][0]["number_of_items"] == PARAMS["number_of_items"]
     for f, w in zip(flts, want):
         assert lancefmt_ids(uri, f) == w and pylance_ids(lance.dataset(uri), f) == w, f
+
+
+def test_update_and_remap_results_read_by_both(pair, tmp_path):
+    """lancefmt's own update and remap (a compacted zone's filter is the OR of the filters its
+    rows came from), committed, answer right in both."""
+    from zone_indices import addresses_by_id, remap_after_compaction, update_with_new_fragments
+
+    _, fmt = pair
+    uri = str(tmp_path / "ds")
+    shutil.copytree(fmt, uri)
+    extra = table(3000, seed=8).set_column(0, "id", pa.array(np.arange(50_000, 53_000), pa.int64()))
+    lance.write_dataset(extra, uri, mode="append")
+    for column in ("i32", "s"):
+        update_with_new_fragments(uri, f"{column}_idx", column)
+    flts = ["i32 = -11997", "i32 IN (-1000, 2000, 8000)", "s = 'k000200'", "s IN ('k000001', 'k000420')", "s IS NULL"]
+    want = [lancefmt_ids(uri, f, use_scalar_index=False) for f in flts]
+
+    def check():
+        for f, w in zip(flts, want):
+            assert "ScalarIndexQuery" in lance.dataset(uri).scanner(filter=f).explain_plan(True), f
+            assert lancefmt_ids(uri, f) == w and pylance_ids(lance.dataset(uri), f) == w, f
+
+    check()
+    before = addresses_by_id(uri)
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=8000)
+    for column in ("i32", "s"):
+        remap_after_compaction(uri, f"{column}_idx", before)
+    assert lance.dataset(uri).stats.index_stats("s_idx")["num_unindexed_rows"] == 0
+    check()

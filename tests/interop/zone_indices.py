@@ -107,3 +107,66 @@ def expr(column: str, op: str, value=None):
     if op == "in":
         return f.isin(pa.array(value[0], value[1]))
     return {"=": f == value, "<": f < value, "<=": f <= value, ">": f > value, ">=": f >= value}[op]
+
+
+# -- committing a segment made by update() / remap() ---------------------------------------------
+def replace_segment(uri: str, name: str, make) -> None:
+    """Replace index ``name``'s only segment by ``make(loaded, snapshot, store)`` ->
+    (details, fragment ids), committed as one ``CreateIndex``."""
+    from lancefmt.dataset.core.indices import index_entries, index_store, index_store_for
+    from lancefmt.index.core.catalog import Segment
+    from lancefmt.index.core.metadata import fragment_ids, new_metadata, new_uuid
+    from lancefmt.index.core.registry import by_details
+    from lancefmt.table.transaction import CreateIndex
+
+    snap = lancefmt.dataset(uri).snapshot
+    (old,) = [e for e in index_entries(snap) if e.name == name]
+    itype = by_details(old.index_details)
+    loaded = Segment(old, itype, fragment_ids(old), index_store(snap, old)).load()
+    uid = new_uuid()
+    store = index_store_for(snap, uid)
+    details, frags = make(loaded, snap, store)
+    entry = new_metadata(index_uuid=uid, name=name, field_ids=list(old.fields), dataset_version=snap.version,
+                         fragments=frags, details=itype.pack_details(details),
+                         index_version=itype.index_version, files=store.written)
+    snap.commit(CreateIndex([entry], [old]))
+
+
+def update_with_new_fragments(uri: str, name: str, column: str) -> None:
+    """``LoadedIndex.update`` over the fragments the index does not cover yet."""
+    from lancefmt.dataset.read.index_training import training_data
+    from lancefmt.index.core.metadata import fragment_ids
+
+    def make(loaded, snap, store):
+        (old,) = [e for e in load_manifest(uri, None).indices if e.name == name]
+        covered = set(fragment_ids(old))
+        new = [pb for pb in snap.fragment_pbs() if int(pb.id) not in covered]
+        details = loaded.update(training_data(snap, column, new), store)
+        return details, sorted(covered | {int(pb.id) for pb in new})
+
+    replace_segment(uri, name, make)
+
+
+def addresses_by_id(uri: str) -> dict:
+    t = lancefmt.dataset(uri).to_table(columns=["id"], with_row_address=True)
+    return dict(zip(t.column("id").to_pylist(), t.column("_rowaddr").to_pylist()))
+
+
+def remap_after_compaction(uri: str, name: str, before: dict) -> None:
+    """``LoadedIndex.remap`` with the compaction's old -> new addresses (joined on ``id``)."""
+    from lancefmt.index.core.metadata import fragment_ids
+    from lancefmt.index.core.registry import RowIdMapping
+
+    after = addresses_by_id(uri)
+    moved = [(before[i], a) for i, a in after.items() if before.get(i) != a]
+    old = np.array([o for o, _ in moved], np.uint64)
+    new = np.array([n for _, n in moved], np.uint64)
+
+    def make(loaded, snap, store):
+        (entry,) = [e for e in load_manifest(uri, None).indices if e.name == name]
+        live = {int(pb.id) for pb in snap.fragment_pbs()}
+        details = loaded.remap(RowIdMapping(old, new, np.empty(0, np.uint64)), store)
+        new_frags = set((new >> np.uint64(32)).astype(np.int64).tolist())
+        return details, sorted((set(fragment_ids(entry)) & live) | new_frags)
+
+    replace_segment(uri, name, make)

@@ -297,3 +297,13 @@ def test_null_rows_disagreeing_with_counts_are_refused(tmp_path):
     store.write_table(ZONEMAP_FILE, t, {"rows_per_zone": "x"})
     with pytest.raises(CorruptFileError):
         ZONEMAP.load(IndexStore(str(tmp_path / "bad")), None)
+
+
+def test_remapped_zones_still_prune(tmp_path):
+    vals = pa.array(np.arange(1000), pa.int64())
+    index, table, _ = build(tmp_path, vals, per_fragment=250, rows_per_zone=50)
+    mapping, moved = compact(table, [0, 1, 2], 4)
+    remapped = ZONEMAP.load(IndexStore(str(tmp_path / "r")), index.remap(mapping, IndexStore(str(tmp_path / "r"))))
+    got = assert_superset(remapped, moved, Equals(420, pa.int64()))
+    assert got.rows.size <= 100  # the new zone's bounds merge at most two old zones' bounds
+    assert remapped.statistics()["num_zones"] == 20
