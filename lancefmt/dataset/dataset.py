@@ -244,7 +244,7 @@ class Dataset(DatasetIndexAPI, DatasetReadAPI):
     # -- fragments --------------------------------------------------------------------------
     def get_fragment(self, fragment_id: int) -> Fragment | None:
         pb = self.snapshot.fragment_pb(fragment_id)
-        return None if pb is None else Fragment(self.snapshot.ctx, pb)
+        return None if pb is None else Fragment(self.snapshot.ctx, pb, self.snapshot)
 
     # -- reading ----------------------------------------------------------------------------
     def scanner_spec(self, columns=None, filter=None, with_row_id=False, with_row_address=False,

@@ -55,6 +55,6 @@ def index_catalog(snapshot) -> dict:
         if not entries:
             return {}
         return build_catalog(entries, field_paths(snapshot.ctx.fields).get,
-                             lambda pb: index_store(snapshot, pb))
+                             lambda pb: index_store(snapshot, pb), snapshot.has_stable_row_ids)
 
     return snapshot.memo("index catalog", build)

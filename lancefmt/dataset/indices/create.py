@@ -13,6 +13,7 @@ wanted.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ...errors import InvalidArgumentError, LanceError, NotSupportedError
@@ -50,9 +51,10 @@ class BuildRequest:
 def resolve_type(index_type) -> tuple[str, dict]:
     """(type name, parameters) of an ``index_type`` string or ``IndexConfig``."""
     params = {}
-    if hasattr(index_type, "index_type") and hasattr(index_type, "config"):
-        import json
-
+    if hasattr(index_type, "index_type") and hasattr(index_type, "parameters"):
+        params = dict(index_type.parameters or {})
+        index_type = index_type.index_type
+    elif hasattr(index_type, "index_type") and hasattr(index_type, "config"):
         params = json.loads(index_type.config) if index_type.config else {}
         index_type = index_type.index_type
     elif hasattr(index_type, "index_type") and isinstance(getattr(index_type, "parameters", None), dict):
@@ -89,8 +91,12 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     uid = str(index_uuid) if index_uuid is not None else new_uuid()
     store = index_store_for(snapshot, uid)
     field, _ = column_field(snapshot.schema, req.column)
+    stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
-        TrainingData.empty(field, snapshot.has_stable_row_ids)
+        TrainingData.empty(field, stable)
+    version = req.itype.index_version_for(stable)
+    if stable and req.itype.records_addresses(version, stable):
+        data = data.recording_addresses()
     try:
         details = req.itype.train(data, store, req.params)
     except BaseException:
@@ -101,7 +107,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
                         field_ids=[field_id if field_id is not None else _field_id(snapshot, req.column)],
                         dataset_version=snapshot.version, fragments=covered,
                         details=req.itype.pack_details(details),
-                        index_version=req.itype.index_version, files=store.written), store
+                        index_version=version, files=store.written), store
 
 
 def segment_params(snapshot, itype: IndexType, pb) -> dict:

@@ -3,7 +3,8 @@
 ``optimize_indices`` brings indices up to date with fragments added since they were built:
 ``num_indices_to_merge=0`` adds a delta segment over the unindexed fragments; ``n >= 1`` (the
 default is 1) replaces the newest ``n`` segments with one covering them and the unindexed
-fragments; ``retrain`` rebuilds each index over every fragment. A merged segment is rebuilt
+fragments; ``retrain`` changes nothing for scalar indices (as in pylance 14, which retrains
+only vector models). A merged segment is rebuilt
 from the column's current data (the same index one build over those fragments gives) and keeps
 the oldest merged segment's ``dataset_version``, as pylance does. Everything is committed in
 one ``CreateIndex``.
@@ -44,7 +45,7 @@ def prewarm_index(snapshot, name: str, index_segments=None) -> None:
 
 
 def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retrain: bool = False,
-                     **_ignored):
+                     **_tuning):
     """See module docstring; returns the committed snapshot (or ``snapshot`` when every index
     is up to date)."""
     merge = 1 if num_indices_to_merge is None else int(num_indices_to_merge)
@@ -67,9 +68,7 @@ def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retr
             for s in segments:
                 covered |= set(fragment_ids(s))
             unindexed = sorted(live_ids - covered)
-            if retrain:
-                chosen, frags = segments, sorted(live_ids)
-            elif merge == 0:
+            if merge == 0:
                 if not unindexed:
                     continue
                 chosen, frags = [], unindexed

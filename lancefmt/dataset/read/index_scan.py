@@ -79,11 +79,15 @@ def index_selection(snapshot, filter_text) -> IndexSelection | None:
     """The index answer for ``filter_text`` on ``snapshot`` (None: no index helps)."""
     if not isinstance(filter_text, str):
         return None
-    catalog = index_catalog(snapshot)
-    if not catalog:
+    if not index_catalog(snapshot):
         return None
-    tree = filter_terms(filter_text, snapshot.schema)
-    if tree is OTHER:
+    return selection_for_tree(snapshot, filter_terms(filter_text, snapshot.schema))
+
+
+def selection_for_tree(snapshot, tree) -> IndexSelection | None:
+    """The index answer for a sargable tree (a filter's, or Spark's pushed filters')."""
+    catalog = index_catalog(snapshot)
+    if not catalog or tree is OTHER:
         return None
     p = plan(tree, catalog, _row_addresses(snapshot) if snapshot.has_stable_row_ids else None)
     if p is None:
@@ -120,17 +124,18 @@ def _by_fragment(addrs: np.ndarray, fragments) -> dict:
     return out
 
 
-def selected_positions(scan: FragmentScan, sel: IndexSelection) -> np.ndarray:
-    """Live physical offsets of ``scan``'s fragment that the selection keeps (sorted)."""
-    fid = int(scan.frag.id)
-    chosen = sel.rows.get(fid)
+def selected_positions(scan: FragmentScan, chosen, negated: bool) -> np.ndarray:
+    """Live physical offsets of ``scan``'s fragment an index answer keeps (sorted): ``chosen``
+    (sorted offsets, or None for none) minus deleted rows, or with ``negated`` every live row
+    except ``chosen``."""
     dv = scan.deletions
-    if sel.negated:
+    if negated:
         live = dv.kept_indices(scan.num_rows) if dv is not None and len(dv) else \
             np.arange(scan.num_rows, dtype=np.int64)
+        live = live.astype(np.int64, copy=False)
         if chosen is None or not chosen.size:
-            return live.astype(np.int64, copy=False)
-        return live[~np.isin(live, chosen, assume_unique=True)].astype(np.int64, copy=False)
+            return live
+        return live[~np.isin(live, chosen, assume_unique=True)]
     if chosen is None or not chosen.size:
         return np.empty(0, dtype=np.int64)
     chosen = chosen[chosen < scan.num_rows]
@@ -140,17 +145,20 @@ def selected_positions(scan: FragmentScan, sel: IndexSelection) -> np.ndarray:
 
 
 class SelectedScan(FragmentScan):
-    """A fragment scan that reads only the rows an index selected (see module docstring)."""
+    """A fragment scan that reads only the rows an index selected (see module docstring):
+    ``chosen`` physical offsets (sorted; ``negated``: every live row but those), the filter
+    re-checked unless the answer is ``exact``."""
 
-    def __init__(self, ctx, frag, spec, selection: IndexSelection):
+    def __init__(self, ctx, frag, spec, chosen, negated: bool = False, exact: bool = True):
         super().__init__(ctx, frag, spec)
-        self.selection = selection
-        self.apply_filter = not selection.exact
+        self.chosen = None if chosen is None else np.asarray(chosen, dtype=np.int64)
+        self.negated = negated
+        self.apply_filter = not exact
         self._positions = None
 
     def kept_positions(self) -> np.ndarray:
         if self._positions is None:
-            self._positions = selected_positions(self, self.selection)
+            self._positions = selected_positions(self, self.chosen, self.negated)
         return self._positions
 
     def windows(self, start: int = 0, stop: int | None = None):
@@ -166,7 +174,7 @@ class SelectedScan(FragmentScan):
         window = max(self.spec.batch_size, WINDOW_ROWS)
         first = pos // window
         for w in np.unique(first).tolist():
-            yield from super().windows(w * window, min((w + 1) * window, stop))
+            yield from super().windows(max(start, w * window), min((w + 1) * window, stop))
 
     def _taken(self, positions: np.ndarray) -> pa.Table:
         plan, nulls = self.file_plan()
@@ -188,8 +196,10 @@ class SelectedScan(FragmentScan):
 def scan_maker(selection: IndexSelection):
     """``make_scan`` for :func:`~.scan.scan_batches`: covered fragments read their selection."""
     def make(ctx, frag, spec):
-        if selection.covers(int(frag.id)):
-            return SelectedScan(ctx, frag, spec, selection)
+        fid = int(frag.id)
+        if selection.covers(fid):
+            return SelectedScan(ctx, frag, spec, selection.rows.get(fid), selection.negated,
+                                selection.exact)
         return FragmentScan(ctx, frag, spec)
 
     return make
@@ -226,3 +236,18 @@ def direct_index_table(snapshot, sel: IndexSelection, fragments, spec) -> pa.Tab
         pieces.append(chosen + plan.fragment_first[int(pb.id)])
     rows = np.concatenate(pieces) if pieces else np.empty(0, np.int64)
     return plan.take_physical(rows)
+
+
+def selected_fragment_batches(fragment, start, stop, chosen, negated, exact, args):
+    """Batches of a fragment's rows in ``[start, stop)`` an index answer selected (what a
+    Spark executor reads for a partition the driver planned with an index); ``args``: the
+    scan's columns, filter, row id/address flags and batch size."""
+    from ...jsonb.arrow import decode_batch
+    from .scan import ScanSpec
+
+    ctx = fragment.scan_context
+    spec = ScanSpec.build(ctx.schema, args.get("columns"), args.get("filter"),
+                          args.get("with_row_id", False), args.get("with_row_address", False),
+                          args.get("batch_size"))
+    scan = SelectedScan(ctx, fragment.pb, spec, chosen, negated, exact)
+    return (decode_batch(b, ctx.schema) for b in scan.batches(start, stop))

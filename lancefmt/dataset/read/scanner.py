@@ -115,9 +115,10 @@ class LanceScanner(pads.Scanner):
         worked out once per scanner."""
         if self._selection is _UNSET:
             self._selection = None
-            if self._use_index and self._filter_text is not None and \
-                    hasattr(self._source, "manifest_file"):
-                self._selection = index_selection(self._source, self._filter_text)
+            snapshot = self._source.index_snapshot() if self._use_index and \
+                self._filter_text is not None else None
+            if snapshot is not None:
+                self._selection = index_selection(snapshot, self._filter_text)
         return self._selection
 
     def _make_scan(self):
@@ -170,6 +171,8 @@ class LanceScanner(pads.Scanner):
         sel = self.index_selection()
         if sel is None or self._projection.computed or self._offset_at is not None:
             return None
+        if not hasattr(self._source, "manifest_file"):
+            return None
         table = direct_index_table(self._source, sel, self._scanned_fragments(), self._spec)
         if table is None:
             return None
@@ -216,7 +219,8 @@ class LanceScanner(pads.Scanner):
             frags, counted = self._scanned_fragments(), 0
             if sel is not None and sel.exact:  # answered fragments are counted, not read
                 ctx = self._source.ctx
-                counted = sum(SelectedScan(ctx, f, count_spec, sel).count()
+                counted = sum(SelectedScan(ctx, f, count_spec, sel.rows.get(int(f.id)),
+                                           sel.negated, True).count()
                               for f in frags if sel.covers(int(f.id)))
                 frags = [f for f in frags if not sel.covers(int(f.id))]
             return counted + sum(b.num_rows for b in scan_batches(

@@ -57,6 +57,18 @@ class TrainingData:
         for fid, _ in self.fragments:
             yield from self._batches(fid)
 
+    def recording_addresses(self) -> "TrainingData":
+        """The same data with ``_rowid`` holding the row addresses (for segments that record
+        addresses on a dataset with stable row ids)."""
+        def swap(batches):
+            for b in batches:
+                addr = b.column(ROW_ADDRESS)
+                yield pa.RecordBatch.from_arrays([b.column(VALUE), addr, addr], schema=b.schema)
+
+        all_batches = (lambda: swap(self._all())) if self._all is not None else None
+        return TrainingData(self.field, self.fragments, lambda fid: swap(self._batches(fid)),
+                            self.stable_row_ids, all_batches)
+
     @classmethod
     def empty(cls, field: pa.Field, stable_row_ids: bool = False) -> "TrainingData":
         """No rows (``train=False``: an index covering no fragment yet)."""
@@ -154,6 +166,18 @@ class IndexType:
 
     def check_field(self, field: pa.Field) -> None:
         """Refuse a column this type cannot index (pylance's error types)."""
+
+    def index_version_for(self, stable_row_ids: bool) -> int:
+        """``index_version`` of a segment built now (pylance writes some types at a higher
+        version on datasets with stable row ids)."""
+        return self.index_version
+
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        """Whether a segment records row addresses (else stable row ids). Without stable row
+        ids the two are the same; pylance 14 records addresses in some types even with them,
+        and marks such segments by their ``index_version``. The framework hands training the
+        right one as ``_rowid`` and tells the planner which it gets back."""
+        return not stable_row_ids
 
     def default_params(self) -> dict:
         return {}

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._proto import index_details_pb2
-from ...errors import CorruptFileError, InvalidArgumentError
+from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
 from ...sql.sargable import Equals, IsIn, IsNull, Range
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
@@ -63,10 +63,17 @@ class BTreeType(IndexType):
     queries = (Equals, Range, IsIn, IsNull)
     exact = True
 
+    def index_version_for(self, stable_row_ids: bool) -> int:
+        return 1 if stable_row_ids else 0  # version 1: row addresses (pylance 14)
+
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        return not stable_row_ids or index_version >= 1
+
     def check_field(self, field: pa.Field) -> None:
         if not orderable(field.type):
-            raise InvalidArgumentError(
-                f"BTREE index cannot be created on column {field.name!r} of type {field.type}")
+            raise UnsupportedColumnTypeError(
+                f"BTREE/BITMAP index column {field.name} must be int, float, bool, str, "
+                f"large_str, binary, large_binary, decimal, fixed-size-binary, or temporal")
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         table = data.table()
@@ -218,12 +225,12 @@ class BTreeIndex(LoadedIndex):
 
     # -- the rest --------------------------------------------------------------------------------
     def statistics(self) -> dict:
+        """pylance's words: the first page's first and the last page's last value ("NULL"
+        when null), and the page count."""
         out = {}
-        valued = np.flatnonzero(~self.max_null)
-        if valued.size:  # the first value after the nulls, and the last page's last value
-            first = self.page(int(self.page_idx[valued[0]]))
-            out["min"] = str(first.values[0].as_py())
-            out["max"] = str(self.maxs[int(valued[-1])].as_py())
+        if len(self.page_idx):
+            out["min"] = _show(self.mins[0])
+            out["max"] = _show(self.maxs[len(self.maxs) - 1])
         out["num_pages"] = int(len(self.page_idx))
         return out
 
@@ -262,6 +269,10 @@ def _keys(values: pa.Array, null: np.ndarray, kind: np.dtype) -> np.ndarray:
     keys = as_numpy(values.fill_null(pa.scalar(0, values.type)), kind).copy()
     keys[null] = np.finfo(kind).min if kind.kind == "f" else np.iinfo(kind).min
     return keys
+
+
+def _show(value: pa.Scalar) -> str:
+    return "NULL" if not value.is_valid else str(value.as_py())
 
 
 def _mask(arr) -> np.ndarray:
