@@ -57,9 +57,6 @@ def resolve_type(index_type) -> tuple[str, dict]:
     elif hasattr(index_type, "index_type") and hasattr(index_type, "config"):
         params = json.loads(index_type.config) if index_type.config else {}
         index_type = index_type.index_type
-    elif hasattr(index_type, "index_type") and isinstance(getattr(index_type, "parameters", None), dict):
-        params = dict(index_type.parameters)  # lance.indices.IndexConfig(index_type, parameters)
-        index_type = index_type.index_type
     if not isinstance(index_type, str):
         raise InvalidArgumentError(f"index_type must be a string, not {type(index_type).__name__}")
     return index_type, params

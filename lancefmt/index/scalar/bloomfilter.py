@@ -205,6 +205,9 @@ class BloomFilterType(IndexType):
     queries = (Equals, IsIn, IsNull)
     exact = False
 
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        return True  # zones are row-address ranges, with or without stable row ids
+
     def check_field(self, field: pa.Field) -> None:
         if pa.types.is_nested(field.type):
             raise InvalidArgumentError("A bloom filter index can only be created on a non-nested field.")

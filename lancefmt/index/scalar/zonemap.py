@@ -54,6 +54,9 @@ class ZoneMapType(IndexType):
     queries = (Equals, Range, IsIn, IsNull)
     exact = False
 
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        return True  # zones are row-address ranges, with or without stable row ids
+
     def check_field(self, field: pa.Field) -> None:
         t = field.type
         if not (orderable(t) or is_nested(t)) or pa.types.is_dictionary(t):

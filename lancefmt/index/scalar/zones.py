@@ -303,8 +303,11 @@ class Remapped:
 def remap(bounds: Bounds, mapping, rows_per_zone: int, nulls) -> Remapped:
     """Old zones and a compaction's address mapping -> :class:`Remapped`. A new fragment gets
     zones only when every row moved into it lay in an old zone (else it is left unindexed:
-    nothing is known of those rows); a new zone's statistics are then merged from the old zones
-    its rows came from, a superset of what a rebuild would find."""
+    nothing is known of rows from fragments the index does not cover, and the compaction keeps
+    such a fragment out of the index's coverage); a new zone's statistics are then merged from
+    the old zones its rows came from, a superset of what a rebuild would find. A row of an
+    indexed fragment outside every zone (an inconsistent index) raises NotImplementedError:
+    the compaction then leaves the segment unremapped and scans the rewritten rows."""
     old, new = mapping.old, mapping.new
     rewritten = np.union1d(np.unique(old >> SHIFT), np.unique(mapping.dropped >> SHIFT))
     kept = np.flatnonzero(~np.isin(bounds.fragment_id, rewritten))
@@ -321,9 +324,13 @@ def remap(bounds: Bounds, mapping, rows_per_zone: int, nulls) -> Remapped:
     new_frag = new_sorted >> SHIFT
     cuts = np.flatnonzero(new_frag[1:] != new_frag[:-1]) + 1
     parts, pairs, rows, next_zone = [], [], [], 0
+    lost = src_zone < 0
+    if lost.any() and np.isin(old[order][lost] >> SHIFT, bounds.fragment_id).any():
+        # a fragment with zones holds a row none of them spans: nothing safe can be built
+        raise NotImplementedError("rows of an indexed fragment lie outside its zones")
     for s, e in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [new_sorted.size])).tolist()):
-        if (src_zone[s:e] < 0).any():
-            continue  # rows the index never saw: this fragment stays unindexed
+        if lost[s:e].any():
+            continue  # rows of fragments the index does not cover: this one stays unindexed
         offsets = (new_sorted[s:e] & LOW).astype(np.int64)
         run = cut(int(new_frag[s]), pa.nulls(0), offsets, rows_per_zone)
         parts.append(Bounds(np.full(run.bounds.size - 1, run.fragment_id, np.uint64), run.starts, run.lengths))

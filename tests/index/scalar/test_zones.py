@@ -111,3 +111,11 @@ def test_positive_int():
     for bad in (0, -1, 1.5, "3", True):
         with pytest.raises(InvalidArgumentError):
             positive_int({"k": bad}, "k", 7)
+
+
+def test_remap_refuses_rows_of_an_indexed_fragment_outside_its_zones():
+    b = bounds((0, 0, 2))
+    old = np.array([0, 1, 5], np.uint64)  # offset 5 of fragment 0 lies in no zone
+    new = np.array([4 << 32, (4 << 32) + 1, (4 << 32) + 2], np.uint64)
+    with pytest.raises(NotImplementedError):
+        remap(b, RowIdMapping(old, new, np.empty(0, np.uint64)), 8, None)
