@@ -174,3 +174,23 @@ def test_lancefmt_compaction_remaps_zones(pair, tmp_path):
         assert f"@{f.split()[0]}_idx(ZoneMap)" in lance.dataset(uri).scanner(filter=f).explain_plan(True), f
         assert lancefmt_ids(uri, f) == w and pylance_ids(lance.dataset(uri), f) == w, f
     lance.dataset(uri).validate()
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("builder", ["pylance", "lancefmt"])
+@pytest.mark.parametrize("op", ["append", "delete", "update indexed", "update other", "merge_insert",
+                                "compact", "optimize"])
+def test_lancefmt_writes_keep_zone_maps_valid(tmp_path, op, builder, stable):
+    from index_checks import assert_answers_equal_full_scan, index_table
+    from zone_indices import write_ops
+
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(index_table(3000), uri, max_rows_per_file=1100, enable_stable_row_ids=stable)
+    lib = lance if builder == "pylance" else lancefmt
+    for col in ("v", "s", "x"):
+        lib.dataset(uri).create_scalar_index(col, IndexConfig("zonemap", {"rows_per_zone": 256}))
+    write_ops(index_table)[op](lancefmt.dataset(uri), uri)
+    lance.dataset(uri).validate()
+    assert_answers_equal_full_scan(lance, uri, [
+        "v = 3", "v BETWEEN 10 AND 12", "v IS NULL", "s = 's07'", "s > 's11'", "s IS NULL",
+        "x >= 5.0 AND x < 5.5", "v IN (1, 2) AND s = 's02'"], uses=["v_idx"])

@@ -170,3 +170,21 @@ def remap_after_compaction(uri: str, name: str, before: dict) -> None:
         return details, sorted((set(fragment_ids(entry)) & live) | new_frags)
 
     replace_segment(uri, name, make)
+
+
+# -- writes that must keep an index valid ----------------------------------------------------------
+def write_ops(index_table):
+    """Each write lancefmt makes to an indexed dataset (``index_checks.index_table`` data)."""
+    return {
+        "append": lambda ds, uri: lancefmt.write_dataset(index_table(500, 3000), uri, mode="append",
+                                                         max_rows_per_file=300),
+        "delete": lambda ds, uri: ds.delete("id < 30 OR id % 17 = 0"),
+        "update indexed": lambda ds, uri: ds.update({"v": "v + 100"}, where="id < 60"),
+        "update other": lambda ds, uri: ds.update({"x": "x + 1"}, where="id >= 2000"),
+        "merge_insert": lambda ds, uri: ds.merge_insert("id").when_matched_update_all()
+        .when_not_matched_insert_all().execute(index_table(200, 2900)),
+        "compact": lambda ds, uri: (ds.delete("id % 3 = 0"),
+                                    lancefmt.dataset(uri).optimize.compact_files(target_rows_per_fragment=2000)),
+        "optimize": lambda ds, uri: (lancefmt.write_dataset(index_table(400, 3000), uri, mode="append"),
+                                     lancefmt.dataset(uri).optimize.optimize_indices()),
+    }
