@@ -57,3 +57,26 @@ def test_spark_query_matches_a_full_scan(pushdown, indexed_uri):
     df = pushdown.read.format("lance").load(indexed_uri)
     got = sorted(r.id for r in df.filter("id IN (5, 3333, 5999) OR id = 77").collect())
     assert got == [5, 77, 3333, 5999]
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_spark_builds_an_index_on_the_executors_in_one_commit(spark, tmp_path, merge):
+    from lancefmt.spark.indexing import create_scalar_index
+
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    t = pa.table({"id": np.arange(9000)[::-1].copy(), "s": [f"s{i % 7}" for i in range(9000)]})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=1000)
+    before = lancefmt.dataset(uri).version
+    ds = create_scalar_index(spark, uri, "id", "BTREE", rows_per_task=3000, merge=merge)
+    assert ds.version == before + 1                       # one commit
+    segments = ds.describe_indices()[0].segments
+    assert len(segments) == (1 if merge else 3)
+    assert sorted(f for s in segments for f in s.fragment_ids) == list(range(9))
+    import os
+    assert len(os.listdir(uri + "/_indices")) == len(segments)   # no stray task segments
+    theirs = lance.dataset(uri)
+    for f in ["id = 8000", "id BETWEEN 10 AND 2500", "id IN (1, 4000, 8999)"]:
+        assert "@id_idx(BTree)" in theirs.scanner(filter=f).explain_plan()
+        assert theirs.count_rows(f) == ds.count_rows(f) == theirs.count_rows(f) == \
+            lance.dataset(uri).to_table(filter=f, use_scalar_index=False).num_rows

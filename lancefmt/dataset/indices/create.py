@@ -25,7 +25,8 @@ from ...table.index_entry import from_pb, to_pb
 from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
-from ..core.indices import field_paths, index_entries, index_store_for
+from ...index.core.catalog import Segment
+from ..core.indices import field_paths, index_entries, index_store, index_store_for
 from ..read.index_training import column_field, training_data
 
 SCALAR_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER",
@@ -193,7 +194,29 @@ def merge_segments(snapshot, segments):
     wanted = set()
     for pb in pbs:
         wanted |= set(fragment_ids(pb))
-    frags = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
-    req = BuildRequest(column, itype, first.name, segment_params(snapshot, itype, first))
-    entry, _ = build_segment(snapshot, req, frags, field_id=int(first.fields[0]))
+    entry = _merge_files(snapshot, itype, pbs, wanted)
+    if entry is None:  # the type cannot merge files: rebuild from the column's data
+        frags = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+        req = BuildRequest(column, itype, first.name, segment_params(snapshot, itype, first))
+        entry, _ = build_segment(snapshot, req, frags, field_id=int(first.fields[0]))
     return from_pb(entry)
+
+
+def _merge_files(snapshot, itype, pbs, fragments):
+    """The merged segment written from the segments' own files, or None."""
+    uid = new_uuid()
+    dest = index_store_for(snapshot, uid)
+    segments = [Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb),
+                        snapshot.has_stable_row_ids) for pb in pbs]
+    if len({s.records_addresses for s in segments}) != 1:
+        return None  # row ids and addresses cannot share a segment
+    try:
+        details = itype.merge([s.load() for s in segments], dest)
+    except NotImplementedError:
+        delete_files([dest.uri(n) for n, _ in dest.written], dest.storage_options)
+        return None
+    first = pbs[0]
+    return new_metadata(index_uuid=uid, name=first.name, field_ids=list(first.fields),
+                        dataset_version=min(int(pb.dataset_version) for pb in pbs),
+                        fragments=sorted(fragments), details=itype.pack_details(details),
+                        index_version=segments[0].index_version, files=dest.written)

@@ -189,6 +189,12 @@ class IndexType:
     def load(self, store: IndexStore, details) -> LoadedIndex:
         raise NotImplementedError
 
+    def merge(self, segments: list, dest: IndexStore):
+        """One segment holding every loaded segment's entries (disjoint fragments), written to
+        ``dest`` without reading the dataset; returns its details. NotImplementedError: the
+        caller rebuilds from the column's data instead."""
+        raise NotImplementedError
+
     # -- details ------------------------------------------------------------------------------
     def pack_details(self, message) -> any_pb2.Any:
         out = any_pb2.Any()

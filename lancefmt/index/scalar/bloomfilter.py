@@ -226,6 +226,22 @@ class BloomFilterType(IndexType):
     def load(self, store: IndexStore, details) -> "BloomFilterIndex":
         return BloomFilterIndex(store)
 
+    def merge(self, segments: list, dest: IndexStore):
+        """The segments' zones in one file, ordered by fragment and offset (as pylance merges
+        them); segments sized for other parameters are rebuilt from data instead."""
+        if not segments:
+            raise InvalidArgumentError("nothing to merge")
+        first = segments[0]
+        if any((s.items, s.probability) != (first.items, first.probability) for s in segments):
+            raise NotImplementedError("segments of different filter parameters")
+        parts = [s.zones for s in segments]
+        known = all(p.nulls is not None for p in parts)
+        merged = Blooms.concat([Blooms(p.bounds, p.has_null, p.filters, p.nulls if known else EMPTY)
+                                for p in parts], known)
+        order = np.lexsort((merged.bounds.start, merged.bounds.fragment_id))
+        merged.take(order).write(dest, first.items, first.probability)
+        return self.details_class()
+
 
 class Blooms:
     """Zones in memory: bounds, ``has_null`` (bool array), :class:`Filters`, null rows."""

@@ -74,6 +74,23 @@ class ZoneMapType(IndexType):
     def load(self, store: IndexStore, details) -> "ZoneMapIndex":
         return ZoneMapIndex(store, details)
 
+    def merge(self, segments: list, dest: IndexStore):
+        """The segments' zones in one file, ordered by fragment and offset (as pylance merges
+        them); segments of other zone sizes or types are rebuilt from data instead."""
+        if not segments:
+            raise InvalidArgumentError("nothing to merge")
+        first = segments[0]
+        if any(s.rows_per_zone != first.rows_per_zone or s.type != first.type for s in segments):
+            raise NotImplementedError("segments of different zone sizes or types")
+        parts = [s.zones for s in segments]
+        bounds = Bounds.concat([p.bounds for p in parts])
+        order = np.lexsort((bounds.start, bounds.fragment_id))
+        nulls = None if any(p.nulls is None for p in parts) else \
+            as_rowset(np.concatenate([p.nulls for p in parts]))
+        merged = Zones(first.type, bounds, concat_stats(first.type, [p.stats for p in parts]), nulls)
+        merged.take(order).write(dest, first.rows_per_zone)
+        return details(first.rows_per_zone, first.use_seeds, nulls is not None)
+
 
 def details(rows_per_zone: int, use_seeds: bool, has_null_bitmap: bool):
     return index_details_pb2.ZoneMapIndexDetails(rows_per_zone=rows_per_zone, use_seeds=use_seeds,
