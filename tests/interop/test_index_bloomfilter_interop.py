@@ -196,3 +196,20 @@ def test_lancefmt_writes_keep_bloom_filters_valid(tmp_path, op, builder, stable)
     assert_answers_equal_full_scan(lance, uri, [
         "v = 3", "v IS NULL", "v IN (1, 2, 96)", "s = 's07'", "s IS NULL", "id = 1234",
         "id IN (1, 777, 2999, 3100)", "v IN (1, 2) AND s = 's02'"], uses=["v_idx"])
+
+
+def test_segments_built_apart_and_merged_equal_one_build(pair, tmp_path):
+    py, fmt = pair
+    uri = str(tmp_path / "ds")
+    shutil.copytree(fmt, uri)
+    ds = lancefmt.dataset(uri)
+    frags = [f.fragment_id for f in ds.get_fragments()]
+    parts = [ds.create_scalar_index("s", IndexConfig("bloomfilter", PARAMS), name="s_dist", fragment_ids=[f])
+             for f in reversed(frags)]
+    ds.commit_existing_index_segments("s_dist", "s", [ds.merge_existing_index_segments(parts)])
+    a = segment_contents(py, "s_idx", "bloomfilter.lance")
+    b = segment_contents(uri, "s_dist", "bloomfilter.lance")
+    for key in ("details", "fragments", "metadata", "nulls"):
+        assert a[key] == b[key], key
+    assert a["table"].equals(b["table"])
+    assert pylance_ids(lance.dataset(uri), "s = 'k000010'") == lancefmt_ids(uri, "s = 'k000010'", use_scalar_index=False)

@@ -220,3 +220,12 @@ def test_corrupt_files(tmp_path):
             BLOOMFILTER.load(IndexStore(str(d)), None).search(Equals(5, pa.int64()))
         except CorruptFileError as e:
             assert BLOOM_FILE in (e.path or "")
+
+
+def test_merge_refuses_other_parameters(tmp_path):
+    a, _ = build(tmp_path / "a", pa.array(range(100), pa.int64()), number_of_items=50, probability=0.01)
+    b, _ = build(tmp_path / "b", pa.array(range(100), pa.int64()), number_of_items=60, probability=0.01)
+    with pytest.raises(NotImplementedError):
+        BLOOMFILTER.merge([a, b], IndexStore(str(tmp_path / "m")))
+    details = BLOOMFILTER.merge([a, a], IndexStore(str(tmp_path / "m2")))
+    assert BLOOMFILTER.load(IndexStore(str(tmp_path / "m2")), details).statistics()["num_blocks"] == 4

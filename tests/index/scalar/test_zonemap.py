@@ -307,3 +307,22 @@ def test_remapped_zones_still_prune(tmp_path):
     got = assert_superset(remapped, moved, Equals(420, pa.int64()))
     assert got.rows.size <= 100  # the new zone's bounds merge at most two old zones' bounds
     assert remapped.statistics()["num_zones"] == 20
+
+
+def test_merge_orders_zones_and_refuses_other_zone_sizes(tmp_path):
+    vals = pa.array(np.arange(400), pa.int64())
+    data, _ = training(vals, 100)
+    segs = []
+    for i, fid in enumerate((3, 1)):  # out of fragment order
+        t = data.table().filter(pa.array((data.table().column("_rowaddr").to_numpy() >> np.uint64(32)) == fid))
+        store = IndexStore(str(tmp_path / f"s{i}"))
+        ZONEMAP.train(TrainingData.from_table(pa.field("x", pa.int64()), t), store, {"rows_per_zone": 30})
+        segs.append(ZONEMAP.load(IndexStore(str(tmp_path / f"s{i}")), None))
+    details = ZONEMAP.merge(segs, IndexStore(str(tmp_path / "m")))
+    merged = ZONEMAP.load(IndexStore(str(tmp_path / "m")), details)
+    assert merged.zones.bounds.fragment_id.tolist() == [1] * 4 + [3] * 4
+    assert merged.search(Equals(350, pa.int64())).rows.min() >> 32 == 3
+    store = IndexStore(str(tmp_path / "other"))
+    ZONEMAP.train(training(vals, 100)[0], store, {"rows_per_zone": 64})
+    with pytest.raises(NotImplementedError):
+        ZONEMAP.merge(segs + [ZONEMAP.load(IndexStore(str(tmp_path / "other")), None)], IndexStore(str(tmp_path / "x")))
