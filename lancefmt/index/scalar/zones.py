@@ -101,6 +101,7 @@ def _joined(fid, parts, addrs, rows_per_zone) -> Run:
 
 
 def positive_int(params: dict, key: str, default: int) -> int:
+    """A build parameter that sizes zones or filters (0 would make no zone at all)."""
     value = params.get(key)
     if value is None:
         return default
