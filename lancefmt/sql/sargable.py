@@ -294,7 +294,44 @@ def _all(a, b):
     parts = []
     for x in (a, b):
         parts.extend(x.children if isinstance(x, All) else (x,))
-    return All(tuple(parts))
+    parts = _merged_ranges(parts)
+    return parts[0] if len(parts) == 1 else All(tuple(parts))
+
+
+def _merged_ranges(parts: list) -> list:
+    """Ranges on one column ANDed together become one range (``x >= 1 AND x < 2`` is
+    ``[x >= 1 && x < 2]``, as pylance plans it): an index answers the two bounds at once."""
+    out, seen = [], {}
+    for p in parts:
+        if isinstance(p, Term) and isinstance(p.query, Range):
+            at = seen.get(p.column)
+            if at is not None:
+                both = _intersect(out[at].query, p.query)
+                if both is not None:
+                    out[at] = Term(p.column, both)
+                    continue
+            seen[p.column] = len(out)
+        out.append(p)
+    return out
+
+
+def _intersect(a: Range, b: Range) -> Range | None:
+    if a.type != b.type:
+        return None
+    try:
+        lo, lo_inc = _tighter(a.lower, a.lower_inclusive, b.lower, b.lower_inclusive, max)
+        hi, hi_inc = _tighter(a.upper, a.upper_inclusive, b.upper, b.upper_inclusive, min)
+    except TypeError:  # values that do not order (never for one column's type, but be safe)
+        return None
+    return Range(lo, lo_inc, hi, hi_inc, a.type)
+
+
+def _tighter(v1, inc1, v2, inc2, pick):
+    if v1 is None:
+        return v2, inc2
+    if v2 is None or v1 == v2:
+        return v1, (inc1 and inc2) if v2 is not None else inc1
+    return (v1, inc1) if pick(v1, v2) == v1 else (v2, inc2)
 
 
 def _any(a, b):

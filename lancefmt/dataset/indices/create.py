@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ...errors import InvalidArgumentError, LanceError, NotSupportedError
 from ..._proto import table_pb2
+from ...index.core.catalog import Segment
 from ...index.core.metadata import fragment_ids, new_metadata, new_uuid, uuid_text
 from ...index.core.registry import IndexType, TrainingData, by_details, by_name
 from ...table.index_entry import from_pb, to_pb
@@ -107,6 +108,17 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
                         index_version=version, files=store.written), store
 
 
+def segment_params(snapshot, itype: IndexType, pb) -> dict:
+    """The parameters segment ``pb`` was built with, over the type's defaults (what a rebuild
+    of it uses: pylance keeps a zone map's ``rows_per_zone`` through an optimize)."""
+    params = itype.default_params()
+    if len(fragment_ids(pb)):
+        loaded = Segment(pb, itype, fragment_ids(pb), index_store_for(
+            snapshot, uuid_text(pb), pb.base_id if pb.HasField("base_id") else None)).load()
+        params = {**params, **loaded.params()}
+    return params
+
+
 def _field_id(snapshot, column: str) -> int:
     for fid, path in field_paths(snapshot.ctx.fields).items():
         if path == column:
@@ -185,7 +197,7 @@ def merge_segments(snapshot, segments):
     entry = _merge_files(snapshot, itype, pbs, wanted)
     if entry is None:  # the type cannot merge files: rebuild from the column's data
         frags = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
-        req = BuildRequest(column, itype, first.name, itype.default_params())
+        req = BuildRequest(column, itype, first.name, segment_params(snapshot, itype, first))
         entry, _ = build_segment(snapshot, req, frags, field_id=int(first.fields[0]))
     return from_pb(entry)
 

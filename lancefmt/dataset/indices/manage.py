@@ -19,7 +19,7 @@ from ..core.commit import commit_retrying
 from ..core.files import delete_files
 from ..core.indices import field_paths, index_entries, index_store
 from ..read.index_info import index_groups
-from .create import BuildRequest, IndexNotFoundError, build_segment
+from .create import BuildRequest, IndexNotFoundError, build_segment, segment_params
 
 
 def drop_index(snapshot, name: str):
@@ -82,7 +82,7 @@ def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retr
                 for s in chosen:
                     keep |= set(fragment_ids(s)) & live_ids
                 frags = sorted(keep | set(unindexed))
-            req = BuildRequest(column, itype, name, itype.default_params())
+            req = BuildRequest(column, itype, name, segment_params(snap, itype, segments[-1]))
             pbs = [pb for pb in live if int(pb.id) in set(frags)]
             entry, store = build_segment(snap, req, pbs, field_id=int(segments[0].fields[0]))
             if chosen:

@@ -106,6 +106,11 @@ class LoadedIndex:
     def prewarm(self) -> None:
         """Load everything a search could need (``prewarm_index``)."""
 
+    def params(self) -> dict:
+        """The build parameters this segment was made with, as ``train`` takes them (a rebuild
+        by ``optimize_indices`` keeps them, as pylance's does); {} = the type's defaults."""
+        return {}
+
     def update(self, new_data: TrainingData, dest: IndexStore, keep=None):
         """This index plus ``new_data`` written to ``dest`` (``optimize_indices``); ``keep``
         (a callable: row ids -> bool mask) drops old rows that are no longer valid. Returns
