@@ -1,2 +1,3 @@
 """Scalar index types. Importing this package registers every one of them."""
 from . import btree  # noqa: F401
+from . import ngram  # noqa: F401
