@@ -61,6 +61,45 @@ def postings_table(uri: str) -> pa.Table:
 
 CASES = [("2.0", False), ("2.1", True), ("2.2", False), ("2.2", True)]
 
+#: LIKE / regexp_like filters: (filter, LIKE pattern whose full-scan answer is the truth)
+LIKES = [("s LIKE '%hello%'", "%hello%"), ("s LIKE 'hel%'", "hel%"), ("s LIKE '%café%'", "%café%"),
+         ("s LIKE '%x9z%1%'", "%x9z%1%"), ("s LIKE '%alp_a%'", "%alp_a%"), ("s LIKE '%a b%'", "%a b%"),
+         ("s LIKE '%zzz%'", "%zzz%"), ("s LIKE '%fé%'", "%fé%"), ("regexp_like(s, 'alpha')", "%alpha%"),
+         ("s LIKE '%\\_%'", "%\\_%"), ("s LIKE 'Hello World'", "Hello World")]
+
+
+def like_truth(table: pa.Table, pattern: str) -> list:
+    hit = pc.fill_null(pc.match_like(table["s"], pattern), False)
+    return sorted(table.filter(hit)["id"].to_pylist())
+
+
+def index_query(plan: str):
+    """What a plan's ScalarIndexQuery line asks (None: no index)."""
+    lines = [x for x in plan.splitlines() if "ScalarIndexQuery" in x]
+    return lines[0].split("query=", 1)[1].split(", metrics=")[0].strip() if lines else None
+
+
+@pytest.mark.parametrize("who", ["pylance", "lancefmt"])
+def test_like_through_either_index(tmp_path, who):
+    """pylance 14 answers LIKE (and plain-literal regexp_like) through the NGRAM index when a
+    literal run of three letters or digits yields a trigram; lancefmt does the same, with the
+    same plan text, on either side's index."""
+    uri = str(tmp_path / "ds")
+    live = write(uri, sample_table(), "2.2", False)
+    if who == "pylance":
+        lance.dataset(uri).create_scalar_index("s", "NGRAM")
+    else:
+        build_index(uri, "s")
+    theirs, ours = lance.dataset(uri), lancefmt.dataset(uri)
+    for flt, pattern in LIKES:
+        want = like_truth(live, pattern)
+        assert sorted(theirs.to_table(filter=flt)["id"].to_pylist()) == want, flt
+        assert sorted(ours.to_table(filter=flt)["id"].to_pylist()) == want, flt
+        assert index_query(ours.scanner(filter=flt).explain_plan()) == \
+            index_query(theirs.scanner(filter=flt).explain_plan()), flt
+    assert index_query(ours.scanner(filter="s LIKE '%hello%'").explain_plan()) == \
+        '[regexp_like(s, Utf8(".*hello.*"))]@s_idx(NGram)'
+
 
 @pytest.mark.parametrize("version, stable", CASES)
 def test_pylance_index_answered_by_lancefmt(tmp_path, version, stable):
@@ -74,6 +113,7 @@ def test_pylance_index_answered_by_lancefmt(tmp_path, version, stable):
         assert ds.count_rows(filter=flt) == len(truth(live, q)), q
         plan = ds.scanner(filter=flt).explain_plan()
         assert ("ScalarIndexQuery" in plan) == (len(q) >= 3), q
+        assert index_query(plan) == index_query(lance.dataset(uri).scanner(filter=flt).explain_plan()), q
     sel = ds.scanner(filter="contains(s, 'x9z')").index_selection()
     assert sum(len(v) for v in sel.rows.values()) < live.num_rows / 3  # the index narrowed it
 

@@ -14,6 +14,11 @@ single trigram (``'a b'``, ``'!!!'``) cannot narrow anything: the answer is *eve
 re-checked (an empty complement, not exact) -- pylance answers such a pattern with its
 "at least nothing" result, the same thing.
 
+``LIKE`` patterns (and plain-literal ``regexp_like``, which is one) are answered the same way
+from the trigrams of their literal runs, as pylance 14 does through its regex look-up; like
+pylance, the index takes only patterns with a run of three letters or digits that yields a
+trigram, and leaves the others to the scan.
+
 ``update`` (``optimize_indices``) merges the new rows' lists into the old ones, as pylance
 does, into one new segment; ``remap`` (compaction) moves row ids and keeps every token, even
 one left without rows (pylance keeps them too, and counts them in ``num_ngrams``).
@@ -28,7 +33,7 @@ import pyarrow as pa
 
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError
-from ...sql.sargable import Contains
+from ...sql.sargable import LIKE_SPECIAL, Contains, Like
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult
 from ..core.store import IndexStore
@@ -50,11 +55,16 @@ class NGramType(IndexType):
     details_type_url = "/lance.table.NGramIndexDetails"
     details_class = index_details_pb2.NGramIndexDetails
     index_version = 0
-    queries = (Contains,)
+    queries = (Contains, Like)
     exact = False
 
     def serves(self, query) -> bool:
-        return isinstance(query, Contains) and len(query.text) >= MIN_QUERY_CHARS
+        if isinstance(query, Contains):
+            return len(query.text) >= MIN_QUERY_CHARS
+        if isinstance(query, Like):
+            runs = like_segments(query.pattern)
+            return longest_alnum_run(runs) >= MIN_QUERY_CHARS and pattern_tokens(query).size > 0
+        return False
 
     def check_field(self, field: pa.Field) -> None:
         if not is_text(field.type):
@@ -70,6 +80,42 @@ class NGramType(IndexType):
 
     def load(self, store: IndexStore, details) -> "NGramIndex":
         return NGramIndex(store)
+
+
+def like_segments(pattern: str) -> list:
+    """Literal runs every value matching the LIKE ``pattern`` contains: cut at ``%``, ``_``
+    and at a backslash with the character after it (whether the backslash escapes it or is
+    itself literal, the runs between stay substrings of the value)."""
+    out, cur, skip = [], [], False
+    for c in pattern:
+        if skip or c in LIKE_SPECIAL:
+            skip = c == "\\" and not skip
+            if cur:
+                out.append("".join(cur))
+                cur = []
+            continue
+        cur.append(c)
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def longest_alnum_run(runs) -> int:
+    best = 0
+    for r in runs:
+        n = 0
+        for c in r:
+            n = n + 1 if c.isalnum() else 0
+            best = max(best, n)
+    return best
+
+
+def pattern_tokens(query) -> np.ndarray:
+    """Tokens every value matching ``query`` holds (sorted unique uint32)."""
+    if isinstance(query, Contains):
+        return text_tokens(query.text)
+    parts = [text_tokens(r) for r in like_segments(query.pattern)]
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint32)
 
 
 def write_postings(store: IndexStore, postings: Postings) -> None:
@@ -159,10 +205,10 @@ class NGramIndex(LoadedIndex):
 
     # -- search ------------------------------------------------------------------------------------
     def search(self, query) -> SearchResult:
-        if not isinstance(query, Contains):
+        if not isinstance(query, (Contains, Like)):
             raise InvalidArgumentError(f"NGRAM cannot answer {type(query).__name__}")
-        wanted = text_tokens(query.text)
-        if len(query.text) < MIN_QUERY_CHARS or not wanted.size:
+        wanted = pattern_tokens(query)
+        if not wanted.size:
             return SearchResult(EMPTY, exact=False, negated=True)  # every row, re-checked
         pos = np.searchsorted(self.tokens, wanted)
         found = pos < self.tokens.size

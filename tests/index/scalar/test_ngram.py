@@ -15,9 +15,9 @@ from lancefmt.index.core.registry import RowIdMapping, TrainingData, by_name
 from lancefmt.index.core.store import IndexStore
 from lancefmt.index.scalar import ngram_postings
 from lancefmt.index.scalar._ngram import decode_list, encode_lists, intersect_sorted, union_lists
-from lancefmt.index.scalar.ngram import NGRAM, NGramIndex
+from lancefmt.index.scalar.ngram import NGRAM, NGramIndex, like_segments
 from lancefmt.index.scalar.ngram_postings import POSTINGS_FILE, Postings, text_tokens
-from lancefmt.sql.sargable import Contains, Equals, Term
+from lancefmt.sql.sargable import OTHER, Contains, Equals, Like, Term, sargable
 from pyroaring import BitMap
 
 A = 37
@@ -378,3 +378,38 @@ def test_full_scan_reference_agrees_on_random_text():
             got = set(p.list_of(k).tolist()) if k < len(p) and p.tokens[k] == t else set()
             cand = got if cand is None else cand & got
         assert cand is None or truth <= cand
+
+
+# -- LIKE ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("pattern, runs", [
+    ("%xyz%", ["xyz"]), ("hel%wor_d", ["hel", "wor", "d"]), ("%a\\_bcd%", ["a", "bcd"]),
+    ("%back\\\\slash%", ["back", "slash"]), ("%xy\\az%", ["xy", "z"]), ("\\", []), ("%%", []),
+])
+def test_like_segments_are_substrings_of_every_match(pattern, runs):
+    assert like_segments(pattern) == runs
+
+
+@pytest.mark.parametrize("pattern, served", [
+    ("%xyz%", True), ("xyz%", True), ("%hél%", True), ("%ab%", False), ("%a b%", False),
+    ("%ca_é%", False), ("%日本語%", False), ("%x9z%1%", True),
+])
+def test_serves_like_with_a_trigram(pattern, served):
+    assert NGRAM.serves(Like(pattern)) is served
+
+
+def test_like_search(index):
+    res = index.search(Like("%hel%wor%"))
+    assert res.rows.tolist() == [0] and not res.exact
+    assert index.search(Like("%zzz%")).exact  # an absent trigram: nothing
+    assert index.search(Like("%a%b%")).negated  # no trigram: every row
+
+
+def test_like_in_filters():
+    schema = pa.schema([("s", pa.string()), ("n", pa.int64())])
+    assert sargable("s LIKE '%xyz%'", schema) == Term("s", Like("%xyz%"))
+    assert sargable("s LIKE 'xyz'", schema) == Term("s", Equals("xyz", pa.string()))
+    assert sargable("regexp_like(s, 'xyz')", schema) == Term("s", Like("%xyz%"))
+    for other in ["s NOT LIKE '%x%'", "s ILIKE '%xyz%'", "regexp_like(s, 'x.z')", "n LIKE '%1%'",
+                  "s LIKE '%xyz%' ESCAPE '!'", "regexp_like(s, 'xyz', 'i')"]:
+        assert sargable(other, schema) is OTHER, other
+    assert Like("%back\\\\sla_%").describe("s") == 'regexp_like(s, Utf8(".*back\\\\\\\\sla..*"))'
