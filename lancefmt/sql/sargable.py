@@ -144,7 +144,7 @@ def _show(v) -> str:
 # -- the tree -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Term:
-    column: str            # a top-level column name, as the schema spells it
+    column: str            # a column path ("id", "st.a"), as the schema spells it
     query: object          # one of QUERY_TYPES
 
     def describe(self) -> str:
@@ -222,18 +222,17 @@ class _Extractor:
 
     # -- leaves ----------------------------------------------------------------------------
     def column(self, n) -> tuple[str, pa.DataType] | None:
-        """``n`` as a plain top-level column of the schema, else None."""
+        """``n`` as a column of the schema (a top-level name, or a path into structs such as
+        ``st.a``, spelled as the schema spells it), else None."""
         if isinstance(n, exp.Paren):
             return self.column(n.this)
-        if not isinstance(n, (exp.Column, exp.Identifier)):
-            return None
-        if isinstance(n, exp.Column) and len(n.parts) != 1:
+        if not isinstance(n, (exp.Column, exp.Identifier, exp.Dot)):
             return None
         got = self.t.node(n)
-        if not isinstance(got, Typed) or len(got.columns) != 1 or "." in got.columns[0]:
+        if not isinstance(got, Typed) or len(got.columns) != 1:
             return None
         name = got.columns[0]
-        if self.schema.get_field_index(name) < 0:
+        if self.schema.get_field_index(name.split(".")[0]) < 0:
             return None  # _rowid / _rowaddr
         return name, got.type
 

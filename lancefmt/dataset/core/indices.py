@@ -22,6 +22,27 @@ def index_store_for(snapshot, index_uuid: str, base_id=None) -> IndexStore:
     return IndexStore(uri, ctx.options_for(uri))
 
 
+def field_paths(fields) -> dict:
+    """Field id -> dotted path (``st.a``) for every field reached through structs only (the
+    fields a filter can name, hence the ones an index on them can answer)."""
+    by_id = {f.id: f for f in fields}
+    out = {}
+    for f in fields:
+        names, cur, ok = [], f, True
+        while True:
+            names.append(cur.name)
+            if cur.parent_id == -1:
+                break
+            parent = by_id.get(cur.parent_id)
+            if parent is None or parent.logical_type != "struct":
+                ok = False
+                break
+            cur = parent
+        if ok:
+            out[f.id] = ".".join(reversed(names))
+    return out
+
+
 def index_entries(snapshot) -> list:
     """The version's ``IndexMetadata`` entries (the index section is read on first use)."""
     return snapshot.memo("index entries", lambda: list(snapshot.manifest_file.indices))
@@ -33,7 +54,7 @@ def index_catalog(snapshot) -> dict:
         entries = index_entries(snapshot)
         if not entries:
             return {}
-        top = {f.id: f.name for f in snapshot.ctx.fields if f.parent_id == -1}
-        return build_catalog(entries, top.get, lambda pb: index_store(snapshot, pb))
+        return build_catalog(entries, field_paths(snapshot.ctx.fields).get,
+                             lambda pb: index_store(snapshot, pb), snapshot.has_stable_row_ids)
 
     return snapshot.memo("index catalog", build)

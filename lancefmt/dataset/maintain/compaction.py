@@ -28,6 +28,7 @@ from ...table.transaction import ReserveFragments, Rewrite, RewriteGroup
 from ..core.files import data_file_uris, delete_files
 from ..core.plan import CommitPlan
 from ..core.view import View
+from ..indices.remap import attach_index_remap
 from ..read.blobs import with_blob_bytes
 from ..read.scan import ScanSpec, load_deletions
 from ..write.files import DEFAULT_MAX_BYTES_PER_FILE
@@ -72,8 +73,8 @@ class CompactionOptions:
     max_source_rows: int | None = None
     max_source_bytes: int | None = None
     excluded_fragment_ids: tuple = ()  # left alone; they also split runs of candidates
-    # accepted and ignored: no indexes to remap, reads are not buffered by bytes, and the
-    # rewritten fragments keep the dataset's file version
+    # accepted and ignored: indices are always remapped at once, reads are not buffered by
+    # bytes, and the rewritten fragments keep the dataset's file version
     data_storage_version: str | None = None
     defer_index_remap: bool = False
     io_buffer_size: int | None = None
@@ -342,13 +343,14 @@ def compact_files(snapshot, options: CompactionOptions, progress=None):
 @io_scope()  # its files and its commit: one writer (io/uploads.py)
 def compact(snapshot, options: CompactionOptions, progress=None):
     """Compact and commit: (committed snapshot, metrics). As pylance: a ReserveFragments
-    commit first, then the Rewrite names the reserved ids (so index remapping could refer to
-    them; the versions match pylance's run)."""
+    commit first, then the Rewrite names the reserved ids, and the indices covering rewritten
+    fragments are remapped to them (:mod:`..indices.remap`)."""
     op, written, metrics = compact_files(snapshot, options, progress)
     if op is None:
         return snapshot, metrics
     try:
         snapshot = reserve_ids(snapshot, op)
+        written += [(u, snapshot.storage_options) for u in attach_index_remap(snapshot, op)]
     except BaseException:
         for uri, opts in written:
             delete_files([uri], opts)

@@ -25,7 +25,8 @@ from ...sql.sargable import OTHER, sargable
 from ...table.rowids import MISSING_ADDRESS
 from ..core.indices import index_catalog
 from .row_lookup import row_id_index
-from .scan import WINDOW_ROWS, FragmentScan
+from .scan import WINDOW_ROWS, FragmentScan, load_deletions
+from .take import direct_take_plan
 
 # A selection at most this dense (rows per physical row) is read by takes, not windows.
 TAKE_DENSITY = 1 / 64
@@ -63,6 +64,13 @@ class IndexSelection:
     def covers(self, fragment_id: int) -> bool:
         return fragment_id in self.plan.fragments
 
+    def empty_for(self, fragment_id: int) -> bool:
+        """Whether the answer keeps no row of this (covered) fragment."""
+        if self.negated or fragment_id not in self.plan.fragments:
+            return False
+        chosen = self.rows.get(fragment_id)
+        return chosen is None or not chosen.size
+
     def text(self) -> str:
         return self.plan.text
 
@@ -71,11 +79,15 @@ def index_selection(snapshot, filter_text) -> IndexSelection | None:
     """The index answer for ``filter_text`` on ``snapshot`` (None: no index helps)."""
     if not isinstance(filter_text, str):
         return None
-    catalog = index_catalog(snapshot)
-    if not catalog:
+    if not index_catalog(snapshot):
         return None
-    tree = filter_terms(filter_text, snapshot.schema)
-    if tree is OTHER:
+    return selection_for_tree(snapshot, filter_terms(filter_text, snapshot.schema))
+
+
+def selection_for_tree(snapshot, tree) -> IndexSelection | None:
+    """The index answer for a sargable tree (a filter's, or Spark's pushed filters')."""
+    catalog = index_catalog(snapshot)
+    if not catalog or tree is OTHER:
         return None
     p = plan(tree, catalog, _row_addresses(snapshot) if snapshot.has_stable_row_ids else None)
     if p is None:
@@ -112,17 +124,18 @@ def _by_fragment(addrs: np.ndarray, fragments) -> dict:
     return out
 
 
-def selected_positions(scan: FragmentScan, sel: IndexSelection) -> np.ndarray:
-    """Live physical offsets of ``scan``'s fragment that the selection keeps (sorted)."""
-    fid = int(scan.frag.id)
-    chosen = sel.rows.get(fid)
+def selected_positions(scan: FragmentScan, chosen, negated: bool) -> np.ndarray:
+    """Live physical offsets of ``scan``'s fragment an index answer keeps (sorted): ``chosen``
+    (sorted offsets, or None for none) minus deleted rows, or with ``negated`` every live row
+    except ``chosen``."""
     dv = scan.deletions
-    if sel.negated:
+    if negated:
         live = dv.kept_indices(scan.num_rows) if dv is not None and len(dv) else \
             np.arange(scan.num_rows, dtype=np.int64)
+        live = live.astype(np.int64, copy=False)
         if chosen is None or not chosen.size:
-            return live.astype(np.int64, copy=False)
-        return live[~np.isin(live, chosen, assume_unique=True)].astype(np.int64, copy=False)
+            return live
+        return live[~np.isin(live, chosen, assume_unique=True)]
     if chosen is None or not chosen.size:
         return np.empty(0, dtype=np.int64)
     chosen = chosen[chosen < scan.num_rows]
@@ -132,17 +145,20 @@ def selected_positions(scan: FragmentScan, sel: IndexSelection) -> np.ndarray:
 
 
 class SelectedScan(FragmentScan):
-    """A fragment scan that reads only the rows an index selected (see module docstring)."""
+    """A fragment scan that reads only the rows an index selected (see module docstring):
+    ``chosen`` physical offsets (sorted; ``negated``: every live row but those), the filter
+    re-checked unless the answer is ``exact``."""
 
-    def __init__(self, ctx, frag, spec, selection: IndexSelection):
+    def __init__(self, ctx, frag, spec, chosen, negated: bool = False, exact: bool = True):
         super().__init__(ctx, frag, spec)
-        self.selection = selection
-        self.apply_filter = not selection.exact
+        self.chosen = None if chosen is None else np.asarray(chosen, dtype=np.int64)
+        self.negated = negated
+        self.apply_filter = not exact
         self._positions = None
 
     def kept_positions(self) -> np.ndarray:
         if self._positions is None:
-            self._positions = selected_positions(self, self.selection)
+            self._positions = selected_positions(self, self.chosen, self.negated)
         return self._positions
 
     def windows(self, start: int = 0, stop: int | None = None):
@@ -158,7 +174,7 @@ class SelectedScan(FragmentScan):
         window = max(self.spec.batch_size, WINDOW_ROWS)
         first = pos // window
         for w in np.unique(first).tolist():
-            yield from super().windows(w * window, min((w + 1) * window, stop))
+            yield from super().windows(max(start, w * window), min((w + 1) * window, stop))
 
     def _taken(self, positions: np.ndarray) -> pa.Table:
         plan, nulls = self.file_plan()
@@ -180,8 +196,58 @@ class SelectedScan(FragmentScan):
 def scan_maker(selection: IndexSelection):
     """``make_scan`` for :func:`~.scan.scan_batches`: covered fragments read their selection."""
     def make(ctx, frag, spec):
-        if selection.covers(int(frag.id)):
-            return SelectedScan(ctx, frag, spec, selection)
+        fid = int(frag.id)
+        if selection.covers(fid):
+            return SelectedScan(ctx, frag, spec, selection.rows.get(fid), selection.negated,
+                                selection.exact)
         return FragmentScan(ctx, frag, spec)
 
     return make
+
+
+# An exact answer of at most this many rows, over fixed-width columns of a local dataset, is
+# gathered straight from the mapped files (the direct take), skipping per-fragment scans.
+DIRECT_MAX_ROWS = 1 << 16
+
+
+def direct_index_table(snapshot, sel: IndexSelection, fragments, spec) -> pa.Table | None:
+    """The rows of an exact index answer through the snapshot's direct-take plan, or None when
+    that plan does not apply (see :mod:`.direct_take`)."""
+    if not sel.exact or sel.negated or spec.need_row_id or spec.need_row_address or \
+            not spec.columns:
+        return None
+    if any(not sel.covers(int(f.id)) for f in fragments):
+        return None
+    if sum(int(sel.rows[int(f.id)].size) for f in fragments if int(f.id) in sel.rows) > DIRECT_MAX_ROWS:
+        return None
+    plan = direct_take_plan(snapshot, list(spec.columns))
+    if plan is None:
+        return None
+    pieces = []
+    ctx = snapshot.ctx
+    for pb in fragments:
+        chosen = sel.rows.get(int(pb.id))
+        if chosen is None or not chosen.size:
+            continue
+        chosen = chosen[chosen < pb.physical_rows]
+        dv = load_deletions(ctx, pb)
+        if dv is not None and len(dv):
+            chosen = chosen[~np.isin(chosen, dv.offsets.astype(np.int64))]
+        pieces.append(chosen + plan.fragment_first[int(pb.id)])
+    rows = np.concatenate(pieces) if pieces else np.empty(0, np.int64)
+    return plan.take_physical(rows)
+
+
+def selected_fragment_batches(fragment, start, stop, chosen, negated, exact, args):
+    """Batches of a fragment's rows in ``[start, stop)`` an index answer selected (what a
+    Spark executor reads for a partition the driver planned with an index); ``args``: the
+    scan's columns, filter, row id/address flags and batch size."""
+    from ...jsonb.arrow import decode_batch
+    from .scan import ScanSpec
+
+    ctx = fragment.scan_context
+    spec = ScanSpec.build(ctx.schema, args.get("columns"), args.get("filter"),
+                          args.get("with_row_id", False), args.get("with_row_address", False),
+                          args.get("batch_size"))
+    scan = SelectedScan(ctx, fragment.pb, spec, chosen, negated, exact)
+    return (decode_batch(b, ctx.schema) for b in scan.batches(start, stop))

@@ -18,7 +18,7 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import decode_batch, user_schema
-from .index_scan import SelectedScan, index_selection, scan_maker
+from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches
@@ -115,14 +115,22 @@ class LanceScanner(pads.Scanner):
         worked out once per scanner."""
         if self._selection is _UNSET:
             self._selection = None
-            if self._use_index and self._filter_text is not None and \
-                    hasattr(self._source, "manifest_file"):
-                self._selection = index_selection(self._source, self._filter_text)
+            snapshot = self._source.index_snapshot() if self._use_index and \
+                self._filter_text is not None else None
+            if snapshot is not None:
+                self._selection = index_selection(snapshot, self._filter_text)
         return self._selection
 
     def _make_scan(self):
         sel = self.index_selection()
         return None if sel is None else scan_maker(sel)
+
+    def _scanned_fragments(self) -> list:
+        """The fragments a run reads: those an index answered with no row are skipped."""
+        sel = self.index_selection()
+        if sel is None:
+            return self._fragments
+        return [f for f in self._fragments if not sel.empty_for(int(f.id))]
 
     # -- schemas ------------------------------------------------------------------------------
     @property
@@ -158,8 +166,27 @@ class LanceScanner(pads.Scanner):
         return user_schema(self._source.schema)
 
     # -- running ------------------------------------------------------------------------------
+    def _direct(self):
+        """An exact, small index answer gathered in one direct take (or None)."""
+        sel = self.index_selection()
+        if sel is None or self._projection.computed or self._offset_at is not None:
+            return None
+        if not hasattr(self._source, "manifest_file"):
+            return None
+        table = direct_index_table(self._source, sel, self._scanned_fragments(), self._spec)
+        if table is None:
+            return None
+        start = self._offset or 0
+        stop = table.num_rows if self._limit is None else min(table.num_rows, start + self._limit)
+        return table.slice(start, max(0, stop - start))
+
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        batches = scan_batches(self._source.ctx, self._fragments, self._spec,
+        direct = self._direct()
+        if direct is not None:
+            stored = self._stored_schema()
+            out = (decode_batch(b, stored) for b in direct.to_batches(self._spec.batch_size))
+            return rebatch(out, self._batch_size) if self._strict else out
+        batches = scan_batches(self._source.ctx, self._scanned_fragments(), self._spec,
                                limit=self._limit, offset=self._offset, threads=self._threads,
                                make_scan=self._make_scan())
         if self._projection.computed:
@@ -189,10 +216,11 @@ class LanceScanner(pads.Scanner):
                 return int(live_counts(self._source.ctx, self._fragments).sum())
             count_spec = ScanSpec.build(self._source.schema, [], self._spec.filter)
             sel = self.index_selection()
-            frags, counted = self._fragments, 0
+            frags, counted = self._scanned_fragments(), 0
             if sel is not None and sel.exact:  # answered fragments are counted, not read
                 ctx = self._source.ctx
-                counted = sum(SelectedScan(ctx, f, count_spec, sel).count()
+                counted = sum(SelectedScan(ctx, f, count_spec, sel.rows.get(int(f.id)),
+                                           sel.negated, True).count()
                               for f in frags if sel.covers(int(f.id)))
                 frags = [f for f in frags if not sel.covers(int(f.id))]
             return counted + sum(b.num_rows for b in scan_batches(
@@ -201,7 +229,7 @@ class LanceScanner(pads.Scanner):
 
     def head(self, num_rows: int) -> pa.Table:
         limit = num_rows if self._limit is None else min(num_rows, self._limit)
-        batches = scan_batches(self._source.ctx, self._fragments, self._spec, limit=limit,
+        batches = scan_batches(self._source.ctx, self._scanned_fragments(), self._spec, limit=limit,
                                offset=self._offset, make_scan=self._make_scan())
         if self._projection.computed:
             batches = (self._projection.apply(b, self._extras) for b in batches)

@@ -60,6 +60,15 @@ class Segment:
     itype: IndexType
     fragments: BitMap
     store: IndexStore
+    stable_row_ids: bool = False
+
+    @property
+    def index_version(self) -> int:
+        return int(self.meta.index_version) if self.meta.HasField("index_version") else 0
+
+    @property
+    def records_addresses(self) -> bool:
+        return self.itype.records_addresses(self.index_version, self.stable_row_ids)
 
     @property
     def uuid(self) -> str:
@@ -90,10 +99,10 @@ class NamedIndex:
 
 
 def build_catalog(entries, column_of: Callable[[int], str | None],
-                  store_of: Callable[[object], IndexStore]) -> dict:
+                  store_of: Callable[[object], IndexStore], stable_row_ids: bool = False) -> dict:
     """``{column: [NamedIndex, ...]}`` from manifest entries. ``column_of(field_id)`` names a
-    top-level column (None: not one an index on it can answer); ``store_of(entry)`` opens the
-    entry's directory."""
+    column (None: not one an index on it can answer); ``store_of(entry)`` opens the entry's
+    directory."""
     by_name: dict = {}
     for pb in entries:
         if is_system(pb) or len(pb.fields) != 1:
@@ -113,7 +122,7 @@ def build_catalog(entries, column_of: Callable[[int], str | None],
         named = by_name.get(pb.name)
         if named is None:
             named = by_name[pb.name] = NamedIndex(pb.name, column, itype)
-        named.segments.append(Segment(pb, itype, fragment_ids(pb), store_of(pb)))
+        named.segments.append(Segment(pb, itype, fragment_ids(pb), store_of(pb), stable_row_ids))
     out: dict = {}
     for named in by_name.values():
         out.setdefault(named.column, []).append(named)

@@ -64,8 +64,8 @@ class _Run:
 
     def search(self, segment, query) -> SearchResult:
         res = segment.load().search(query)
-        if res.addresses or self.to_addresses is None:
-            return res
+        if res.addresses or segment.records_addresses or self.to_addresses is None:
+            return SearchResult(res.rows, res.exact, res.negated, True)
         return SearchResult(self.to_addresses(res.rows), res.exact, res.negated, True)
 
     def node(self, tree):

@@ -34,23 +34,48 @@ class TrainingData:
     batches; ``field`` is the indexed column's Arrow field."""
 
     def __init__(self, field: pa.Field, fragments: list, batches: Callable[[int], Iterator],
-                 stable_row_ids: bool = False):
+                 stable_row_ids: bool = False, all_batches: Callable[[], Iterator] | None = None):
         self.field = field
         self.fragments = list(fragments)
         self._batches = batches
+        self._all = all_batches
         self.stable_row_ids = stable_row_ids
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([pa.field(VALUE, self.field.type), pa.field(ROW_ID, pa.uint64()),
+                          pa.field(ROW_ADDRESS, pa.uint64())])
 
     def fragment_batches(self, fragment_id: int) -> Iterator[pa.RecordBatch]:
         return self._batches(fragment_id)
 
     def batches(self) -> Iterator[pa.RecordBatch]:
+        """Every fragment's batches in order (read in parallel when the source can)."""
+        if self._all is not None:
+            yield from self._all()
+            return
         for fid, _ in self.fragments:
             yield from self._batches(fid)
 
+    def recording_addresses(self) -> "TrainingData":
+        """The same data with ``_rowid`` holding the row addresses (for segments that record
+        addresses on a dataset with stable row ids)."""
+        def swap(batches):
+            for b in batches:
+                addr = b.column(ROW_ADDRESS)
+                yield pa.RecordBatch.from_arrays([b.column(VALUE), addr, addr], schema=b.schema)
+
+        all_batches = (lambda: swap(self._all())) if self._all is not None else None
+        return TrainingData(self.field, self.fragments, lambda fid: swap(self._batches(fid)),
+                            self.stable_row_ids, all_batches)
+
+    @classmethod
+    def empty(cls, field: pa.Field, stable_row_ids: bool = False) -> "TrainingData":
+        """No rows (``train=False``: an index covering no fragment yet)."""
+        return cls(field, [], lambda fid: iter(()), stable_row_ids)
+
     def table(self) -> pa.Table:
-        schema = pa.schema([pa.field(VALUE, self.field.type), pa.field(ROW_ID, pa.uint64()),
-                            pa.field(ROW_ADDRESS, pa.uint64())])
-        return pa.Table.from_batches(list(self.batches()), schema=schema)
+        return pa.Table.from_batches(list(self.batches()), schema=self.schema)
 
     @classmethod
     def from_table(cls, field: pa.Field, table: pa.Table, stable_row_ids: bool = False) -> "TrainingData":
@@ -142,6 +167,18 @@ class IndexType:
     def check_field(self, field: pa.Field) -> None:
         """Refuse a column this type cannot index (pylance's error types)."""
 
+    def index_version_for(self, stable_row_ids: bool) -> int:
+        """``index_version`` of a segment built now (pylance writes some types at a higher
+        version on datasets with stable row ids)."""
+        return self.index_version
+
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        """Whether a segment records row addresses (else stable row ids). Without stable row
+        ids the two are the same; pylance 14 records addresses in some types even with them,
+        and marks such segments by their ``index_version``. The framework hands training the
+        right one as ``_rowid`` and tells the planner which it gets back."""
+        return not stable_row_ids
+
     def default_params(self) -> dict:
         return {}
 
@@ -150,6 +187,12 @@ class IndexType:
         raise NotImplementedError
 
     def load(self, store: IndexStore, details) -> LoadedIndex:
+        raise NotImplementedError
+
+    def merge(self, segments: list, dest: IndexStore):
+        """One segment holding every loaded segment's entries (disjoint fragments), written to
+        ``dest`` without reading the dataset; returns its details. NotImplementedError: the
+        caller rebuilds from the column's data instead."""
         raise NotImplementedError
 
     # -- details ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._proto import index_details_pb2
-from ...errors import CorruptFileError, InvalidArgumentError
+from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
 from ...sql.sargable import Equals, IsIn, IsNull, Range
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
@@ -63,10 +63,17 @@ class BTreeType(IndexType):
     queries = (Equals, Range, IsIn, IsNull)
     exact = True
 
+    def index_version_for(self, stable_row_ids: bool) -> int:
+        return 1 if stable_row_ids else 0  # version 1: row addresses (pylance 14)
+
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        return not stable_row_ids or index_version >= 1
+
     def check_field(self, field: pa.Field) -> None:
         if not orderable(field.type):
-            raise InvalidArgumentError(
-                f"BTREE index cannot be created on column {field.name!r} of type {field.type}")
+            raise UnsupportedColumnTypeError(
+                f"BTREE/BITMAP index column {field.name} must be int, float, bool, str, "
+                f"large_str, binary, large_binary, decimal, fixed-size-binary, or temporal")
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         table = data.table()
@@ -77,6 +84,17 @@ class BTreeType(IndexType):
 
     def load(self, store: IndexStore, details) -> "BTreeIndex":
         return BTreeIndex(store)
+
+    def merge(self, segments: list, dest: IndexStore):
+        """Sorted runs of the segments merged into one (a stable sort of concatenated sorted
+        runs costs little more than a merge)."""
+        parts = [s.entries() for s in segments]
+        if not parts:
+            raise InvalidArgumentError("nothing to merge")
+        values = pa.concat_arrays([v.cast(parts[0][0].type) for v, _ in parts])
+        ids = np.concatenate([i for _, i in parts])
+        write_sorted(dest, *sort_by_value(values, ids), segments[0].batch_size)
+        return self.details_class()
 
 
 def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_size: int) -> None:
@@ -130,9 +148,14 @@ class BTreeIndex(LoadedIndex):
         self.min_null = np.asarray(self.mins.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self.max_null = np.asarray(self.maxs.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self.kind = numpy_kind(self.type)
+        self.sorted_keys = False
         if self.kind is not None:
             self.min_keys = _keys(self.mins, self.min_null, self.kind)
             self.max_keys = _keys(self.maxs, self.max_null, self.kind)
+            # pages in value order (as every single build writes them): binary searches
+            # find the candidate pages; otherwise every page is tested
+            self.sorted_keys = bool((self.min_keys[1:] >= self.min_keys[:-1]).all() and
+                                    (self.max_keys[1:] >= self.max_keys[:-1]).all())
         data = store.reader(PAGE_DATA)
         self.num_rows = data.num_rows
         pages = -(-self.num_rows // self.batch_size)
@@ -159,6 +182,16 @@ class BTreeIndex(LoadedIndex):
 
     def _candidates(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:
         """Lookup rows whose page may hold values in the range (None = unbounded)."""
+        if self.sorted_keys:
+            # null keys were filled with the type's smallest value: still ascending
+            first = int(self.max_null.sum()) if lower is None else int(np.searchsorted(
+                self.max_keys, scalar_as(lower, self.type, self.kind),
+                side="left" if lower_inc else "right"))
+            first = max(first, int(self.max_null.sum()))
+            last = len(self.min_keys) if upper is None else int(np.searchsorted(
+                self.min_keys, scalar_as(upper, self.type, self.kind),
+                side="right" if upper_inc else "left"))
+            return np.arange(first, max(first, last))
         ok = ~self.max_null  # an all-null page holds no value
         if self.kind is not None:
             if lower is not None:
@@ -203,12 +236,12 @@ class BTreeIndex(LoadedIndex):
 
     # -- the rest --------------------------------------------------------------------------------
     def statistics(self) -> dict:
+        """pylance's words: the first page's first and the last page's last value ("NULL"
+        when null), and the page count."""
         out = {}
-        valued = np.flatnonzero(~self.max_null)
-        if valued.size:  # the first value after the nulls, and the last page's last value
-            first = self.page(int(self.page_idx[valued[0]]))
-            out["min"] = str(first.values[0].as_py())
-            out["max"] = str(self.maxs[int(valued[-1])].as_py())
+        if len(self.page_idx):
+            out["min"] = _show(self.mins[0])
+            out["max"] = _show(self.maxs[len(self.maxs) - 1])
         out["num_pages"] = int(len(self.page_idx))
         return out
 
@@ -240,8 +273,17 @@ class BTreeIndex(LoadedIndex):
 
 
 def _keys(values: pa.Array, null: np.ndarray, kind: np.dtype) -> np.ndarray:
-    filled = values.fill_null(pa.scalar(0, values.type)) if null.any() else values
-    return as_numpy(filled, kind)
+    """Page keys as numpy; a null key (pages holding the leading nulls) becomes the smallest
+    value of ``kind``, which keeps sorted keys sorted."""
+    if not null.any():
+        return as_numpy(values, kind)
+    keys = as_numpy(values.fill_null(pa.scalar(0, values.type)), kind).copy()
+    keys[null] = np.finfo(kind).min if kind.kind == "f" else np.iinfo(kind).min
+    return keys
+
+
+def _show(value: pa.Scalar) -> str:
+    return "NULL" if not value.is_valid else str(value.as_py())
 
 
 def _mask(arr) -> np.ndarray:

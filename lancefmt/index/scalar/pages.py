@@ -34,7 +34,10 @@ def as_numpy(values: pa.Array, kind: np.dtype) -> np.ndarray:
 
 
 def scalar_as(value, t: pa.DataType, kind: np.dtype):
-    """A Python value of type ``t`` as a numpy scalar comparable with :func:`as_numpy`'s output."""
+    """A Python value of type ``t`` as a numpy scalar comparable with :func:`as_numpy`'s output
+    (numbers directly; dates and times through Arrow's conversion to their integer storage)."""
+    if (pa.types.is_integer(t) or pa.types.is_floating(t)) and isinstance(value, (int, float)):
+        return kind.type(value)
     arr = pa.array([value], type=t)
     return as_numpy(arr, kind)[0]
 
