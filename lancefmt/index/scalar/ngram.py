@@ -19,9 +19,11 @@ from the trigrams of their literal runs, as pylance 14 does through its regex lo
 pylance, the index takes only patterns with a run of three letters or digits that yields a
 trigram, and leaves the others to the scan.
 
-``update`` (``optimize_indices``) merges the new rows' lists into the old ones, as pylance
-does, into one new segment; ``remap`` (compaction) moves row ids and keeps every token, even
-one left without rows (pylance keeps them too, and counts them in ``num_ngrams``).
+``update`` merges the new rows' lists into the old ones, as pylance's ``optimize_indices``
+does, into one new segment; ``merge`` unites segments built over disjoint fragments (pylance's
+``merge_existing_index_segments``: the file of one build over them all); ``remap``
+(compaction) moves row ids and keeps every token, even one left without rows (pylance keeps
+them too, and counts them in ``num_ngrams``).
 """
 from __future__ import annotations
 
@@ -80,6 +82,18 @@ class NGramType(IndexType):
 
     def load(self, store: IndexStore, details) -> "NGramIndex":
         return NGramIndex(store)
+
+    def merge(self, segments: list, dest: IndexStore):
+        """Every segment's lists united token by token (pairwise, in rounds), which is the
+        file one build over their fragments writes, as pylance's segment merge does."""
+        if not segments:
+            raise InvalidArgumentError("nothing to merge")
+        parts = [s.postings() for s in segments]
+        while len(parts) > 1:
+            parts = [parts[i].union(parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                     for i in range(0, len(parts), 2)]
+        write_postings(dest, parts[0])
+        return self.details_class()
 
 
 def like_segments(pattern: str) -> list:

@@ -11,6 +11,7 @@ from pyroaring import BitMap64
 from lancefmt.errors import CorruptFileError, InvalidArgumentError
 from lancefmt.index.core.planner import plan
 from lancefmt.index.core.catalog import NamedIndex, Segment
+from lancefmt.index.core.metadata import new_metadata, new_uuid
 from lancefmt.index.core.registry import RowIdMapping, TrainingData, by_name
 from lancefmt.index.core.store import IndexStore
 from lancefmt.index.scalar import ngram_postings
@@ -279,17 +280,14 @@ def test_remap_moves_and_drops(index, tmp_path):
 def test_planner_combines_segments_with_every_row(tmp_path):
     """One segment can say "every row" (no trigram) while another lists rows: the union is
     every row, to be re-checked."""
-    stores = []
+    segs = []
     for k, vals in enumerate([["abc def"], ["xyz"]]):
         st = IndexStore(str(tmp_path / f"s{k}"))
-        NGRAM.train(training(vals, ids=[k << 32], frag=k), st, {})
-        stores.append(st)
-
-    class Meta:
-        index_details = NGRAM.pack_details(NGRAM.details_class())
-
-    named = NamedIndex("s_idx", "s", NGRAM, [Segment(Meta(), NGRAM, BitMap([k]), st)
-                                              for k, st in enumerate(stores)])
+        details = NGRAM.train(training(vals, ids=[k << 32], frag=k), st, {})
+        meta = new_metadata(index_uuid=new_uuid(), name="s_idx", field_ids=[0], dataset_version=1,
+                            fragments=[k], details=NGRAM.pack_details(details), index_version=0)
+        segs.append(Segment(meta, NGRAM, BitMap([k]), st))
+    named = NamedIndex("s_idx", "s", NGRAM, segs)
     p = plan(Term("s", Contains("a b")), {"s": [named]})
     assert p.result.negated and not p.exact
     p = plan(Term("s", Contains("def")), {"s": [named]})
