@@ -34,17 +34,19 @@ import numpy as np
 import pyarrow as pa
 
 from ..._proto import index_details_pb2
-from ...errors import CorruptFileError, InvalidArgumentError
+from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
 from ...sql.sargable import LIKE_SPECIAL, Contains, Like
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult
 from ..core.store import IndexStore
 from ._ngram import decode_list, intersect_sorted
 from .ngram_postings import (MIN_QUERY_CHARS, POSTING_LIST, POSTINGS_FILE, TOKENS, Postings,
-                             text_tokens)
+                             text_tokens, unite)
 
 #: decoded posting lists kept per loaded index (bytes of row ids)
 LIST_CACHE_BYTES = 256 << 20
+#: text tokenised at once while training (the lists of each group are united at the end)
+GROUP_BYTES = 256 << 20
 
 
 def is_text(t: pa.DataType) -> bool:
@@ -70,14 +72,10 @@ class NGramType(IndexType):
 
     def check_field(self, field: pa.Field) -> None:
         if not is_text(field.type):
-            raise InvalidArgumentError(
-                "A ngram index can only be created on a Utf8 or LargeUtf8 field.  "
-                f"Column {field.name!r} has type {field.type}")
+            raise UnsupportedColumnTypeError(f"NGRAM index column {field.name} must be a string")
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
-        table = data.table()
-        postings = Postings.of_strings(table.column(VALUE), table.column(ROW_ID).to_numpy())
-        write_postings(store, postings)
+        write_postings(store, postings_of(data))
         return self.details_class()
 
     def load(self, store: IndexStore, details) -> "NGramIndex":
@@ -88,11 +86,7 @@ class NGramType(IndexType):
         file one build over their fragments writes, as pylance's segment merge does."""
         if not segments:
             raise InvalidArgumentError("nothing to merge")
-        parts = [s.postings() for s in segments]
-        while len(parts) > 1:
-            parts = [parts[i].union(parts[i + 1]) if i + 1 < len(parts) else parts[i]
-                     for i in range(0, len(parts), 2)]
-        write_postings(dest, parts[0])
+        write_postings(dest, unite([s.postings() for s in segments]))
         return self.details_class()
 
 
@@ -130,6 +124,28 @@ def pattern_tokens(query) -> np.ndarray:
         return text_tokens(query.text)
     parts = [text_tokens(r) for r in like_segments(query.pattern)]
     return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint32)
+
+
+def postings_of(data: TrainingData) -> Postings:
+    """The lists of ``data``, tokenised a group of batches at a time (about
+    :data:`GROUP_BYTES` of text), so the column is never all in memory at once."""
+    parts, values, ids, size = [], [], [], 0
+
+    def flush():
+        if values:
+            parts.append(Postings.of_strings(pa.chunked_array(values), np.concatenate(ids)))
+            values.clear()
+            ids.clear()
+
+    for batch in data.batches():
+        values.append(batch.column(VALUE))
+        ids.append(batch.column(ROW_ID).to_numpy())
+        size += batch.column(VALUE).nbytes
+        if size >= GROUP_BYTES:
+            flush()
+            size = 0
+    flush()
+    return unite(parts)
 
 
 def write_postings(store: IndexStore, postings: Postings) -> None:
@@ -249,9 +265,7 @@ class NGramIndex(LoadedIndex):
         old = self.postings()
         if keep is not None:
             old = old.keep_ids(np.asarray(keep(old.ids), dtype=bool))
-        new = new_data.table()
-        merged = old.union(Postings.of_strings(new.column(VALUE), new.column(ROW_ID).to_numpy()))
-        write_postings(dest, merged)
+        write_postings(dest, old.union(postings_of(new_data)))
         return index_details_pb2.NGramIndexDetails()
 
     def remap(self, mapping, dest: IndexStore):

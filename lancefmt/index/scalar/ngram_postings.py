@@ -153,6 +153,17 @@ class Postings:
         return cls(np.asarray(tokens, dtype=np.uint32), np.concatenate(offs_parts), ids)
 
 
+def unite(parts: list) -> Postings:
+    """All ``parts`` united token by token (pairwise, in rounds: each id is copied
+    log2(len(parts)) times, not len(parts))."""
+    if not parts:
+        return Postings.empty()
+    while len(parts) > 1:
+        parts = [parts[i].union(parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def _offsets_after(offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
     kept = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
     return kept[offsets]

@@ -241,8 +241,9 @@ def test_serves_patterns_of_three_characters():
 
 def test_check_field():
     NGRAM.check_field(pa.field("s", pa.large_string()))
-    with pytest.raises(InvalidArgumentError):
-        NGRAM.check_field(pa.field("n", pa.int64()))
+    for t in (pa.int64(), pa.binary()):
+        with pytest.raises(TypeError, match="NGRAM index column n must be a string"):
+            NGRAM.check_field(pa.field("n", t))
 
 
 def test_statistics_and_prewarm(index):
@@ -411,3 +412,21 @@ def test_like_in_filters():
                   "s LIKE '%xyz%' ESCAPE '!'", "regexp_like(s, 'xyz', 'i')"]:
         assert sargable(other, schema) is OTHER, other
     assert Like("%back\\\\sla_%").describe("s") == 'regexp_like(s, Utf8(".*back\\\\\\\\sla..*"))'
+
+
+def test_training_in_groups_equals_one_build(tmp_path, monkeypatch):
+    from lancefmt.index.scalar import ngram
+    values = [f"value {i} {'abc' if i % 3 else 'xyz'} naïve" if i % 17 else None for i in range(3000)]
+    rows = []
+    for frag in range(3):  # three fragments, row ids ascending across them
+        part = values[frag * 1000:(frag + 1) * 1000]
+        rows.append(pa.table({"value": pa.array(part, pa.string()),
+                              "_rowid": (np.uint64(frag) << np.uint64(32)) + np.arange(1000, dtype=np.uint64),
+                              "_rowaddr": (np.uint64(frag) << np.uint64(32)) + np.arange(1000, dtype=np.uint64)}))
+    data = TrainingData.from_table(pa.field("s", pa.string()), pa.concat_tables(rows))
+    whole = ngram.postings_of(data)
+    monkeypatch.setattr(ngram, "GROUP_BYTES", 1000)
+    grouped = ngram.postings_of(data)
+    assert np.array_equal(whole.tokens, grouped.tokens) and np.array_equal(whole.offsets, grouped.offsets)
+    assert np.array_equal(whole.ids, grouped.ids)
+    assert whole.to_table().equals(grouped.to_table())
