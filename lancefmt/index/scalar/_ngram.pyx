@@ -392,27 +392,20 @@ def token_lists(chunks, row_ids, FoldTable ft):
 
 
 # -- posting lists: encode ----------------------------------------------------------------------
-cdef inline uint64_t _id_at(const uint64_t* ids, const uint32_t* rows, Py_ssize_t k) noexcept nogil:
-    if rows != NULL:
-        return ids[rows[k]]
-    return ids[k]
-
-
-cdef Py_ssize_t _encoded_size(const uint64_t* ids, const uint32_t* rows, Py_ssize_t s,
-                              Py_ssize_t e) noexcept nogil:
+cdef Py_ssize_t _encoded_size(const uint64_t* ids, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
     """Bytes of the treemap of the (ascending) ids ``s..e``."""
     cdef Py_ssize_t total = 8, k = s, card
     cdef uint64_t hi, key, v
     while k < e:
-        hi = _id_at(ids, rows, k) >> 32
+        hi = ids[k] >> 32
         total += 12
         while k < e:
-            v = _id_at(ids, rows, k)
+            v = ids[k]
             if (v >> 32) != hi:
                 break
             key = v >> 16
             card = 0
-            while k < e and (_id_at(ids, rows, k) >> 16) == key:
+            while k < e and (ids[k] >> 16) == key:
                 card += 1
                 k += 1
             total += 8 + (2 * card if card <= _ARRAY_LIMIT else _BITSET_BYTES)
@@ -436,8 +429,7 @@ cdef inline void _put_u64(uint8_t* p, uint64_t v) noexcept nogil:
     _put_u32(p + 4, <uint32_t>(v >> 32))
 
 
-cdef Py_ssize_t _encode(const uint64_t* ids, const uint32_t* rows, Py_ssize_t s, Py_ssize_t e,
-                        uint8_t* out) noexcept nogil:
+cdef Py_ssize_t _encode(const uint64_t* ids, Py_ssize_t s, Py_ssize_t e, uint8_t* out) noexcept nogil:
     """Write the treemap of ids ``s..e`` at ``out``; returns the bytes written."""
     cdef Py_ssize_t pos = 8, k = s, g, c, n_cont, card, j, hdr, data_pos
     cdef uint64_t hi, key, v
@@ -445,15 +437,15 @@ cdef Py_ssize_t _encode(const uint64_t* ids, const uint32_t* rows, Py_ssize_t s,
     cdef uint32_t low
     cdef uint8_t* bits
     while k < e:
-        hi = _id_at(ids, rows, k) >> 32
+        hi = ids[k] >> 32
         g = k
-        while g < e and (_id_at(ids, rows, g) >> 32) == hi:
+        while g < e and (ids[g] >> 32) == hi:
             g += 1
         n_cont = 0
         c = k
         while c < g:
-            key = _id_at(ids, rows, c) >> 16
-            while c < g and (_id_at(ids, rows, c) >> 16) == key:
+            key = ids[c] >> 16
+            while c < g and (ids[c] >> 16) == key:
                 c += 1
             n_cont += 1
         groups += 1
@@ -465,22 +457,22 @@ cdef Py_ssize_t _encode(const uint64_t* ids, const uint32_t* rows, Py_ssize_t s,
         c = k
         j = 0
         while c < g:
-            key = _id_at(ids, rows, c) >> 16
+            key = ids[c] >> 16
             card = 0
-            while c + card < g and (_id_at(ids, rows, c + card) >> 16) == key:
+            while c + card < g and (ids[c + card] >> 16) == key:
                 card += 1
             _put_u16(out + hdr + 4 * j, <uint32_t>(key & 0xFFFF))
             _put_u16(out + hdr + 4 * j + 2, <uint32_t>(card - 1))
             _put_u32(out + hdr + 4 * n_cont + 4 * j, <uint32_t>(data_pos - (pos + 4)))
             if card <= _ARRAY_LIMIT:
                 for v in range(card):
-                    _put_u16(out + data_pos + 2 * v, <uint32_t>(_id_at(ids, rows, c + v) & 0xFFFF))
+                    _put_u16(out + data_pos + 2 * v, <uint32_t>(ids[c + v] & 0xFFFF))
                 data_pos += 2 * card
             else:
                 bits = out + data_pos
                 memset(bits, 0, _BITSET_BYTES)
                 for v in range(card):
-                    low = <uint32_t>(_id_at(ids, rows, c + v) & 0xFFFF)
+                    low = <uint32_t>(ids[c + v] & 0xFFFF)
                     bits[low >> 3] |= <uint8_t>(1 << (low & 7))
                 data_pos += _BITSET_BYTES
             c += card
@@ -491,34 +483,24 @@ cdef Py_ssize_t _encode(const uint64_t* ids, const uint32_t* rows, Py_ssize_t s,
     return pos
 
 
-def encode_lists(list_offsets, ids, rows=None):
-    """Treemap bytes of every list: list ``k`` is ``ids[rows[o[k]:o[k+1]]]`` (or
-    ``ids[o[k]:o[k+1]]`` without ``rows``), each ascending and unique. Returns
-    ``(offsets int64 [n+1], data uint8)``: list k is ``data[offsets[k]:offsets[k+1]]``."""
+def encode_lists(list_offsets, ids):
+    """Treemap bytes of every list (list ``k`` is ``ids[o[k]:o[k+1]]``, ascending and
+    unique). Returns ``(offsets int64 [n+1], data uint8)``: list k is
+    ``data[offsets[k]:offsets[k+1]]``."""
     cdef const int64_t[::1] lo = np.ascontiguousarray(list_offsets, dtype=np.int64)
     cdef const uint64_t[::1] idv = np.ascontiguousarray(ids, dtype=np.uint64)
-    cdef const uint32_t[::1] rv
-    cdef const uint32_t* rptr = NULL
     cdef const uint64_t* iptr
-    cdef Py_ssize_t n = lo.shape[0] - 1, k, extent
+    cdef Py_ssize_t n = lo.shape[0] - 1, k
     if n < 0:
         raise ValueError("list offsets are empty")
-    extent = idv.shape[0]
-    if rows is not None:
-        rv = np.ascontiguousarray(rows, dtype=np.uint32)
-        extent = rv.shape[0]
-        if rv.shape[0]:
-            rptr = &rv[0]
-            if int(np.max(rows)) >= idv.shape[0]:
-                raise ValueError("row numbers outside the ids")
-    if n and (lo[0] < 0 or lo[n] > extent or np.any(np.diff(np.asarray(lo)) < 0)):
+    if n and (lo[0] < 0 or lo[n] > idv.shape[0] or np.any(np.diff(np.asarray(lo)) < 0)):
         raise ValueError("list offsets outside the ids")
     iptr = &idv[0] if idv.shape[0] else <const uint64_t*>NULL
     sizes = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] sz = sizes
     with nogil:
         for k in range(n):
-            sz[k] = _encoded_size(iptr, rptr, lo[k], lo[k + 1])
+            sz[k] = _encoded_size(iptr, lo[k], lo[k + 1])
     out_off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=out_off[1:])
     data = np.empty(int(out_off[n]), dtype=np.uint8)
@@ -527,7 +509,7 @@ def encode_lists(list_offsets, ids, rows=None):
     cdef uint8_t* dptr = &dv[0] if dv.shape[0] else <uint8_t*>NULL
     with nogil:
         for k in range(n):
-            _encode(iptr, rptr, lo[k], lo[k + 1], dptr + oo[k])
+            _encode(iptr, lo[k], lo[k + 1], dptr + oo[k])
     return out_off, data
 
 

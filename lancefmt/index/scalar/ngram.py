@@ -44,7 +44,7 @@ from .ngram_postings import (MIN_QUERY_CHARS, POSTING_LIST, POSTINGS_FILE, TOKEN
                              text_tokens, unite)
 
 #: decoded posting lists kept per loaded index (bytes of row ids)
-LIST_CACHE_BYTES = 256 << 20
+LIST_CACHE_BYTES = 64 << 20
 #: text tokenised at once while training (the lists of each group are united at the end)
 GROUP_BYTES = 256 << 20
 

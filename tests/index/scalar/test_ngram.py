@@ -430,3 +430,11 @@ def test_training_in_groups_equals_one_build(tmp_path, monkeypatch):
     assert np.array_equal(whole.tokens, grouped.tokens) and np.array_equal(whole.offsets, grouped.offsets)
     assert np.array_equal(whole.ids, grouped.ids)
     assert whole.to_table().equals(grouped.to_table())
+
+
+def test_stored_fold_table_is_what_its_derivation_gives():
+    """The stored table is derive_table()'s output (this Python's Unicode database plus the
+    Unicode 16 characters pylance 14 knows); the interop test checks it against pylance."""
+    from lancefmt.index.scalar import ngram_fold
+    assert ngram_fold.derive_table() == ngram_fold.TABLE
+    assert ngram_fold.parse_table(ngram_fold.format_table(ngram_fold.TABLE)) == ngram_fold.TABLE
