@@ -61,6 +61,16 @@ def _mapping(snapshot, groups, use_ids: bool) -> RowIdMapping | None:
     return RowIdMapping(cat(olds), cat(news), cat(drops))
 
 
+def segment_key(snapshot):
+    """``fragment id -> the uuids of the segments covering it`` (None without indices): the
+    compaction planner keeps fragments of different keys in different groups."""
+    entries = [pb for pb in index_entries(snapshot) if not is_system(pb)]
+    if not entries:
+        return None
+    covers = [(uuid_text(pb), fragment_ids(pb)) for pb in entries]
+    return lambda fid: tuple(u for u, frags in covers if fid in frags)
+
+
 def needs_remap(snapshot, op: Rewrite) -> bool:
     """Whether a segment lancefmt can remap covers a fragment ``op`` rewrites."""
     rewritten = {int(f.pb.id) for g in op.groups for f in g.old_fragments}

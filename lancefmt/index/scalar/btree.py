@@ -209,6 +209,25 @@ class BTreeIndex(LoadedIndex):
             ok &= self.min_null | _mask(f(self.mins, pa.scalar(upper, self.type)))
         return np.flatnonzero(ok)
 
+    def _pages_of(self, values: tuple):
+        """(lookup row, the values its page may hold) for a set of values: one vectorised
+        pass when the pages are in value order, else a range search per value."""
+        if self.sorted_keys:
+            keys = np.unique(as_numpy(pa.array(list(values), type=self.type), self.kind))
+            nulls = int(self.max_null.sum())
+            first = np.maximum(np.searchsorted(self.max_keys, keys, side="left"), nulls)
+            last = np.searchsorted(self.min_keys, keys, side="right")  # exclusive
+            by_page: dict = {}
+            for k, a, b in zip(keys.tolist(), first.tolist(), last.tolist()):
+                for i in range(a, b):
+                    by_page.setdefault(i, []).append(k)
+            return [(i, tuple(ks)) for i, ks in sorted(by_page.items())]
+        pages: dict = {}
+        for v in values:
+            for i in self._candidates(v, True, v, True).tolist():
+                pages.setdefault(i, []).append(v)
+        return [(i, tuple(vs)) for i, vs in sorted(pages.items())]
+
     # -- search --------------------------------------------------------------------------------
     def search(self, query) -> SearchResult:
         if isinstance(query, Equals):
@@ -222,10 +241,8 @@ class BTreeIndex(LoadedIndex):
         elif isinstance(query, IsIn):
             if not query.values:
                 return SearchResult(EMPTY)
-            pages = set()
-            for v in query.values:
-                pages.update(self._candidates(v, True, v, True).tolist())
-            rows = [self.page(int(self.page_idx[i])).isin(query.values, self.type) for i in sorted(pages)]
+            rows = [self.page(int(self.page_idx[i])).isin(values, self.type)
+                    for i, values in self._pages_of(query.values)]
         elif isinstance(query, IsNull):
             rows = [self.page(int(self.page_idx[i])).null_ids() for i in np.flatnonzero(self.null_count > 0)]
         else:

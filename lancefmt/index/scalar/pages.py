@@ -92,7 +92,15 @@ class SortedPage:
 
     def isin(self, values: tuple, t: pa.DataType) -> np.ndarray:
         if self.keys is not None:
-            wanted = as_numpy(pa.array(list(values), type=t), self.kind)
-            return self.ids[self.nulls:][np.isin(self.keys, wanted)]
+            wanted = np.asarray(values, dtype=self.kind) if self.kind.kind in "iuf" and all(
+                isinstance(v, (int, float, np.integer, np.floating)) for v in values) else \
+                as_numpy(pa.array(list(values), type=t), self.kind)
+            lo = np.searchsorted(self.keys, wanted, side="left")
+            hi = np.searchsorted(self.keys, wanted, side="right")
+            hit = hi > lo
+            if not hit.any():
+                return self.ids[:0]
+            spans = [self.ids[self.nulls + a: self.nulls + b] for a, b in zip(lo[hit], hi[hit])]
+            return spans[0] if len(spans) == 1 else np.concatenate(spans)
         mask = pc.is_in(self.values, value_set=pa.array(list(values), type=t))
         return self.ids[self.nulls:][np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)]
