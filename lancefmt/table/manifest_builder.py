@@ -344,6 +344,9 @@ def build_manifest(
         indices = _retain_relevant_indices(indices, manifest.fields)
     elif isinstance(op, DataReplacement):
         final = _apply_data_replacement(old, op)
+        # an index on a replaced column no longer describes the replaced fragments' values
+        for g in op.replacements:
+            _prune_indices(indices, {g.fragment_id}, set(g.new_file.fields))
     else:  # pragma: no cover - every modelled operation is handled above
         raise UnsupportedFeatureError(f"cannot apply a {op.name} transaction")
 
