@@ -3,8 +3,8 @@
 A filter's syntax tree becomes a tree of :class:`All` (AND), :class:`Any` (OR), :class:`Negate`
 (NOT) and :class:`Term` leaves; everything an index cannot answer is :data:`OTHER`. A term is
 one column and one query: :class:`Equals`, :class:`Range`, :class:`IsIn`, :class:`IsNull`,
-:class:`LabelsAny`, :class:`LabelsAll` or :class:`Contains`. Literals are converted to the
-column's type, exactly as the filter's own translation converts them (the same
+:class:`LabelsAny`, :class:`LabelsAll`, :class:`Contains` or :class:`Like`. Literals are
+converted to the column's type, exactly as the filter's own translation converts them (the same
 :class:`~.translate.Translator` does both), so an index compares the values the scan compares.
 
 The index planner (``lancefmt.index.core.planner``) decides which terms an index serves; this
@@ -92,7 +92,49 @@ class Contains:
         return f'contains({column}, Utf8("{self.text}"))'
 
 
-QUERY_TYPES = (Equals, Range, IsIn, IsNull, LabelsAny, LabelsAll, Contains)
+@dataclass(frozen=True)
+class Like:
+    """``column LIKE 'pattern'`` on a string column (case-sensitive; ``%`` any run, ``_`` one
+    character, a backslash escapes the next character), with at least one of those three
+    characters (a pattern without them is an :class:`Equals`, as DataFusion rewrites it). A
+    plain-literal ``regexp_like(column, 'text')`` is ``Like('%text%')``, as DataFusion rewrites
+    it too. pylance prints the pattern as the regular expression its index looks up."""
+    pattern: str
+
+    def describe(self, column: str) -> str:
+        return f"regexp_like({column}, Utf8({_rust_debug(like_regex(self.pattern))}))"
+
+
+QUERY_TYPES = (Equals, Range, IsIn, IsNull, LabelsAny, LabelsAll, Contains, Like)
+
+LIKE_SPECIAL = "%_\\"
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def like_regex(pattern: str) -> str:
+    """A LIKE pattern as the regular expression pylance shows for it (``%`` -> ``.*``, ``_`` ->
+    ``.``, literal characters escaped where the regex syntax needs it)."""
+    out = []
+    it = iter(pattern)
+    for c in it:
+        if c == "\\":
+            c = next(it, None)
+            if c is None:
+                break
+        elif c == "%":
+            out.append(".*")
+            continue
+        elif c == "_":
+            out.append(".")
+            continue
+        out.append("\\" + c if c in _REGEX_META else c)
+    return "".join(out)
+
+
+def _rust_debug(text: str) -> str:
+    """``text`` quoted as Rust's ``{:?}`` prints a string (how pylance's plans show literals)."""
+    esc = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+    return '"' + "".join(esc.get(c) or (c if c.isprintable() else f"\\u{{{ord(c):x}}}") for c in text) + '"'
 
 
 def _show(v) -> str:
@@ -235,6 +277,24 @@ class _Extractor:
                 return None
             text = self.literal(n.expression, pa.string())
             return None if text is None else Term(col[0], Contains(text))
+        if isinstance(n, exp.Like) and not n.args.get("negate"):
+            col = self.column(n.this)
+            if col is None or not (pa.types.is_string(col[1]) or pa.types.is_large_string(col[1])):
+                return None
+            pattern = self.literal(n.expression, pa.string())
+            if pattern is None:
+                return None
+            if not any(c in LIKE_SPECIAL for c in pattern):
+                return Term(col[0], Equals(pattern, col[1]))
+            return Term(col[0], Like(pattern))
+        if isinstance(n, exp.RegexpLike) and n.args.get("flag") is None:
+            col = self.column(n.this)
+            if col is None or not (pa.types.is_string(col[1]) or pa.types.is_large_string(col[1])):
+                return None
+            text = self.literal(n.expression, pa.string())
+            if text is None or not text or any(c in _REGEX_META for c in text):
+                return None
+            return Term(col[0], Like("%" + "".join("\\" + c if c in LIKE_SPECIAL else c for c in text) + "%"))
         if isinstance(n, exp.ArrayContains):
             return self.labels(n.this, n.expression, LabelsAny, False)
         if isinstance(n, exp.ArrayContainsAll):

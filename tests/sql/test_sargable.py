@@ -4,7 +4,7 @@ import datetime
 import pyarrow as pa
 
 from lancefmt.sql.sargable import (OTHER, All, Any, Contains, Equals, IsIn, IsNull, LabelsAll,
-                                   LabelsAny, Negate, Range, Term, sargable, terms)
+                                   LabelsAny, Like, Negate, Range, Term, sargable, terms)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("cat", pa.string()),
                     ("d", pa.date32()), ("tags", pa.list_(pa.string())),
@@ -29,6 +29,9 @@ def test_sets_nulls_lists_and_substrings():
     assert sargable("array_has_all(tags, ['a'])", SCHEMA) == Term("tags", LabelsAll(("a",), pa.string()))
     assert sargable("array_contains(tags, 'a')", SCHEMA) == Term("tags", LabelsAny(("a",), pa.string()))
     assert sargable("contains(cat, 'ab')", SCHEMA) == Term("cat", Contains("ab"))
+    assert sargable("cat LIKE 'a%'", SCHEMA) == Term("cat", Like("a%"))
+    assert sargable("cat LIKE 'abc'", SCHEMA) == Term("cat", Equals("abc", pa.string()))  # as DataFusion
+    assert sargable("regexp_like(cat, 'ab')", SCHEMA) == Term("cat", Like("%ab%"))
     assert sargable("st.a = 1", SCHEMA) == Term("st.a", Equals(1, pa.int32()))
 
 
@@ -40,7 +43,7 @@ def test_boolean_structure_is_kept_and_flattened():
 
 
 def test_what_no_index_answers_is_other():
-    for text in ["id + 1 = 3", "id = NULL", "cat LIKE 'a%'", "_rowid = 3", "id = x",
+    for text in ["id + 1 = 3", "id = NULL", "cat NOT LIKE 'a%'", "cat ILIKE 'a%'", "_rowid = 3", "id = x",
                  "id = 1.5", "id < 1.5", "NOT (id + 1 = 3)"]:
         assert sargable(text, SCHEMA) is OTHER, text
     tree = sargable("id = 1 AND id + 1 = 3", SCHEMA)

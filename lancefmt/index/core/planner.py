@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pyroaring import BitMap
 
 from ...sql.sargable import All, Any, Negate, Term
-from .rowset import SearchResult, all_of, any_of, union
+from .rowset import SearchResult, all_of, any_of
 
 
 @dataclass
@@ -38,7 +38,7 @@ class IndexPlan:
 
 
 def _choose(term: Term, catalog: dict):
-    candidates = [n for n in catalog.get(term.column, ()) if type(term.query) in n.itype.queries]
+    candidates = [n for n in catalog.get(term.column, ()) if n.itype.serves(term.query)]
     if not candidates:
         return None
     candidates.sort(key=lambda n: (not n.itype.exact, n.name))
@@ -76,10 +76,7 @@ class _Run:
                 return None
             results = [self.search(seg, tree.query) for seg in named.segments]
             self.used[named.name] = named
-            if len(results) == 1:
-                res = results[0]
-            else:
-                res = SearchResult(union([r.rows for r in results]), all(r.exact for r in results))
+            res = results[0] if len(results) == 1 else any_of(results)
             return res, f"[{tree.describe()}]@{named.describe()}"
         if isinstance(tree, All):
             parts = [self.node(c) for c in tree.children]

@@ -164,6 +164,11 @@ class IndexType:
     #: whether answers are exact (else AtMost: re-checked)
     exact: bool = True
 
+    def serves(self, query) -> bool:
+        """Whether the planner should give this type ``query`` (a type may decline queries
+        of a class it serves, e.g. patterns too short to look up)."""
+        return type(query) in self.queries
+
     def check_field(self, field: pa.Field) -> None:
         """Refuse a column this type cannot index (pylance's error types)."""
 
