@@ -172,7 +172,10 @@ class BTreeIndex(LoadedIndex):
                 self._pages.move_to_end(k)
                 return hit
         start = k * self.batch_size
-        t = self.store.reader(PAGE_DATA).read_range(start, min(start + self.batch_size, self.num_rows))
+        # a take decodes only the mini-block chunks of these rows; a range read would decode
+        # the whole (often 500k-row) Lance page holding them
+        rows = np.arange(start, min(start + self.batch_size, self.num_rows), dtype=np.int64)
+        t = self.store.reader(PAGE_DATA).take(rows)
         page = SortedPage(t.column("values"), t.column("ids").to_numpy())
         with self._lock:
             self._pages[k] = page
