@@ -176,10 +176,14 @@ class SelectedScan(FragmentScan):
         if pos.size <= TAKE_MAX_ROWS and pos.size <= TAKE_DENSITY * (stop - start):
             yield self._taken(pos)
             return
+        # runs of consecutive windows holding selected rows, each read in one pass (a range
+        # read per window would decode the Lance pages under it once per window)
         window = max(self.spec.batch_size, WINDOW_ROWS)
-        first = pos // window
-        for w in np.unique(first).tolist():
-            yield from super().windows(max(start, w * window), min((w + 1) * window, stop))
+        used = np.unique(pos // window)
+        cuts = np.flatnonzero(np.diff(used) > 1) + 1
+        for run in np.split(used, cuts):
+            yield from super().windows(max(start, int(run[0]) * window),
+                                       min((int(run[-1]) + 1) * window, stop))
 
     def _taken(self, positions: np.ndarray) -> pa.Table:
         plan, nulls = self.file_plan()
