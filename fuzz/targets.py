@@ -1,7 +1,7 @@
 """One function per untrusted-input entry point. Each takes the fuzzer's bytes and exercises
 the entry point the way lancefmt uses it. A LanceError is the expected answer to bad bytes;
-anything else escaping (a builtin exception, a crash, a hang, an allocation past the runner's
-memory cap) is a finding.
+anything else escaping (a builtin exception, a crash, a hang) is a finding, and so is an
+allocation past the runner's memory cap even when a LanceError follows it.
 """
 from __future__ import annotations
 
@@ -258,6 +258,26 @@ def make_target(name: str, seeds_dir: str | None = None):
     def guarded(data: bytes) -> None:
         try:
             fn(data)
-        except LanceError:
-            pass  # the expected answer to bad bytes
+        except LanceError as exc:
+            # the expected answer to bad bytes, unless it hides an allocation that hit the cap
+            hit = memory_cap_hit(exc)
+            if hit is not None:
+                raise AllocationCapHit(f"{type(hit).__name__} under {exc!r}") from exc
     return guarded
+
+
+class AllocationCapHit(AssertionError):
+    """A finding: the input made lancefmt ask for more memory than the runner's cap allows,
+    even if a LanceError was raised afterwards (a cap hit on a Spark executor is an outage)."""
+
+
+def memory_cap_hit(exc: BaseException | None) -> BaseException | None:
+    """The MemoryError in ``exc``'s cause/context chain (``raise ... from None`` keeps the
+    context), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, MemoryError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
