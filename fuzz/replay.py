@@ -2,8 +2,8 @@
 ``python -m fuzz.replay SEEDS_DIR [TARGET ...]``.
 
 Every file of ``SEEDS_DIR/TARGET`` and ``fuzz/regressions/TARGET`` goes through its target
-(all targets by default) in this one process, capped at ``FUZZ_MEM_MB`` (default 1024) of
-address space, so an input that asks for more than the bytes it holds can back hits the cap
+(all targets by default) in this one process, capped at ``FUZZ_MEM_MB`` (default 1024) MiB of
+address space (:mod:`fuzz.memcap`), so an input that asks for more than the bytes it holds can back hits the cap
 (a finding, even when a LanceError follows). Findings are printed with their traceback; the
 last line is a JSON summary (inputs, findings, peak memory). Exit status 1 on any finding.
 """
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import traceback
+
+from fuzz.memcap import cap_address_space
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -41,8 +42,7 @@ def _status(key: str) -> int:
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         sys.exit("usage: python -m fuzz.replay SEEDS_DIR [TARGET ...]")
-    mem = int(os.environ.get("FUZZ_MEM_MB", "1024")) << 20
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    mem = cap_address_space(1024, "fuzz.replay")
     from fuzz.targets import TARGETS, make_target
 
     seeds, names = argv[1], argv[2:] or sorted(TARGETS)

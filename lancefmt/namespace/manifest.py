@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from ..dataset import Dataset, write_dataset, write_fragments
 from ..dataset.core.files import deletion_file_uri
 from ..dataset.mutate.delete import plan_delete
-from ..errors import DatasetExistsError, DatasetNotFoundError
+from ..errors import CorruptFileError, DatasetExistsError, DatasetNotFoundError
 from ..io import open_store
 from ..io.uri import child
 from ..table.manifest import encode_manifest_file
@@ -134,7 +134,20 @@ class Snapshot:
         t = self.table
         meta = self._lazy("metadata")[i].as_py()
         return Row(object_id, t.column("object_type")[i].as_py(), self._lazy("location")[i].as_py(),
-                   json.loads(meta) if meta else None)
+                   self._properties(object_id, meta) if meta else None)
+
+    def _properties(self, object_id: str, text: str) -> dict:
+        """A row's ``metadata``: a JSON object of strings (what every writer stores), else the
+        ``__manifest`` table is corrupt."""
+        try:
+            props = json.loads(text)
+        except ValueError as e:
+            props = e
+        if not isinstance(props, dict) or not all(isinstance(v, str) for v in props.values()):
+            where = self.dataset.uri if self.dataset is not None else None
+            raise CorruptFileError(f"the metadata of {object_id!r} is not a JSON object of "
+                                   f"strings: {text[:100]!r}", where)
+        return props
 
     def children(self, prefix_id: str, object_type: str | None = None) -> pa.Table:
         """Rows directly inside the namespace ``prefix_id`` ("" = root), with a ``name`` column."""
