@@ -16,13 +16,22 @@ $(BASE): pyproject.toml setup.py
 	$(PY) -m pip install "setuptools>=77" wheel "Cython>=3.0.10" "numpy>=2.0" "grpcio-tools>=1.85,<2"
 	touch $(BASE)
 
+# The extensions are compiled once, in place (build_ext --inplace keeps build/ for the next
+# incremental build). The editable install runs without build isolation (the venv has the build
+# requirements) and reuses those builds (setup.py's build_ext), so it compiles nothing, and pip
+# installs only the requirements still missing: `make test` after `make demo` adds the test and
+# benchmark tools and builds nothing (tests/test_makefile.py).
+INSTALL := $(PY) -m pip install --no-build-isolation
+
 # what the main job needs: lancefmt and its spark extra (no test or benchmark tools)
 $(SPARK): $(BASE)
-	$(PY) -m pip install -e '.[spark]'
+	$(PY) setup.py -q build_ext --inplace
+	$(INSTALL) -e '.[spark]'
 	touch $(SPARK)
 
 $(STAMP): $(BASE)
-	$(PY) -m pip install -e '.[test,spark,bench]'
+	$(PY) setup.py -q build_ext --inplace
+	$(INSTALL) -e '.[test,spark,bench]'
 	touch $(SPARK) $(STAMP)
 
 setup: $(STAMP)
