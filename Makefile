@@ -77,6 +77,8 @@ fuzz: build
 	for t in $(FUZZ_TARGETS); do \
 		nice -n 19 $(PY) -m fuzz.run $$t fuzz/corpus -max_total_time=$(SECONDS) -print_final_stats=1 || exit 1; \
 	done
+	# every integer of the seeds' file and manifest metadata set to extremes, one at a time
+	nice -n 19 $(PY) -m fuzz.int_probe fuzz/corpus
 	# seeded byte flips and truncations of real pylance 2.1/2.2 files (a few seconds in `make test`)
 	LANCEFMT_FUZZ_SECONDS=$(SECONDS) nice -n 19 $(PY) -m pytest -p no:xdist -q tests/interop/test_file_fuzz_v21.py
 

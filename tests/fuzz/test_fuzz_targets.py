@@ -139,3 +139,19 @@ def test_makefile_fuzzes_every_target():
     assert out.stdout.split() == list(TARGETS)
     with open(os.path.join(ROOT, "Makefile")) as f:
         assert "FUZZ_TARGETS ?= $(shell $(PY) -m fuzz.targets)" in f.read()
+
+
+def test_declared_sizes_set_to_extremes_are_refused_under_the_cap(seeds):
+    """fuzz.int_probe on one 2.1 file and the dataset's newest manifest: every integer of their
+    metadata set to 2**31..2**64 in turn, read under the 1 GiB cap (``make fuzz`` probes every
+    seed). It found a manifest's file_size_bytes of 2**64 - 1 escaping as an OverflowError."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+        "FUZZ_PROBE_SEEDS": "1"}
+    out = subprocess.run([sys.executable, "-m", "fuzz.int_probe", seeds, "file_v2_1", "dataset"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-6000:]
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert summary["findings"] == [] and summary["runs"] > 500
