@@ -1,8 +1,11 @@
-"""Sizes an Arrow IPC file declares, read before pyarrow decodes (and allocates) anything.
+"""Sizes Arrow IPC data declares, read before pyarrow decodes (and allocates) anything.
 
 A compressed IPC buffer starts with its uncompressed length (int64); pyarrow allocates whatever
 that prefix claims. For deletion files the batch must hold at most the fragment's rows of one
-uint32 column, so every prefix is checked against that before ``get_batch`` runs. The footer
+uint32 column, so every prefix is checked against that before ``get_batch`` runs
+(:func:`check_ipc_file_sizes`). For a stream of any schema (table data sent to the namespace
+server), every prefix is checked against what its compressed bytes can decode to
+(:func:`check_ipc_stream_sizes`: zstd from its block headers, LZ4 255 times its size). The footer
 and the message metadata are flatbuffers (``Footer`` -> ``Block``, ``Message`` ->
 ``RecordBatch``); only the few fields needed are read, each offset checked against its buffer.
 """
@@ -13,8 +16,11 @@ import struct
 import pyarrow as pa
 
 from ..errors import CorruptFileError
+from .compression import zstd_output_bound
 
-_RECORD_BATCH = 3  # MessageHeader union tag
+_DICTIONARY_BATCH, _RECORD_BATCH = 2, 3  # MessageHeader union tags
+_ZSTD = 1  # CompressionType (0: LZ4_FRAME)
+_LZ4_MAX_RATIO = 255
 _STRUCTS: dict = {}  # compiled formats (a deletion file is checked with a few dozen reads)
 
 
@@ -143,3 +149,50 @@ def _check_batch(flat: _Flat, body: pa.Buffer, max_rows: int, bytes_per_row: int
                 raise CorruptFileError(
                     f"compressed IPC buffer claims {claimed} bytes, at most {cap} fit "
                     f"{length} rows", path)
+
+
+def check_ipc_stream_sizes(data, path=None) -> None:
+    """CorruptFileError unless every compressed buffer of the IPC stream ``data`` (record and
+    dictionary batches, in stream order as pyarrow's stream reader reads them) claims at most
+    what its compressed bytes can decode to."""
+    try:
+        reader = pa.ipc.MessageReader.open_stream(pa.BufferReader(pa.py_buffer(data)))
+        while True:
+            try:
+                msg = reader.read_next_message()
+            except StopIteration:
+                break
+            if msg.type not in ("record batch", "dictionary"):
+                continue
+            flat = _Flat(msg.metadata.to_pybytes(), path)
+            root = flat.root()
+            header = flat.ref(root, 2)
+            if header is not None and flat.scalar(root, 1, "<B") == _DICTIONARY_BATCH:
+                header = flat.ref(header, 1)  # DictionaryBatch.data
+            if header is not None:
+                _check_claims(flat, header, msg.body, path)
+    except CorruptFileError:
+        raise
+    except (pa.ArrowException, ValueError, OSError, EOFError) as e:
+        raise CorruptFileError(f"unreadable IPC stream: {e}", path) from None
+
+
+def _check_claims(flat: _Flat, batch: int, body: pa.Buffer, path) -> None:
+    compression = flat.ref(batch, 3)
+    if compression is None:
+        return
+    codec = flat.scalar(compression, 0, "<b")
+    for offset, size in flat.structs(batch, 2, "<qq"):
+        if offset < 0 or size < 0 or offset + size > body.size:
+            raise CorruptFileError("IPC buffer outside its message body", path)
+        if size < 8:
+            continue
+        claimed = struct.unpack("<q", body.slice(offset, 8).to_pybytes())[0]
+        if claimed == -1:  # stored uncompressed
+            continue
+        frame = body.slice(offset + 8, size - 8).to_pybytes()
+        bound = (zstd_output_bound(frame, 0, path) if codec == _ZSTD
+                 else len(frame) * _LZ4_MAX_RATIO)
+        if claimed > bound:
+            raise CorruptFileError(f"compressed IPC buffer of {len(frame)} bytes claims {claimed} "
+                                   f"bytes, at most {bound} possible", path)
