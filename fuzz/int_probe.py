@@ -10,7 +10,8 @@ than a LanceError, or a read that runs past ``FUZZ_PROBE_TIMEOUT`` seconds is re
 
 Probed: 2.0/2.1/2.2 data files (``file_v2_0``/``file_v2_1`` seeds: column metadata and the
 FileDescriptor), manifests (``manifest``/``manifest_old`` seeds: the Manifest message), and the
-newest manifest of the ``dataset``/``dataset_legacy`` datasets, read with their data files.
+newest manifest of the ``dataset``/``dataset_legacy`` datasets, read with their data files,
+row-id sequences and transactions.
 """
 from __future__ import annotations
 
@@ -183,6 +184,37 @@ class ManifestFile:
                        self.data[:start] + struct.pack("<I", len(body)) + body + self.data[-16:])
 
 
+class ProtoSeed:
+    """A seed that is one protobuf message after ``skip`` bytes (kept as they are)."""
+
+    def __init__(self, cls, data: bytes, skip: int = 0):
+        self.msg, self.head = cls.FromString(data[skip:]), data[:skip]
+
+    def mutations(self):
+        for path, field in sites(self.msg):
+            for value in _values(field):
+                m = type(self.msg).FromString(self.msg.SerializeToString())
+                try:
+                    apply(m, path, value)
+                except (ValueError, TypeError, OverflowError):
+                    continue
+                yield f"{_name(path)}={value}", self.head + m.SerializeToString()
+
+
+def _row_ids(data: bytes) -> ProtoSeed:
+    from lancefmt._proto import rowids_pb2
+
+    # (a version sequence parses as one too: both keep their repeated runs/segments in field 1,
+    # and the target decodes the mutated bytes both ways)
+    return ProtoSeed(rowids_pb2.RowIdSequence, data, 2)
+
+
+def _transaction(data: bytes) -> ProtoSeed:
+    from lancefmt._proto import transaction_pb2
+
+    return ProtoSeed(transaction_pb2.Transaction, data)
+
+
 def dataset_manifest_inputs(seeds: str, source: str = "dataset_source"):
     """``(what, input)`` of the ``dataset`` target: the newest manifest of its dataset with one
     integer set to an extreme value (physical rows, file sizes, deletion counts, row ids...),
@@ -240,7 +272,8 @@ def main(argv: list[str]) -> int:
     most = int(os.environ.get("FUZZ_PROBE_SEEDS", "0")) or None
     signal.signal(signal.SIGALRM, _alarm)
     plan = [("file_v2_0", DataFile), ("file_v2_1", DataFile),
-            ("manifest", ManifestFile), ("manifest_old", ManifestFile)]
+            ("manifest", ManifestFile), ("manifest_old", ManifestFile),
+            ("rowids", _row_ids), ("transaction", _transaction)]
     runs, findings = 0, []
     for name, inputs in _inputs(seeds, plan):
         if only and name not in only:
