@@ -124,7 +124,8 @@ class DirectoryNamespace(LanceNamespace):
             self._io_options = dict(self.storage_options or {})
             self._io_options[NAMESPACE_KEY] = "namespace-" + hashlib.sha1(self.root.encode()).hexdigest()
         self._store = open_store(self.root, self._io_options)
-        self._manifest = ManifestTable(self.root, self._io_options)
+        self._manifest = ManifestTable(self.root, self._io_options, parse_flag(
+            properties.get("inline_optimization_enabled"), "inline_optimization_enabled", False))
 
     def namespace_id(self) -> str:
         # Rust Debug quoting, as pylance's (callers parse the root out of it)
@@ -179,7 +180,7 @@ class DirectoryNamespace(LanceNamespace):
             return True
         if not self.manifest_enabled:
             return False
-        snap = snap or self._snapshot()
+        snap = snap or self._manifest.lookup([DELIMITER.join(parts)])
         return snap.type_of(DELIMITER.join(parts)) == NAMESPACE
 
     def _require_namespace(self, parts, snap=None):
@@ -190,7 +191,8 @@ class DirectoryNamespace(LanceNamespace):
         """(object id, location, manifest row or None) of a table, or TableNotFoundError."""
         oid = DELIMITER.join(parts)
         if self.manifest_enabled:
-            snap = snap or self._snapshot()
+            snap = snap or self._manifest.lookup([oid] + [DELIMITER.join(parts[:i])
+                                                          for i in range(1, len(parts))])
             row = snap.get(oid)
             if row is not None and row.object_type == TABLE:
                 return oid, row.location, row

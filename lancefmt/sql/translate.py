@@ -691,12 +691,25 @@ def expression_type(expr: pc.Expression, schema: pa.Schema) -> pa.DataType:
 
 
 # -- public API --------------------------------------------------------------------------------
+_FILTERS: dict = {}
+MAX_CACHED_FILTERS = 512
+
+
 def parse_filter(text: str, schema: pa.Schema | None = None) -> pc.Expression:
-    """A SQL boolean expression (a WHERE clause) as a pyarrow Expression over ``schema``."""
+    """A SQL boolean expression (a WHERE clause) as a pyarrow Expression over ``schema``.
+    Translations are kept per (text, schema): a repeated look-up parses its filter once."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError("empty filter")
+    key = (text, schema)
+    hit = _FILTERS.get(key)
+    if hit is not None:
+        return hit
     t = Translator(text, schema)
-    return t.predicate(t.parse()).expr
+    expr = t.predicate(t.parse()).expr
+    if len(_FILTERS) >= MAX_CACHED_FILTERS:
+        _FILTERS.clear()
+    _FILTERS[key] = expr
+    return expr
 
 
 def parse_expression(text: str, schema: pa.Schema | None = None) -> pc.Expression:

@@ -208,6 +208,7 @@ class FragmentScan:
         self._deletions_loaded = False
         self._row_ids = None
         self._range_start = _UNSET
+        self.apply_filter = True  # False when an exact index answer already selected the rows
 
     # -- pieces ---------------------------------------------------------------------------
     @property
@@ -301,8 +302,7 @@ class FragmentScan:
         if start >= stop:
             return
         plan, nulls = self.file_plan()
-        dv = self.deletions
-        kept = dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
+        kept = self.kept_positions()
         window = max(self.spec.batch_size, WINDOW_ROWS)
         iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
         schema = self.ctx.schema
@@ -324,12 +324,18 @@ class FragmentScan:
             yield self._finish(columns, pos, end, positions)
             pos = end
 
-    def _finish(self, columns: dict, start: int, end: int, positions) -> pa.Table:
+    def kept_positions(self) -> np.ndarray | None:
+        """Physical offsets of the rows to return, sorted (None = every row): the live rows."""
+        dv = self.deletions
+        return dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
+
+    def _finish(self, columns: dict, start: int, end: int, positions, taken: bool = False) -> pa.Table:
         """Drop deleted rows (``positions``: physical offsets kept, None = all of the window),
-        add row ids/addresses, filter and project."""
+        add row ids/addresses, filter and project. ``taken``: the columns hold just the rows
+        at ``positions`` already."""
         spec = self.spec
         n = end - start
-        if positions is not None:
+        if positions is not None and not taken:
             take = pa.array((positions - start).astype(np.int32))
             columns = {k: v.take(take) for k, v in columns.items()}
         names = [c for c in spec.read_columns]
@@ -345,7 +351,7 @@ class FragmentScan:
         length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
         table = pa.Table.from_arrays(arrays, schema=self._window_schema(names, arrays)) if arrays \
             else pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
-        if spec.filter is not None:
+        if spec.filter is not None and self.apply_filter:
             table = table.filter(spec.filter)
         out = list(spec.columns)
         if spec.with_row_id:
@@ -378,9 +384,10 @@ class FragmentScan:
         return sum(t.num_rows for t in self.windows())
 
 
-def _tasks(ctx, fragments, spec):
+def _tasks(ctx, fragments, spec, make_scan=None):
+    make_scan = make_scan or FragmentScan
     for frag in fragments:
-        scan = FragmentScan(ctx, frag, spec)
+        scan = make_scan(ctx, frag, spec)
         n = frag.physical_rows
         if n <= MAX_TASK_ROWS:
             yield scan, 0, n
@@ -462,11 +469,14 @@ STREAM_DEPTH = 2
 
 
 def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
-                 threads: int | None = None, readahead: int | None = None) -> Iterator[pa.RecordBatch]:
+                 threads: int | None = None, readahead: int | None = None,
+                 make_scan=None) -> Iterator[pa.RecordBatch]:
     """Batches of the fragments in order, after ``offset``, up to ``limit``. Up to
     ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read ahead on ``threads``
     threads, each streaming its windows through a queue of :data:`STREAM_DEPTH`: memory stays
-    bounded by the running tasks' windows, not by the dataset."""
+    bounded by the running tasks' windows, not by the dataset. ``make_scan(ctx, fragment,
+    spec)`` makes each fragment's scan (default :class:`FragmentScan`; the index read path
+    gives scans that read only the rows an index selected)."""
     if limit is not None and int(limit) < 0:
         raise InvalidArgumentError("limit must be >= 0")
     if offset is not None and int(offset) < 0:
@@ -477,7 +487,7 @@ def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
         return
     threads = threads or default_threads(ctx)
     readahead = readahead or threads * 2
-    tasks = iter(_tasks(ctx, fragments, spec))
+    tasks = iter(_tasks(ctx, fragments, spec, make_scan))
     if threads <= 1 or len(fragments) <= 1:
         yield from _trim((_task_batches(t) for t in tasks), skip, remaining)
         return
