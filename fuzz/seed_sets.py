@@ -115,3 +115,56 @@ def namespace_rows(seeds_dir: str, put, scratch: str) -> None:
         put(f"{who}-all", encode_namespace_rows(rows))
         for i, r in enumerate(rows):
             put(f"{who}-row-{i}", encode_namespace_rows([r]))
+
+
+# The index targets: per type, the columns it indexes and the filters that make a read use it.
+INDEX_KINDS = {
+    "btree": ("int", ["{c} = 7", "{c} BETWEEN 3 AND 30", "{c} IN (1, 50)", "{c} IS NULL",
+                      "NOT {c} = 2"]),
+    "bitmap": ("str", ["{c} = 'v3'", "{c} IS NULL", "{c} IN ('v1', 'v2')", "{c} > 'v5'"]),
+    "label_list": ("list", ["array_has_any({c}, ['a'])", "array_has_all({c}, ['a', 'b'])"]),
+    "zonemap": ("int", ["{c} > 10", "{c} = 5", "{c} IS NULL"]),
+    "bloomfilter": ("int", ["{c} = 5", "{c} IN (3, 9)", "{c} IS NULL"]),
+    "ngram": ("str", ["contains({c}, 'v12')", "{c} LIKE '%v1%'"]),
+}
+
+
+def _index_columns(kind: str, n: int) -> pa.Array:
+    shape = INDEX_KINDS[kind][0]
+    if shape == "int":
+        return pa.array([None if i % 7 == 0 else i % 40 for i in range(n)], pa.int64())
+    if shape == "str":
+        return pa.array([None if i % 7 == 0 else f"v{i % 23}" for i in range(n)])
+    return pa.array([None if i % 7 == 0 else [["a", "b", "c"][i % 3], "b"][: 1 + i % 2]
+                     for i in range(n)], pa.list_(pa.string()))
+
+
+def index_dataset(kind: str):
+    """The seeding function of target ``index_<kind>``: a dataset whose column ``a`` pylance
+    indexed and whose column ``b`` (the same values) lancefmt indexed, copied to
+    ``index_<kind>_source``; each index file is a seed (first byte: which)."""
+    def seed(seeds_dir: str, put, scratch: str) -> None:
+        import lance
+
+        import lancefmt
+
+        n = 3000
+        col = _index_columns(kind, n)
+        src = os.path.join(seeds_dir, f"index_{kind}_source")
+        shutil.rmtree(src, ignore_errors=True)
+        lance.write_dataset(pa.table({"id": np.arange(n), "a": col, "b": col}), src,
+                            max_rows_per_file=1200)
+        lance.dataset(src).create_scalar_index("a", kind.upper(), name="a_idx")
+        lancefmt.dataset(src).create_scalar_index("b", kind.upper(), name="b_idx")
+        who = {d.segments[0].uuid: ("pylance" if d.name == "a_idx" else "lancefmt")
+               for d in lancefmt.dataset(src).describe_indices()}
+        for i, f in enumerate(index_files(src)):
+            put(f"{who[f.split('/')[1]]}-{i}", bytes([i]) + _read(os.path.join(src, f)))
+    return seed
+
+
+def index_files(root: str) -> list:
+    """The index files of a dataset, relative to it, in a fixed order."""
+    base = os.path.join(root, "_indices")
+    return sorted(os.path.relpath(os.path.join(d, n), root)
+                  for d, _, names in os.walk(base) for n in names)

@@ -311,6 +311,50 @@ class _NamespaceManifest:
                 _raise_cap_hit(exc)
 
 
+class _IndexReplacer:
+    """An indexed dataset (written by the seeds step) copied to a temp dir; each input replaces
+    one of its index files (first byte: which) and reads go through the index: every filter of
+    the type, counted and read, plus its statistics."""
+
+    def __init__(self, source: str, kind: str):
+        self.root = tempfile.mkdtemp(prefix=f"lancefmt-fuzz-index-{kind}-")
+        self.uri = os.path.join(self.root, "ds")
+        shutil.copytree(source, self.uri)
+        self.files = seed_sets.index_files(self.uri)
+        self.original = {f: open(os.path.join(self.uri, f), "rb").read() for f in self.files}
+        self.filters = [f.format(c=c) for c in ("a", "b") for f in seed_sets.INDEX_KINDS[kind][1]]
+        self.dirty = None
+
+    def __call__(self, data: bytes) -> None:
+        import lancefmt
+        from lancefmt.index.core.catalog import LOADED
+
+        if not data:
+            return
+        if self.dirty is not None:
+            with open(os.path.join(self.uri, self.dirty), "wb") as f:
+                f.write(self.original[self.dirty])
+        name = self.files[data[0] % len(self.files)]
+        with open(os.path.join(self.uri, name), "wb") as f:
+            f.write(data[1:])
+        self.dirty = name
+        LOADED.clear()  # the replaced file is read again, not served from the cache
+        ds = lancefmt.dataset(self.uri)
+        for text in self.filters:
+            try:
+                ds.count_rows(text)
+                ds.to_table(filter=text)
+            except LanceError:
+                continue
+        for name in ("a_idx", "b_idx"):
+            ds.stats.index_stats(name)
+
+
+def _index_target(kind: str) -> "Target":
+    return Target(lambda d: _IndexReplacer(os.path.join(d, f"index_{kind}_source"), kind),
+                  seed_sets.index_dataset(kind))
+
+
 class Target(NamedTuple):
     """A fuzz target: ``build(seeds_dir)`` gives the function fuzzed (bytes -> None; raising
     only on a finding), ``seed(out_dir, scratch_dir)`` writes its seed files (None: the shared
@@ -345,6 +389,8 @@ TARGETS = {
     "manifest_old": Target(_fn(_manifest), seed_sets.old_manifests),  # 0.10 .. 9.0 releases
     "dataset_legacy": Target(_replacer("dataset_legacy_source"), seed_sets.legacy_dataset),
     "namespace_manifest": Target(lambda d: _NamespaceManifest(), seed_sets.namespace_rows),
+    # index files: one target per scalar type (a replaced file, then reads through the index)
+    **{f"index_{kind}": _index_target(kind) for kind in seed_sets.INDEX_KINDS},
 }
 
 

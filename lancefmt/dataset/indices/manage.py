@@ -34,14 +34,15 @@ def prewarm_index(snapshot, name: str, index_segments=None) -> None:
     segments = [e for e in index_entries(snapshot) if e.name == name]
     if not segments:
         raise IndexNotFoundError(f"Lance index not found: name={name}")
-    from ...index.core.catalog import Segment
+    from ...index.core.catalog import Segment, guarded
 
     for pb in segments:
         if wanted is not None and uuid_text(pb) not in wanted:
             continue
         itype = by_details(pb.index_details)
         if itype is not None and len(fragment_ids(pb)):
-            Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb)).load().prewarm()
+            seg = Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb))
+            guarded(seg, lambda: seg.load().prewarm())
 
 
 def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retrain: bool = False,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...index.core.catalog import Segment
+from ...index.core.catalog import Segment, guarded
 from ...index.core.metadata import fragment_ids, is_system, new_uuid, uuid_text
 from ...index.core.registry import RowIdMapping, by_details
 from ...table.rowids import load_row_ids
@@ -106,7 +106,7 @@ def attach_index_remap(snapshot, op: Rewrite) -> list:
             uid = new_uuid()
             dest = index_store_for(snapshot, uid, pb.base_id if pb.HasField("base_id") else None)
             try:
-                details = segment.load().remap(mapping, dest)
+                details = guarded(segment, lambda: segment.load().remap(mapping, dest))
             except NotImplementedError:
                 continue
             finally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 
 from ...errors import InvalidArgumentError
-from ...index.core.catalog import Segment
+from ...index.core.catalog import Segment, guarded
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
@@ -141,7 +141,7 @@ def index_stats(snapshot, name: str) -> dict:
             stats.append({})
             continue
         seg = Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb))
-        stats.append(seg.load().statistics())
+        stats.append(guarded(seg, lambda: seg.load().statistics()))
     trained = [pb for pb in pbs if len(fragment_ids(pb))]
     kind = type_name_of(trained[0]) if trained else "N/A"
     unindexed = [f for f in rows if f not in covered]

@@ -15,9 +15,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
+import pyarrow as pa
 from pyroaring import BitMap
 
-from ...errors import LanceWarning
+from ...errors import CorruptFileError, LanceError, LanceWarning
 from .metadata import fragment_ids, is_system, uuid_text
 from .registry import IndexType, LoadedIndex, by_details
 from .store import IndexStore
@@ -77,7 +78,28 @@ class Segment:
     def load(self) -> LoadedIndex:
         details = self.itype.unpack_details(self.meta.index_details, self.store.dir_uri)
         return LOADED.get_or_load(("segment", self.store.dir_uri),
-                                  lambda: self.itype.load(self.store, details))
+                                  lambda: guarded(self, lambda: self.itype.load(self.store, details)))
+
+    def search(self, query):
+        loaded = self.load()
+        return guarded(self, lambda: loaded.search(query))
+
+
+# What a type's reader may raise on bytes that are well-formed Lance files but not the index it
+# expects (a missing column, a wrong type, a value out of range): a corrupt index, not a crash.
+_MALFORMED = (KeyError, ValueError, TypeError, IndexError, OverflowError, pa.ArrowException)
+
+
+def guarded(segment: "Segment", call):
+    """``call()``, with a malformed index's Python/Arrow error turned into CorruptFileError
+    naming the segment's directory (LanceErrors pass as they are)."""
+    try:
+        return call()
+    except LanceError:
+        raise
+    except _MALFORMED as e:
+        raise CorruptFileError(f"index {segment.meta.name!r} ({segment.itype.type_name}) is "
+                               f"malformed: {type(e).__name__}: {e}", segment.store.dir_uri) from None
 
 
 @dataclass

@@ -63,7 +63,7 @@ class _Run:
         self.used: dict = {}
 
     def search(self, segment, query) -> SearchResult:
-        res = segment.load().search(query)
+        res = segment.search(query)
         if res.addresses or segment.records_addresses or self.to_addresses is None:
             return SearchResult(res.rows, res.exact, res.negated, True)
         return SearchResult(self.to_addresses(res.rows), res.exact, res.negated, True)

@@ -141,6 +141,13 @@ class BTreeIndex(LoadedIndex):
         if not {"min", "max", "null_count", "page_idx"} <= names:
             raise CorruptFileError(f"page lookup has columns {sorted(names)}", path)
         self.type = lookup.schema.field("min").type
+        want = {"max": self.type, "null_count": pa.uint32(), "page_idx": pa.uint32()}
+        for name, t in want.items():
+            if not lookup.schema.field(name).type.equals(t):
+                raise CorruptFileError(f"page lookup column {name} is {lookup.schema.field(name).type}, "
+                                       f"not {t}", path)
+        if lookup.column("null_count").null_count or lookup.column("page_idx").null_count:
+            raise CorruptFileError("page lookup has null counts or page numbers", path)
         self.mins = lookup.column("min").combine_chunks()
         self.maxs = lookup.column("max").combine_chunks()
         self.null_count = lookup.column("null_count").to_numpy().astype(np.int64)
@@ -157,6 +164,11 @@ class BTreeIndex(LoadedIndex):
             self.sorted_keys = bool((self.min_keys[1:] >= self.min_keys[:-1]).all() and
                                     (self.max_keys[1:] >= self.max_keys[:-1]).all())
         data = store.reader(PAGE_DATA)
+        fields = {f.name: f.type for f in data.schema}
+        if set(fields) != {"values", "ids"} or not fields["values"].equals(self.type) or \
+                fields["ids"] != pa.uint64():
+            raise CorruptFileError(f"page data has columns {fields}, not values: {self.type} and "
+                                   f"ids: uint64", store.uri(PAGE_DATA))
         self.num_rows = data.num_rows
         pages = -(-self.num_rows // self.batch_size)
         if self.page_idx.size and (self.page_idx.min() < 0 or self.page_idx.max() >= max(pages, 1)):
@@ -176,7 +188,10 @@ class BTreeIndex(LoadedIndex):
         # the whole (often 500k-row) Lance page holding them
         rows = np.arange(start, min(start + self.batch_size, self.num_rows), dtype=np.int64)
         t = self.store.reader(PAGE_DATA).take(rows)
-        page = SortedPage(t.column("values"), t.column("ids").to_numpy())
+        ids = t.column("ids")
+        if ids.null_count:
+            raise CorruptFileError(f"page {k} has null row ids", self.store.uri(PAGE_DATA))
+        page = SortedPage(t.column("values"), ids.to_numpy())
         with self._lock:
             self._pages[k] = page
             while len(self._pages) > MAX_CACHED_PAGES:
