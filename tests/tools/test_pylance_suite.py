@@ -18,11 +18,11 @@ from tools.pylance_suite.categorize import categorize  # noqa: E402
 from tools.pylance_suite.runner import SHIM, Impl, run_file  # noqa: E402
 
 
-def _shim_python(code: str, probe: bool = False) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SHIM), str(ROOT)])}
-    env.pop("PYLANCE_SUITE_PROBE", None)
-    if probe:
-        env["PYLANCE_SUITE_PROBE"] = "1"
+def _shim_python(code: str, probe: bool = False, lancefmt: Path = ROOT
+                 ) -> subprocess.CompletedProcess:
+    env = {**os.environ, **Impl.lancefmt(str(ROOT), probe=probe).env,
+           "PYTHONPATH": os.pathsep.join([str(SHIM), str(ROOT)]),
+           "PYLANCE_SUITE_LANCEFMT": str(lancefmt)}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, cwd="/")
 
@@ -46,6 +46,11 @@ def test_shim_is_lancefmt_and_missing_modules_fail():
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["missing: lance.pylance_suite_no_such_module", "no name"]
+
+
+def test_shim_refuses_a_lancefmt_from_elsewhere(tmp_path):
+    r = _shim_python("import lance", lancefmt=tmp_path)
+    assert r.returncode != 0 and "lancefmt was imported from" in r.stderr
 
 
 def test_probe_placeholders_import_and_fail_on_use():

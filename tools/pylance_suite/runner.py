@@ -41,8 +41,10 @@ class Impl:
     def lancefmt(cls, repo: str, probe: bool = False) -> "Impl":
         """lancefmt from the checkout ``repo``; ``probe``: the shim's placeholders on (see
         shim/_pylance_suite_probe.py)."""
-        return cls("lancefmt", [str(SHIM), str(Path(repo).resolve())],
-                   {"PYLANCE_SUITE_PROBE": "1"} if probe else {})
+        path = str(Path(repo).resolve())
+        return cls("lancefmt", [str(SHIM), path],
+                   {"PYLANCE_SUITE_LANCEFMT": path, **({"PYLANCE_SUITE_PROBE": "1"} if probe
+                                                       else {})})
 
 
 @dataclass

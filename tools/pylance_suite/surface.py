@@ -48,6 +48,8 @@ def methods(impl: Impl) -> dict[str, list[str]]:
     """Class (pylance's name) -> public attributes, under ``impl``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env["PYTHONPATH"] = os.pathsep.join([*impl.paths, str(PLUGINS)])
+    env.update(impl.env)
+    env.pop("PYLANCE_SUITE_PROBE", None)
     out = subprocess.run([sys.executable, "-c", _PROBE], env=env, check=True,
                          capture_output=True, text=True, cwd="/").stdout
     return json.loads(out)

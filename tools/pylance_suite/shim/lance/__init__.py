@@ -17,12 +17,30 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import types
 
-import lancefmt as _impl
-
 import _pylance_suite_probe as _probe  # next to this package, not in it (see __path__)
+
+
+def _drop_editable_finders() -> None:
+    """Remove the meta-path finder of an editable install of lancefmt (setuptools'
+    ``__editable___lancefmt_*_finder``): it would answer a submodule the checkout on sys.path
+    lacks from the installed checkout, mixing two lancefmts. lancefmt comes from sys.path only.
+    """
+    for finder in list(sys.meta_path):
+        mapping = getattr(sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", None)
+        if isinstance(mapping, dict) and "lancefmt" in mapping:
+            sys.meta_path.remove(finder)
+
+
+_drop_editable_finders()
+import lancefmt as _impl  # noqa: E402
+
+_EXPECTED = os.environ.get("PYLANCE_SUITE_LANCEFMT")  # the checkout the runner asked for
+if _EXPECTED and not os.path.abspath(_impl.__file__).startswith(os.path.join(_EXPECTED, "")):
+    raise ImportError(f"lancefmt was imported from {_impl.__file__}, not from {_EXPECTED}")
 
 _PROBE = _probe.enabled()
 
