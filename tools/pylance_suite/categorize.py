@@ -109,6 +109,9 @@ def _attribute_category(msg: str) -> str:
     m = re.match(r"type object '(\w+)' has no attribute '(\w+)'", msg)
     if m:
         return f"missing {_CLASS_NAMES.get(m.group(1), m.group(1))}.{m.group(2)}"
+    m = re.match(r"'NoneType' object has no attribute '(\w+)'", msg)
+    if m:
+        return f"None where pylance returns an object (with .{m.group(1)})"
     m = re.match(r"'(\w+)' object has no attribute '(\w+)'", msg)
     if m:
         return f"missing method {_CLASS_NAMES.get(m.group(1), m.group(1))}.{m.group(2)}"
