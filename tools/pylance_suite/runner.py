@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,7 +144,8 @@ def run_file(checkout: Checkout, file: str, impl: Impl, workdir: Path, *, timeou
     run = FileRun(file)
     stem = file.removesuffix(".py")
     out, deselect = workdir / f"{stem}.jsonl", workdir / f"{stem}.deselect"
-    command = _command(checkout, file, timeout, workdir / f"tmp-{stem}", upstream_warnings)
+    basetemp = workdir / f"tmp-{stem}"  # the tests' tmp_path (GBs for test_dataset.py)
+    command = _command(checkout, file, timeout, basetemp, upstream_warnings)
     env = _environment(impl, out, deselect)
     collected: list[str] = []
     start = time.monotonic()
@@ -194,4 +196,5 @@ def run_file(checkout: Checkout, file: str, impl: Impl, workdir: Path, *, timeou
     for nodeid in collected:
         run.tests.setdefault(nodeid, {"outcome": "not-run", "duration": 0.0})
     run.wall = round(time.monotonic() - start, 1)
+    shutil.rmtree(basetemp, ignore_errors=True)
     return run
