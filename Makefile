@@ -7,7 +7,8 @@ BASE   := $(VENV)/.lancefmt-base
 SPARK  := $(VENV)/.lancefmt-spark
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup build build-spark lint test demo demo-metadata bench bench-spark fuzz compat clean
+.PHONY: setup build build-spark lint test demo demo-metadata bench bench-spark fuzz compat clean \
+	pylance-suite pylance-suite-probe pylance-suite-baseline
 
 # the venv with the build requirements of pyproject.toml, so builds can recompile in place
 $(BASE): pyproject.toml setup.py
@@ -97,6 +98,24 @@ compat: build
 	done
 	LANCE_LOG=error $(PY) tests/compat/roundtrip.py --venvs $(COMPAT_VENVS) --out build/compat $(COMPAT_RELEASES)
 	LANCE_LOG=error $(PY) -m pytest -p no:xdist -q tests/compat
+
+# Lance's own Python tests (lancedb/lance python/python/tests, taken from the git directory
+# LANCE_GIT_DIR at run time, never copied here) on lancefmt, against the stored baseline of
+# those passing on pylance (tools/pylance_suite/baseline.json); docs/pylance-suite.md.
+# SUITE_ARGS="--set index", "--set table", "test_dataset.py", "--lancefmt-path ../other-wt" ...
+LANCE_GIT_DIR ?= /work/.mirror/lancedb+lance/repo
+SUITE_ARGS ?=
+pylance-suite: build
+	$(PY) -m tools.pylance_suite --impl lancefmt --git-dir $(LANCE_GIT_DIR) $(SUITE_ARGS)
+
+# The index files with what lancefmt lacks replaced by placeholders: each test's first missing
+# thing (a to-do list; never counted as lancefmt's result).
+pylance-suite-probe: build
+	$(PY) -m tools.pylance_suite --impl lancefmt --probe --set index --git-dir $(LANCE_GIT_DIR) $(SUITE_ARGS)
+
+# Run the tests on pylance and rewrite the baseline (after moving LANCE_GIT_DIR or pylance).
+pylance-suite-baseline: build
+	$(PY) -m tools.pylance_suite --impl pylance --write-baseline --git-dir $(LANCE_GIT_DIR) $(SUITE_ARGS)
 
 clean:
 	rm -rf build dist *.egg-info lancefmt/_proto/*_pb2.py
