@@ -12,11 +12,12 @@ Cython/Arrow decoders release the GIL) and yields their batches in order, then a
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain, islice
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -33,6 +34,7 @@ from ...table.rowids.meta import load_row_id_sequence
 from ...table.rowids.segment import SegmentKind
 from ..core.context import ScanContext
 from ..core.reader_cache import cached_value, caches_of, open_data_file
+from .window_stream import WindowStream, trim_windows
 
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
@@ -390,83 +392,26 @@ def _tasks(ctx, fragments, spec):
 
 
 def _task_windows(task) -> Iterator[list]:
-    """A task's batches, a window's worth at a time (one hand-over per window, not per batch)."""
+    """A task's non-empty batches, a window's worth at a time (one hand-over per window)."""
     scan, start, stop = task
+    size = scan.spec.batch_size
     for table in scan.windows(start, stop):
-        yield table.to_batches(max_chunksize=scan.spec.batch_size)
-
-
-def _task_batches(task) -> Iterator[pa.RecordBatch]:
-    for batches in _task_windows(task):
-        yield from batches
-
-
-class _End:
-    """Marks the end of a task's batches in its queue."""
-
-
-class _Failed:
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-class _Stream:
-    """One task's batches, produced on a pool thread into a bounded queue of windows (so a scan
-    holds a few windows per running task, whatever the dataset's size). The consumer reads a task no
-    thread has taken yet itself: a scan started while another one's producers hold every
-    pool thread still makes progress."""
-
-    def __init__(self, task, pool: ThreadPoolExecutor, depth: int):
-        self.task = task
-        self.queue: queue.Queue = queue.Queue(depth)
-        self.stop = threading.Event()
-        self.future = pool.submit(self._produce)
-
-    def _produce(self) -> None:
-        try:
-            for batches in _task_windows(self.task):
-                if not self._put(batches):
-                    return
-            self._put(_End)
-        except BaseException as e:  # noqa: BLE001 -- raised in the consumer
-            self._put(_Failed(e))
-
-    def _put(self, item) -> bool:
-        while not self.stop.is_set():
-            try:
-                self.queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False  # the consumer went away
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        if self.future.cancel():  # not started: read it here rather than wait for a thread
-            yield from _task_batches(self.task)
-            return
-        while True:
-            item = self.queue.get()
-            if item is _End:
-                return
-            if isinstance(item, _Failed):
-                raise item.error
-            yield from item
-
-    def close(self) -> None:
-        self.stop.set()
-        self.future.cancel()
+        if table.num_rows:
+            yield [b for b in table.to_batches(max_chunksize=size) if b.num_rows]
 
 
 # Windows a running task may hold ready beyond what the consumer took.
 STREAM_DEPTH = 2
 
 
-def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
-                 threads: int | None = None, readahead: int | None = None) -> Iterator[pa.RecordBatch]:
-    """Batches of the fragments in order, after ``offset``, up to ``limit``. Up to
-    ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read ahead on ``threads``
-    threads, each streaming its windows through a queue of :data:`STREAM_DEPTH`: memory stays
-    bounded by the running tasks' windows, not by the dataset."""
+def scan_windows(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None,
+                 offset=None, threads: int | None = None,
+                 readahead: int | None = None) -> Iterator[list]:
+    """The fragments' batches in order, after ``offset``, up to ``limit``, as lists (a
+    window's worth each; ``itertools.chain.from_iterable`` flattens them with no Python call
+    per batch). Up to ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read
+    ahead on ``threads`` threads, each streaming at most :data:`STREAM_DEPTH` windows: memory
+    stays bounded by the running tasks' windows, not by the dataset."""
     if limit is not None and int(limit) < 0:
         raise InvalidArgumentError("limit must be >= 0")
     if offset is not None and int(offset) < 0:
@@ -479,50 +424,34 @@ def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
     readahead = readahead or threads * 2
     tasks = iter(_tasks(ctx, fragments, spec))
     if threads <= 1 or len(fragments) <= 1:
-        yield from _trim((_task_batches(t) for t in tasks), skip, remaining)
+        yield from trim_windows(chain.from_iterable(map(_task_windows, tasks)), skip, remaining)
         return
     pool = scan_pool(threads)
     streams: deque = deque()
 
     def fill():
-        while len(streams) < readahead:
-            try:
-                t = next(tasks)
-            except StopIteration:
-                return
-            streams.append(_Stream(t, pool, STREAM_DEPTH))
+        for t in islice(tasks, readahead - len(streams)):
+            streams.append(WindowStream(partial(_task_windows, t), pool, STREAM_DEPTH))
 
-    def results():
+    def in_order():
         fill()
         while streams:
-            yield streams[0]  # _trim reads it to its end before asking for the next
+            yield streams[0]  # read to its end before the next is asked for
             streams.popleft()
             fill()
 
     try:
-        yield from _trim(results(), skip, remaining)
+        yield from trim_windows(chain.from_iterable(in_order()), skip, remaining)
     finally:
         for stream in streams:
             stream.close()
 
 
-def _trim(results, skip, remaining):
-    for batches in results:
-        for b in batches:
-            if skip:
-                if b.num_rows <= skip:
-                    skip -= b.num_rows
-                    continue
-                b = b.slice(skip)
-                skip = 0
-            if remaining is not None:
-                if b.num_rows >= remaining:
-                    if remaining:
-                        yield b.slice(0, remaining)
-                    return
-                remaining -= b.num_rows
-            if b.num_rows:
-                yield b
+def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
+                 threads: int | None = None, readahead: int | None = None) -> Iterator[pa.RecordBatch]:
+    """The batches of :func:`scan_windows`, one by one."""
+    yield from chain.from_iterable(scan_windows(ctx, fragments, spec, limit=limit, offset=offset,
+                                                threads=threads, readahead=readahead))
 
 
 def live_counts(ctx: ScanContext, pbs) -> np.ndarray:

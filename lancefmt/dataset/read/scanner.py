@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from itertools import chain
 from typing import Iterator
 
 import pyarrow as pa
@@ -17,10 +18,10 @@ import pyarrow.dataset as pads
 
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
-from ...jsonb.arrow import decode_batch, user_schema
+from ...jsonb.arrow import batch_decoder, user_schema
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
-from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches
+from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches, scan_windows
 
 _IGNORED = ("nearest", "batch_size_bytes", "batch_readahead", "fragment_readahead",
             "index_segments", "full_text_query", "prefilter", "use_stats", "fast_search",
@@ -138,14 +139,20 @@ class LanceScanner(pads.Scanner):
 
     # -- running ------------------------------------------------------------------------------
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        batches = scan_batches(self._source.ctx, self._fragments, self._spec,
-                               limit=self._limit, offset=self._offset, threads=self._threads)
+        return self._batches(self._limit)
+
+    def _batches(self, limit) -> Iterator[pa.RecordBatch]:
+        # batches of a plain scan cross no Python frame: windows are flattened by chain, and
+        # whether a column needs converting (JSON) is decided once here
+        batches = chain.from_iterable(scan_windows(
+            self._source.ctx, self._fragments, self._spec, limit=limit, offset=self._offset,
+            threads=self._threads))
         if self._projection.computed:
             batches = (self._projection.apply(b, self._extras) for b in batches)
         if self._offset_at is not None:
             batches = self._add_offsets(batches)
-        stored = self._stored_schema()
-        out = (decode_batch(b, stored) for b in batches)
+        decode = batch_decoder(self._stored_schema())
+        out = batches if decode is None else map(decode, batches)
         return rebatch(out, self._batch_size) if self._strict else out
 
     def to_reader(self) -> pa.RecordBatchReader:
@@ -171,15 +178,7 @@ class LanceScanner(pads.Scanner):
 
     def head(self, num_rows: int) -> pa.Table:
         limit = num_rows if self._limit is None else min(num_rows, self._limit)
-        batches = scan_batches(self._source.ctx, self._fragments, self._spec, limit=limit,
-                               offset=self._offset)
-        if self._projection.computed:
-            batches = (self._projection.apply(b, self._extras) for b in batches)
-        if self._offset_at is not None:
-            batches = self._add_offsets(batches)
-        stored = self._stored_schema()
-        return pa.Table.from_batches([decode_batch(b, stored) for b in batches],
-                                     schema=self.projected_schema)
+        return pa.Table.from_batches(list(self._batches(limit)), schema=self.projected_schema)
 
     def take(self, indices) -> pa.Table:
         return self.to_table().take(indices)
