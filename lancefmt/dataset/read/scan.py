@@ -34,10 +34,9 @@ from ...table.rowids.meta import load_row_id_sequence
 from ...table.rowids.segment import SegmentKind
 from ..core.context import ScanContext
 from ..core.reader_cache import cached_value, caches_of, open_data_file
+from .window_shape import ROW_ADDRESS, ROW_ID, WindowShape
 from .window_stream import WindowStream, trim_windows
 
-ROW_ID = "_rowid"
-ROW_ADDRESS = "_rowaddr"
 DEFAULT_BATCH_SIZE = 8192
 # Rows read per step inside a fragment: large enough to amortise per-call work, small enough
 # to bound memory for wide rows (vectors).
@@ -201,10 +200,11 @@ def shifted(positions: np.ndarray, first: int) -> np.ndarray:
 class FragmentScan:
     """Reads one fragment for one :class:`ScanSpec`."""
 
-    def __init__(self, ctx: ScanContext, frag, spec: ScanSpec):
+    def __init__(self, ctx: ScanContext, frag, spec: ScanSpec, shape: WindowShape | None = None):
         self.ctx = ctx
         self.frag = frag
         self.spec = spec
+        self.shape = shape or WindowShape(ctx.schema, spec)  # one per scan: see window_shape
         self.num_rows = frag.physical_rows
         self._deletions = None
         self._deletions_loaded = False
@@ -303,71 +303,62 @@ class FragmentScan:
         if start >= stop:
             return
         plan, nulls = self.file_plan()
+        shape = self.shape
         dv = self.deletions
         kept = dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
         window = max(self.spec.batch_size, WINDOW_ROWS)
         iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
-        schema = self.ctx.schema
+        # where each read column comes from, and the window schema: once per call
+        source = {}
+        for i, (_, proj, _) in enumerate(plan):
+            for j, f in enumerate(proj.schema):
+                source[f.name] = (i, j, f.type)
+        null_types = [shape.null_types[n] for n in nulls]
+        picks = [source[n][:2] if n in source else (-1, nulls.index(n)) for n in shape.read_names]
+        types = [source[n][2] if n in source else shape.null_types[n] for n in shape.read_names]
+        if shape.row_id:
+            types.append(pa.uint64())
+        if shape.row_address:
+            types.append(pa.uint64())
+        schema = shape.schema(tuple(types))
         pos = start
         while pos < stop:
             end = min(pos + window, stop)
-            columns = {}
-            for it, (_, _, names) in zip(iters, plan):
-                batch = next(it)
-                for n, col in zip(batch.schema.names, batch.columns):
-                    columns[n] = col
-            for n in nulls:
-                columns[n] = pa.nulls(end - pos, schema.field(n).type)
+            batches = [next(it) for it in iters]
+            if nulls:
+                batches.append([pa.nulls(end - pos, t) for t in null_types])
+            arrays = [batches[i][j] for i, j in picks]
             positions = None
             if kept is not None:
                 lo, hi = np.searchsorted(kept, [pos, end])
                 if hi - lo != end - pos:
                     positions = kept[lo:hi]
-            yield self._finish(columns, pos, end, positions)
+            yield self._finish(arrays, schema, pos, end, positions)
             pos = end
 
-    def _finish(self, columns: dict, start: int, end: int, positions) -> pa.Table:
+    def _finish(self, arrays: list, schema: pa.Schema, start: int, end: int, positions) -> pa.Table:
         """Drop deleted rows (``positions``: physical offsets kept, None = all of the window),
         add row ids/addresses, filter and project."""
-        spec = self.spec
-        n = end - start
+        shape = self.shape
         if positions is not None:
             take = pa.array((positions - start).astype(np.int32))
-            columns = {k: v.take(take) for k, v in columns.items()}
-        names = [c for c in spec.read_columns]
-        arrays = [columns[c] for c in names]
-        if spec.need_row_id:
-            names.append(ROW_ID)
+            arrays = [a.take(take) for a in arrays]
+        if shape.row_id:
             arrays.append(pa.array(self.row_ids_at(start, end, positions)))
-        if spec.need_row_address:
-            names.append(ROW_ADDRESS)
+        if shape.row_address:
             base = int(self.frag.id) << 32
             arrays.append(pa.array(id_run(base + start, end - start) if positions is None
                                    else shifted(positions, base)))
-        length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
-        table = pa.Table.from_arrays(arrays, schema=self._window_schema(names, arrays)) if arrays \
-            else pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
-        if spec.filter is not None:
-            table = table.filter(spec.filter)
-        out = list(spec.columns)
-        if spec.with_row_id:
-            out.append(ROW_ID)
-        if spec.with_row_address:
-            out.append(ROW_ADDRESS)
-        if table.column_names != out:
-            table = table.select(out)
+        if arrays:
+            table = pa.Table.from_arrays(arrays, schema=schema)
+        else:
+            length = len(positions) if positions is not None else end - start
+            table = pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
+        if shape.filter is not None:
+            table = table.filter(shape.filter)
+        if shape.select is not None:
+            table = table.select(shape.select)
         return table
-
-    def _window_schema(self, names, arrays) -> pa.Schema:
-        """The arrays' own types, with the dataset's nullability (a ``not null`` column stays
-        ``not null`` in what scans return, as the dataset schema says)."""
-        schema = self.ctx.schema
-        fields = []
-        for name, arr in zip(names, arrays):
-            i = schema.get_field_index(name)
-            nullable = schema.field(i).nullable if i >= 0 else True
-            fields.append(pa.field(name, arr.type, nullable=nullable))
-        return pa.schema(fields)
 
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
         for table in self.windows(start, stop):
@@ -381,8 +372,9 @@ class FragmentScan:
 
 
 def _tasks(ctx, fragments, spec):
+    shape = WindowShape(ctx.schema, spec)
     for frag in fragments:
-        scan = FragmentScan(ctx, frag, spec)
+        scan = FragmentScan(ctx, frag, spec, shape)
         n = frag.physical_rows
         if n <= MAX_TASK_ROWS:
             yield scan, 0, n
