@@ -204,7 +204,8 @@ class FragmentScan:
         self.ctx = ctx
         self.frag = frag
         self.spec = spec
-        self.shape = shape or WindowShape(ctx.schema, spec)  # one per scan: see window_shape
+        # one per scan (see window_shape)
+        self.shape = shape or WindowShape(ctx.schema, spec, not is_remote(ctx))
         self.num_rows = frag.physical_rows
         self._deletions = None
         self._deletions_loaded = False
@@ -306,7 +307,7 @@ class FragmentScan:
         shape = self.shape
         dv = self.deletions
         kept = dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
-        window = max(self.spec.batch_size, WINDOW_ROWS)
+        window = max(self.spec.batch_size, WINDOW_ROWS, shape.narrow_rows)
         iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
         # where each read column comes from, and the window schema: once per call
         source = {}
@@ -372,7 +373,7 @@ class FragmentScan:
 
 
 def _tasks(ctx, fragments, spec):
-    shape = WindowShape(ctx.schema, spec)
+    shape = WindowShape(ctx.schema, spec, not is_remote(ctx))
     for frag in fragments:
         scan = FragmentScan(ctx, frag, spec, shape)
         n = frag.physical_rows
