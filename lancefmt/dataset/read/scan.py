@@ -362,8 +362,8 @@ class FragmentScan:
         return table
 
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
-        for table in self.windows(start, stop):
-            yield from table.to_batches(max_chunksize=self.spec.batch_size)
+        """The batches of :meth:`windows` (flattened by ``chain``: no Python frame per batch)."""
+        return chain.from_iterable(_task_windows((self, start, stop)))
 
     def count(self) -> int:
         if self.spec.filter is None:

@@ -167,3 +167,28 @@ def test_requests_and_bytes_per_scan(datasets):
     requests, nbytes = delta(lambda: ds.to_table(columns=["i32"]))
     assert rows * 4 <= nbytes <= rows * 4 * 1.01
     assert requests <= FRAGMENTS
+
+
+def test_a_fragment_range_read_decides_json_once(tmp_path):
+    """Spark executors read ranges of a fragment (``to_batches(start=, stop=)``)."""
+    docs = [f'{{"k": {i}}}' for i in range(4_000)]
+    t = pa.table({"id": pa.array(range(4_000), pa.int64()),
+                  "doc": pa.array(docs, pa.json_(pa.utf8()))})
+    ds = lancefmt.write_dataset(t, str(tmp_path / "json"))
+    (fragment,) = ds.get_fragments()
+    fragment.to_table()
+    with CallCounter() as calls:
+        batches = list(fragment.to_batches(batch_size=100, start=1_000, stop=3_000))
+    assert len(batches) == 20
+    assert all(b.schema.field("doc").type == pa.json_(pa.utf8()) for b in batches)
+    assert batches[0]["doc"][0].as_py() == '{"k":1000}'
+    assert calls.matching("arrow.py", "_has") <= 4  # 2 fields, looked at twice per read
+    assert calls.matching("arrow.py", "BatchDecoder._replan") == 1
+    plain = lancefmt.write_dataset(t.drop_columns(["doc"]), str(tmp_path / "p"))
+    (fragment,) = plain.get_fragments()
+    with CallCounter() as calls:
+        rows = 0
+        for b in fragment.to_batches(batch_size=10, start=0, stop=4_000):
+            rows += b.num_rows
+    assert rows == 4_000
+    assert calls.total() < 400  # 400 batches, no Python call for each
