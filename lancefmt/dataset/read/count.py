@@ -1,7 +1,7 @@
 """Counting live rows: from the manifest alone when it can, else by scanning."""
 from __future__ import annotations
 
-from .scan import ScanSpec, live_counts, scan_batches
+from .scan import ScanSpec, count_matching, live_counts
 
 
 def count_rows(snapshot, filter=None, fragments=None) -> int:
@@ -17,4 +17,4 @@ def count_rows(snapshot, filter=None, fragments=None) -> int:
     if filter is None:
         return int(live_counts(snapshot.ctx, pbs).sum())
     spec = ScanSpec.build(snapshot.schema, [], filter)
-    return sum(b.num_rows for b in scan_batches(snapshot.ctx, pbs, spec))
+    return count_matching(snapshot.ctx, pbs, spec)

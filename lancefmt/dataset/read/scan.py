@@ -447,6 +447,11 @@ def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
                                                 threads=threads, readahead=readahead))
 
 
+def count_matching(ctx: ScanContext, fragments: Sequence, spec: ScanSpec) -> int:
+    """Rows of ``fragments`` that ``spec`` selects, summed with no Python call per batch."""
+    return sum(map(len, chain.from_iterable(scan_windows(ctx, fragments, spec))))
+
+
 def live_counts(ctx: ScanContext, pbs) -> np.ndarray:
     """Live rows of each fragment of ``pbs`` (a deletion count the manifest leaves unknown is
     read from the deletion file)."""

@@ -21,7 +21,7 @@ from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import batch_decoder, user_schema
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
-from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches, scan_windows
+from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, count_matching, live_counts, scan_windows
 
 _IGNORED = ("nearest", "batch_size_bytes", "batch_readahead", "fragment_readahead",
             "index_segments", "full_text_query", "prefilter", "use_stats", "fast_search",
@@ -173,7 +173,7 @@ class LanceScanner(pads.Scanner):
             if self._spec.filter is None:
                 return int(live_counts(self._source.ctx, self._fragments).sum())
             count_spec = ScanSpec.build(self._source.schema, [], self._spec.filter)
-            return sum(b.num_rows for b in scan_batches(self._source.ctx, self._fragments, count_spec))
+            return count_matching(self._source.ctx, self._fragments, count_spec)
         return sum(b.num_rows for b in self.to_batches())
 
     def head(self, num_rows: int) -> pa.Table:
