@@ -353,3 +353,11 @@ print(pa.default_memory_pool().max_memory())
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, env={**os.environ})
     assert int(out.stdout.split()[-1]) < 1 << 26
+
+
+def test_window_holds_the_deleted_offsets_of_a_row_range():
+    dv = DeletionVector.from_offsets([0, 5, 9, 10, 4_000_000_000])
+    assert dv.window(0, 10).tolist() == [0, 5, 9]
+    assert dv.window(5, 6).tolist() == [0, 4, 5]
+    assert dv.window(11, 100).tolist() == []
+    assert dv.window(3_999_999_999, 2**32).tolist() == [1]  # an end past u32 is clipped

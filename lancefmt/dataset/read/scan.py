@@ -34,6 +34,7 @@ from ...table.rowids.meta import load_row_id_sequence
 from ...table.rowids.segment import SegmentKind
 from ..core.context import ScanContext
 from ..core.reader_cache import cached_value, caches_of, open_data_file
+from .deleted_rows import gather_width, keep_rows
 from .window_shape import ROW_ADDRESS, ROW_ID, WindowShape
 from .window_stream import WindowStream, trim_windows
 
@@ -317,6 +318,7 @@ class FragmentScan:
         null_types = [shape.null_types[n] for n in nulls]
         picks = [source[n][:2] if n in source else (-1, nulls.index(n)) for n in shape.read_names]
         types = [source[n][2] if n in source else shape.null_types[n] for n in shape.read_names]
+        widths = [gather_width(t) for t in types] if kept is not None else None
         if shape.row_id:
             types.append(pa.uint64())
         if shape.row_address:
@@ -331,19 +333,20 @@ class FragmentScan:
             arrays = [batches[i][j] for i, j in picks]
             positions = None
             if kept is not None:
-                lo, hi = np.searchsorted(kept, [pos, end])
+                # keys of the offsets' own dtype: mixed types would copy all of them
+                lo, hi = np.searchsorted(kept, np.array([pos, end], kept.dtype))
                 if hi - lo != end - pos:
                     positions = kept[lo:hi]
+            if positions is not None:
+                arrays = keep_rows(arrays, widths, positions, pos)
             yield self._finish(arrays, schema, pos, end, positions)
             pos = end
 
     def _finish(self, arrays: list, schema: pa.Schema, start: int, end: int, positions) -> pa.Table:
-        """Drop deleted rows (``positions``: physical offsets kept, None = all of the window),
-        add row ids/addresses, filter and project."""
+        """Add row ids/addresses to a window's arrays (deleted rows already dropped:
+        ``positions`` are the physical offsets kept, None = all of the window), filter and
+        project."""
         shape = self.shape
-        if positions is not None:
-            take = pa.array((positions - start).astype(np.int32))
-            arrays = [a.take(take) for a in arrays]
         if shape.row_id:
             arrays.append(pa.array(self.row_ids_at(start, end, positions)))
         if shape.row_address:
