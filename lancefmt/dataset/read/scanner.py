@@ -144,11 +144,11 @@ class LanceScanner(pads.Scanner):
     def _batches(self, limit) -> Iterator[pa.RecordBatch]:
         # batches of a plain scan cross no Python frame: windows are flattened by chain, and
         # whether a column needs converting (JSON) is decided once here
-        batches = chain.from_iterable(scan_windows(
-            self._source.ctx, self._fragments, self._spec, limit=limit, offset=self._offset,
-            threads=self._threads))
-        if self._projection.computed:
-            batches = (self._projection.apply(b, self._extras) for b in batches)
+        windows = scan_windows(self._source.ctx, self._fragments, self._spec, limit=limit,
+                               offset=self._offset, threads=self._threads)
+        if self._projection.computed:  # evaluated a window at a time
+            windows = (self._projection.apply_window(w, self._extras) for w in windows)
+        batches = chain.from_iterable(windows)
         if self._offset_at is not None:
             batches = self._add_offsets(batches)
         decode = batch_decoder(self._stored_schema())

@@ -192,3 +192,13 @@ def test_a_fragment_range_read_decides_json_once(tmp_path):
             rows += b.num_rows
     assert rows == 4_000
     assert calls.total() < 400  # 400 batches, no Python call for each
+
+
+def test_computed_projections_are_evaluated_per_window(datasets, fresh_pools):
+    ds = datasets["2.0"]
+    columns = {"next": "i64 + 1", "f64": "f64"}
+    calls, out = _counted(lambda: ds.to_table(columns=columns, batch_size=100), fresh_pools)
+    assert out["next"].to_pylist()[:3] == [1, 2, 3] and out.column(0).num_chunks == 2_000
+    # one evaluation (an Arrow dataset built and scanned) per fragment's window, not per batch
+    assert calls.matching("projection.py", "Projection._evaluate") == FRAGMENTS
+    assert calls.matching("projection.py", "Projection.output_schema") <= FRAGMENTS + 4
