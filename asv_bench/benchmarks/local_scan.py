@@ -8,9 +8,9 @@ call.
 
 ``track_ratio`` = pylance time / lancefmt time, best of several, measured back to back in one
 process (above 1: lancefmt faster). Targets: ``scan_2.0`` >= 1.2, ``scan_2.2`` >= 1.7,
-``rowid_stable_2.0`` >= 1.2. ``track_python_calls`` is lancefmt's Python calls per scan in the
-calling thread (deterministic: a regression shows without timing; the test suite bounds the
-same counts in ``tests/dataset/read/test_scan_guards.py``).
+``rowid_stable_2.0`` >= 1.2. ``track_python_calls`` is lancefmt's Python calls per scan, run on
+one thread (deterministic: a regression shows without timing; the test suite bounds such
+counts in ``tests/dataset/read/test_scan_guards.py``).
 
 Run directly for a one-shot table: ``python -m benchmarks.local_scan`` from ``asv_bench``.
 """
@@ -52,22 +52,26 @@ def _case(paths, case):
             "open_scan_2.0": (paths["2.0"], {}, True)}[case]
 
 
-def callables(paths, case):
-    """(lancefmt's scan, pylance's scan) for ``case``."""
+def callables(paths, case, **extra):
+    """(lancefmt's scan, pylance's scan) for ``case`` (``extra``: more ``to_table`` keywords
+    for lancefmt)."""
     import lance
 
     import lancefmt
 
     path, kw, reopen = _case(paths, case)
+    ours_kw = {**kw, **extra}
     if reopen:
-        return (lambda: lancefmt.dataset(path).to_table(**kw)), \
+        return (lambda: lancefmt.dataset(path).to_table(**ours_kw)), \
             (lambda: lance.dataset(path).to_table(**kw))
     ours, peer = lancefmt.dataset(path), lance.dataset(path)
-    return (lambda: ours.to_table(**kw)), (lambda: peer.to_table(**kw))
+    return (lambda: ours.to_table(**ours_kw)), (lambda: peer.to_table(**kw))
 
 
-def python_calls(fn) -> int:
-    """Python function calls of one ``fn()`` in this thread (cProfile's count)."""
+def python_calls(paths, case) -> int:
+    """Python function calls of one lancefmt scan (cProfile's count), the scan on the calling
+    thread alone so that every call is counted and the count does not depend on scheduling."""
+    fn = callables(paths, case, threads=1)[0]
     fn()
     profile = cProfile.Profile()
     profile.enable()
@@ -100,7 +104,7 @@ class LocalScan:
         return speedup(self.ours, self.peer, repeat=9)
 
     def track_python_calls(self, paths, case):
-        return python_calls(self.ours)
+        return python_calls(paths, case)
 
     track_ratio.unit = "pylance time / lancefmt time"
     track_python_calls.unit = "calls"
@@ -113,7 +117,7 @@ def main():  # pragma: no cover - a one-shot report
         assert ours().equals(peer())
         o, p = best_time(ours, repeat=9), best_time(peer, repeat=9)
         print(f"{case:18s} lancefmt {o * 1e3:7.2f} ms  pylance {p * 1e3:7.2f} ms  ratio "
-              f"{speedup(ours, peer, repeat=9):5.2f}  calls {python_calls(ours)}")
+              f"{speedup(ours, peer, repeat=9):5.2f}  calls {python_calls(paths, case)}")
 
 
 if __name__ == "__main__":  # pragma: no cover
