@@ -25,6 +25,7 @@ from .version import __version__  # noqa: E402
 
 from .dataset import Dataset, Fragment, commit, dataset, write_dataset, write_fragments  # noqa: E402
 from .table.fragment import FragmentMetadata  # noqa: E402
+from .table.index_entry import Index, IndexFile  # noqa: E402
 from .table.transaction import Operation, Transaction  # noqa: E402
 from .dataset.read.scanner import LanceScanner  # noqa: E402
 
@@ -71,6 +72,8 @@ __all__ = [
     "LanceDataset",
     "LanceFragment",
     "LanceOperation",
+    "Index",
+    "IndexFile",
     "LanceScanner",
     "ExternalManifestStore",
     "ManifestEntry",

@@ -75,6 +75,10 @@ class UnsupportedFeatureError(FileError):
     """A file or dataset uses something this lancefmt does not implement (feature flag, encoding)."""
 
 
+class UnsupportedColumnTypeError(LanceError, TypeError):
+    """An index (or operation) cannot take a column of this type; pylance raises TypeError."""
+
+
 class InvalidPathError(LanceError, ValueError):
     """A path or base path escapes where it must stay (``..``, absolute where relative is required)."""
 

@@ -15,10 +15,11 @@ from .maintain.auto_cleanup import AutoCleanupConfig
 from .fragment import Fragment
 from .mutate.merge_insert import MergeInsertBuilder
 from .read.scanner import LanceScanner
+from ..table.index_entry import Index, IndexFile
 
 # pylance's names for the same classes
 LanceDataset = Dataset
 LanceFragment = Fragment
 
 __all__ = ["AutoCleanupConfig", "LANCE_COMMIT_MESSAGE_KEY", "Dataset", "Fragment", "LanceDataset", "LanceFragment", "LanceScanner",
-           "MergeInsertBuilder", "dataset", "write_dataset", "write_fragments", "commit"]
+           "MergeInsertBuilder", "Index", "IndexFile", "dataset", "write_dataset", "write_fragments", "commit"]

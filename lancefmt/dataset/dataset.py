@@ -40,6 +40,8 @@ from .read.count import count_rows
 from .read.scan import ScanSpec
 from .read.sql_query import SqlQueryBuilder
 from .read.take import take_rows
+from .index_api import DatasetIndexAPI
+from .indices.manage import optimize_indices as _optimize_indices
 from .read_api import DatasetReadAPI
 from .refs import bases as _bases
 from .refs import branches as _branches
@@ -102,7 +104,7 @@ def version_asof(ds: "Dataset", asof) -> int:
     return max(found)
 
 
-class Dataset(DatasetReadAPI):
+class Dataset(DatasetIndexAPI, DatasetReadAPI):
     """One version of a Lance dataset (pylance's ``LanceDataset``; see module docstring)."""
 
     def __init__(self, snapshot: Snapshot):
@@ -242,7 +244,7 @@ class Dataset(DatasetReadAPI):
     # -- fragments --------------------------------------------------------------------------
     def get_fragment(self, fragment_id: int) -> Fragment | None:
         pb = self.snapshot.fragment_pb(fragment_id)
-        return None if pb is None else Fragment(self.snapshot.ctx, pb)
+        return None if pb is None else Fragment(self.snapshot.ctx, pb, self.snapshot)
 
     # -- reading ----------------------------------------------------------------------------
     def scanner_spec(self, columns=None, filter=None, with_row_id=False, with_row_address=False,
@@ -259,7 +261,10 @@ class Dataset(DatasetReadAPI):
         return self._scan_table(columns, filter, limit, offset, *args, **kwargs)
 
     def count_rows(self, filter=None, *, fragments=None, **kwargs) -> int:
-        """Live rows (deletions subtracted); from metadata alone when there is no filter."""
+        """Live rows (deletions subtracted); from metadata alone when there is no filter, from
+        the scalar indices when they answer an SQL filter (as pylance)."""
+        if isinstance(filter, str) and fragments is None:
+            return self.scanner(filter=filter).count_rows()
         return count_rows(self.snapshot, filter, fragments)
 
     def take(self, indices, columns=None, *, with_row_id=False, with_row_address=False) -> pa.Table:
@@ -549,6 +554,13 @@ class Optimizer(DatasetOptimizer):
 
     def disable_auto_cleanup(self, **kwargs) -> None:
         self._dataset.delete_config_keys(list(AUTO_CLEANUP_KEYS))
+
+    def optimize_indices(self, **kwargs) -> None:
+        """Bring indices up to date with new fragments (``num_indices_to_merge``,
+        ``index_names``, ``retrain``: see :mod:`lancefmt.dataset.indices.manage`)."""
+        committed = _optimize_indices(self._dataset.snapshot, **kwargs)
+        if committed is not self._dataset.snapshot:
+            self._dataset.adopt(committed)
 
 
 class NativeView:

@@ -30,9 +30,12 @@ from .write.fragments import create_fragment
 
 
 class Fragment:
-    def __init__(self, ctx: ScanContext, pb):
+    def __init__(self, ctx: ScanContext, pb, snapshot=None):
         self._ctx = ctx
         self._pb = pb
+        # the version it came from, whose indices its filtered scans may use (never pickled:
+        # a fragment on an executor travels alone)
+        self._from = snapshot
 
     def __reduce__(self):
         return (_rebuild_fragment, (self._ctx, self._pb.SerializeToString()))
@@ -41,6 +44,11 @@ class Fragment:
         return f"Fragment(id={self.id}, physical_rows={self.physical_rows}, version={self._ctx.version})"
 
     # -- metadata --------------------------------------------------------------------------
+    @property
+    def scan_context(self) -> ScanContext:
+        """What scanning this fragment needs besides its protobuf (small; pickles)."""
+        return self._ctx
+
     @property
     def pb(self):
         """The fragment's ``DataFragment`` protobuf (as the manifest holds it)."""
@@ -105,6 +113,8 @@ class Fragment:
                               batch_size)
 
     def count_rows(self, filter=None) -> int:
+        if filter is not None and self._from is not None:
+            return self.scanner(columns=[], filter=filter).count_rows()
         spec = self._spec(columns=[], filter=filter)
         return FragmentScan(self._ctx, self._pb, spec).count()
 
@@ -125,7 +135,7 @@ class Fragment:
     def scanner(self, columns=None, batch_size=None, filter=None, limit=None, offset=None,
                 with_row_id=False, with_row_address=False, **kwargs):
         """A LanceScanner over this fragment alone."""
-        return LanceScanner(FragmentSource(self._ctx, self._pb), columns=columns,
+        return LanceScanner(FragmentSource(self._ctx, self._pb, self._from), columns=columns,
                             batch_size=batch_size, filter=filter, limit=limit, offset=offset,
                             with_row_id=with_row_id, with_row_address=with_row_address, **kwargs)
 

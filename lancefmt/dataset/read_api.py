@@ -179,7 +179,7 @@ class DatasetReadAPI(pads.Dataset):
         """Every fragment; with ``filter`` (an extension: pylance refuses one), only fragments
         holding at least one matching row."""
         snapshot = self.snapshot
-        frags = [Fragment(snapshot.ctx, pb) for pb in snapshot.fragment_pbs()]
+        frags = [Fragment(snapshot.ctx, pb, snapshot) for pb in snapshot.fragment_pbs()]
         if filter is None:
             return frags
         return [f for f in frags if f.count_rows(filter) > 0]

@@ -44,7 +44,10 @@ from lance_namespace import (
 from lance_namespace_urllib3_client.models import TableVersion, TagContents
 
 from ..dataset import Dataset, write_dataset
-from ..errors import DatasetExistsError, DatasetNotFoundError, InvalidPathError, LanceError
+from ..encoding.ipc_bounds import check_ipc_stream_sizes
+from ..errors import (
+    CorruptFileError, DatasetExistsError, DatasetNotFoundError, InvalidPathError, LanceError,
+)
 from ..io import open_store
 from ..io.memory_scope import NAMESPACE_KEY, is_memory
 from ..table.manifest import read_manifest
@@ -82,10 +85,12 @@ def _mode(value, default: str) -> str:
 
 
 def ipc_reader(data) -> pa.RecordBatchReader:
-    """Arrow IPC stream bytes (as the interface passes table data) as a reader."""
+    """Arrow IPC stream bytes (as the interface passes table data) as a reader; a compressed
+    buffer claiming more than its bytes can hold is refused before pyarrow allocates it."""
     try:
+        check_ipc_stream_sizes(data, "request data")
         return pa.ipc.open_stream(pa.py_buffer(data))
-    except pa.ArrowInvalid as e:
+    except (pa.ArrowInvalid, CorruptFileError) as e:
         raise InvalidInputError(f"request data is not an Arrow IPC stream: {e}") from None
 
 
@@ -119,7 +124,8 @@ class DirectoryNamespace(LanceNamespace):
             self._io_options = dict(self.storage_options or {})
             self._io_options[NAMESPACE_KEY] = "namespace-" + hashlib.sha1(self.root.encode()).hexdigest()
         self._store = open_store(self.root, self._io_options)
-        self._manifest = ManifestTable(self.root, self._io_options)
+        self._manifest = ManifestTable(self.root, self._io_options, parse_flag(
+            properties.get("inline_optimization_enabled"), "inline_optimization_enabled", False))
 
     def namespace_id(self) -> str:
         # Rust Debug quoting, as pylance's (callers parse the root out of it)
@@ -174,7 +180,7 @@ class DirectoryNamespace(LanceNamespace):
             return True
         if not self.manifest_enabled:
             return False
-        snap = snap or self._snapshot()
+        snap = snap or self._manifest.lookup([DELIMITER.join(parts)])
         return snap.type_of(DELIMITER.join(parts)) == NAMESPACE
 
     def _require_namespace(self, parts, snap=None):
@@ -185,7 +191,8 @@ class DirectoryNamespace(LanceNamespace):
         """(object id, location, manifest row or None) of a table, or TableNotFoundError."""
         oid = DELIMITER.join(parts)
         if self.manifest_enabled:
-            snap = snap or self._snapshot()
+            snap = snap or self._manifest.lookup([oid] + [DELIMITER.join(parts[:i])
+                                                          for i in range(1, len(parts))])
             row = snap.get(oid)
             if row is not None and row.object_type == TABLE:
                 return oid, row.location, row

@@ -25,7 +25,11 @@ import pyarrow.compute as pc
 from ..dataset import Dataset, write_dataset, write_fragments
 from ..dataset.core.files import deletion_file_uri
 from ..dataset.mutate.delete import plan_delete
-from ..errors import DatasetExistsError, DatasetNotFoundError
+from ..dataset.indices.remap import attach_index_remap
+from ..errors import (
+    CommitConflictError, CorruptFileError, DatasetExistsError, DatasetNotFoundError,
+    NotSupportedError,
+)
 from ..io import open_store
 from ..io.uri import child
 from ..table.manifest import encode_manifest_file
@@ -134,7 +138,7 @@ class Snapshot:
         t = self.table
         meta = self._lazy("metadata")[i].as_py()
         return Row(object_id, t.column("object_type")[i].as_py(), self._lazy("location")[i].as_py(),
-                   json.loads(meta) if meta else None)
+                   row_properties(object_id, meta, self.dataset) if meta else None)
 
     def children(self, prefix_id: str, object_type: str | None = None) -> pa.Table:
         """Rows directly inside the namespace ``prefix_id`` ("" = root), with a ``name`` column."""
@@ -161,6 +165,20 @@ class Snapshot:
         return self.table.filter(pc.starts_with(ids, prefix)).column("object_id").to_pylist()
 
 
+def row_properties(object_id: str, text: str, dataset=None) -> dict:
+    """A row's ``metadata``: a JSON object of strings (what every writer stores), else the
+    ``__manifest`` table (``dataset``) is corrupt."""
+    try:
+        props = json.loads(text)
+    except ValueError as e:
+        props = e
+    if not isinstance(props, dict) or not all(isinstance(v, str) for v in props.values()):
+        raise CorruptFileError(f"the {MANIFEST_DIR} row {object_id!r} has metadata that is not "
+                               f"a JSON object of strings: {text[:100]!r}",
+                               dataset.uri if dataset is not None else None)
+    return props
+
+
 def strip_prefix(ids, nbytes: int) -> pa.StringArray:
     """``ids`` (strings that all start with the same ``nbytes``-byte prefix) without it, by
     rewriting the offsets and data buffers with numpy (no per-string Python work)."""
@@ -182,13 +200,63 @@ def strip_prefix(ids, nbytes: int) -> pa.StringArray:
     return pa.StringArray.from_buffers(n, pa.py_buffer(new_off), pa.py_buffer(data[keep]))
 
 
-class ManifestTable:
-    """The ``__manifest`` dataset under a namespace root."""
+class PointSnapshot:
+    """The manifest rows of a few object ids, read through the ``object_id`` index (a lookup
+    in a big namespace reads a page of the index and the matching rows, not the table)."""
 
-    def __init__(self, root_uri: str, storage_options: dict | None = None):
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self._rows = {oid: i for i, oid in enumerate(table.column("object_id").to_pylist())}
+
+    def type_of(self, object_id: str) -> str | None:
+        i = self._rows.get(object_id)
+        return None if i is None else self.table.column("object_type")[i].as_py()
+
+    def get(self, object_id: str) -> Row | None:
+        i = self._rows.get(object_id)
+        if i is None:
+            return None
+        t = self.table
+        meta = t.column("metadata")[i].as_py()
+        return Row(object_id, t.column("object_type")[i].as_py(), t.column("location")[i].as_py(),
+                   row_properties(object_id, meta) if meta else None)
+
+
+# The indices pylance 14 keeps on ``__manifest`` when ``inline_optimization_enabled`` is true.
+MANIFEST_INDICES = (("object_id", "BTREE", "object_id_btree"),
+                    ("object_type", "BITMAP", "object_type_bitmap"),
+                    ("base_objects", "LABEL_LIST", "base_objects_label_list"))
+
+
+class ManifestTable:
+    """The ``__manifest`` dataset under a namespace root. ``inline_optimization``: after each
+    change, keep the manifest compact and its indices built and up to date (as pylance does
+    with ``inline_optimization_enabled``)."""
+
+    def __init__(self, root_uri: str, storage_options: dict | None = None,
+                 inline_optimization: bool = False):
         self.uri = child(root_uri, MANIFEST_DIR)
         self.storage_options = storage_options
+        self.inline_optimization = inline_optimization
         self._cache: Snapshot | None = None
+
+    def lookup(self, object_ids) -> "Snapshot | PointSnapshot":
+        """The rows of ``object_ids``: from the cached latest rows when there are some, else
+        through the ``object_id`` index when the manifest has one, else all rows."""
+        store = open_store(self.uri, self.storage_options)
+        try:
+            latest = latest_manifest(self.uri, store=store)
+        except DatasetNotFoundError:
+            return self.snapshot()
+        cached = self._cache
+        if cached is not None and cached.key == (latest.version, latest.size, latest.uri):
+            return cached
+        ds = Dataset.open(self.uri, latest.version, storage_options=self.storage_options)
+        if not any(d.field_names == ["object_id"] for d in ds.describe_indices()):
+            return self.snapshot()
+        ids = ", ".join(_quote(o) for o in dict.fromkeys(object_ids))
+        return PointSnapshot(ds.to_table(columns=["object_id", "object_type", "location", "metadata"],
+                                         filter=f"object_id IN ({ids})"))
 
     def _open(self) -> Dataset | None:
         try:
@@ -301,17 +369,45 @@ class ManifestTable:
                         pass
 
     def _maybe_compact(self) -> None:
-        """Keep listings fast: once the manifest has ``COMPACT_FRAGMENTS`` fragments, rewrite its
-        live rows into one fragment (a Rewrite transaction, committed exactly as the next
-        version or dropped: compaction is best effort). Manifests with indices are left alone."""
+        """Keep listings fast: once the manifest has ``COMPACT_FRAGMENTS`` fragments (with
+        inline optimization: more than one), rewrite its live rows into one fragment (a Rewrite
+        transaction, committed exactly as the next version or dropped: compaction is best
+        effort), remapping its indices; then, with inline optimization, build the manifest's
+        indices or bring them up to date."""
         ds = self._open()
-        if ds is None or len(ds.get_fragments()) < COMPACT_FRAGMENTS or ds.manifest_file.indices:
+        if ds is None:
             return
-        frags = [f.metadata for f in ds.get_fragments()]
-        table = ds.to_table()
-        new = write_fragments(table, self.uri, mode="append",
-                              storage_options=self.storage_options) if table.num_rows else []
-        self._commit_exactly_next(ds, Rewrite([RewriteGroup(frags, new)]), _data_uris(self.uri, new))
+        limit = 2 if self.inline_optimization else COMPACT_FRAGMENTS
+        if len(ds.get_fragments()) >= limit:
+            frags = [f.metadata for f in ds.get_fragments()]
+            table = ds.to_table()
+            new = write_fragments(table, self.uri, mode="append",
+                                  storage_options=self.storage_options) if table.num_rows else []
+            top = ds.manifest.max_fragment_id if ds.manifest.HasField("max_fragment_id") else 0
+            for i, f in enumerate(new):
+                f.pb.id = top + 1 + i
+            op = Rewrite([RewriteGroup(frags, new)])
+            written = _data_uris(self.uri, new)
+            written += attach_index_remap(ds.snapshot, op)
+            self._commit_exactly_next(ds, op, written)
+        if self.inline_optimization:
+            self._optimize_indices()
+
+    def _optimize_indices(self) -> None:
+        """Build the manifest's indices pylance builds, or fold new rows into them (best
+        effort: a concurrent writer's version wins and the next change tries again)."""
+        ds = self._open()
+        if ds is None:
+            return
+        have = {d.name for d in ds.describe_indices()}
+        try:
+            if have:
+                ds.optimize.optimize_indices()
+            for column, kind, name in MANIFEST_INDICES:
+                if name not in have:
+                    ds.create_scalar_index(column, kind, name=name)
+        except (CommitConflictError, NotSupportedError):
+            return
 
 
 def _data_uris(dataset_uri: str, fragments) -> list:

@@ -17,6 +17,9 @@ from ..dataset.maintain.compaction import (
     CompactionMetrics, CompactionOptions, plan_rewrite_tasks, rewrite_metrics,
 )
 from ..dataset.core.commit import CONFLICT_RETRIES
+from ..dataset.core.files import delete_files
+from ..dataset.indices.remap import attach_index_remap, needs_remap
+from ..dataset.maintain.compaction import reserve_ids
 from ..table.transaction import Rewrite
 from .jobs import Pinned, commit_job, run_tasks
 
@@ -36,6 +39,8 @@ def compact(spark, uri, *, target_rows_per_fragment: int | None = None,
                  materialize_deletions_threshold=materialize_deletions_threshold,
                  batch_size=batch_size, compaction_mode=compaction_mode)
 
+    remapped: list = []  # index files each run wrote (the driver's, not the tasks')
+
     def run(pinned: Pinned, job):
         snapshot = pinned.snapshot()
         options = CompactionOptions.resolve(snapshot.config(), **given)
@@ -45,10 +50,19 @@ def compact(spark, uri, *, target_rows_per_fragment: int | None = None,
         rewrites = run_tasks(spark, job, [(pinned, t) for t in tasks], rewrite_on_executor,
                              "compact")
         operation = Rewrite([r.group for r in rewrites])
+        if needs_remap(snapshot, operation):  # indices follow their rows to the new fragments
+            reserved = reserve_ids(snapshot.latest(), operation)
+            remapped.append(attach_index_remap(reserved, operation))
         return operation, [u for r in rewrites for u in r.files], rewrite_metrics(rewrites)
 
-    _, metrics = commit_job(Pinned.latest(uri, storage_options, manifest_store), run,
-                            conflict_retries)
+    try:
+        _, metrics = commit_job(Pinned.latest(uri, storage_options, manifest_store), run,
+                                        conflict_retries)
+    except BaseException:
+        delete_files([u for files in remapped for u in files], storage_options)
+        raise
+    if len(remapped) > 1:  # earlier runs lost a conflict: their segments were never committed
+        delete_files([u for files in remapped[:-1] for u in files], storage_options)
     return metrics
 
 

@@ -103,3 +103,41 @@ def split_filters(filters, schema: pa.Schema):
         else:
             pushed = e if pushed is None else (pushed & e)
     return pushed, rejected
+
+
+def filter_to_term(f, schema: pa.Schema):
+    """The index-answerable form of one Spark filter (a ``lancefmt.sql.sargable`` tree) or
+    OTHER: the same values the scan compares, so an index answers what the filter keeps."""
+    from ..sql.sargable import OTHER, Contains, Equals, IsIn, IsNull, Negate, Range, Term
+
+    name = type(f).__name__
+    if name == "Not":
+        inner = filter_to_term(f.child, schema)
+        return OTHER if inner is OTHER else Negate(inner)
+    attribute = getattr(f, "attribute", None)
+    field, arrow_type = _field(attribute, schema)
+    if field is None:
+        return OTHER
+    column = ".".join(attribute)
+    if name == "IsNull":
+        return Term(column, IsNull())
+    if name == "IsNotNull":
+        return Negate(Term(column, IsNull()))
+    if name == "StringContains" and isinstance(f.value, str) and pa.types.is_string(arrow_type):
+        return Term(column, Contains(f.value))
+    if name == "In":
+        values = [_scalar(v, arrow_type) for v in f.value if v is not None]
+        if any(v is None for v in values):
+            return OTHER
+        return Term(column, IsIn(tuple(v.as_py() for v in values), arrow_type))
+    value = _scalar(getattr(f, "value", None), arrow_type)
+    if value is None or (isinstance(value.as_py(), float) and value.as_py() != value.as_py()):
+        return OTHER
+    v = value.as_py()
+    if name in ("EqualTo", "EqualNullSafe"):
+        return Term(column, Equals(v, arrow_type))
+    bounds = {"GreaterThan": (v, False, None, False), "GreaterThanOrEqual": (v, True, None, False),
+              "LessThan": (None, False, v, False), "LessThanOrEqual": (None, False, v, True)}
+    if name in bounds:
+        return Term(column, Range(*bounds[name], arrow_type))
+    return OTHER

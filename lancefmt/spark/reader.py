@@ -34,7 +34,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..sql import to_expression
-from .filters import split_filters
+from .filters import filter_to_term, split_filters
 from .options import TARGET_BATCH_BYTES, ReadOptions
 from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema
 
@@ -91,11 +91,14 @@ def pushdown_enabled() -> bool:
 
 
 class LancePartition(InputPartition):
-    """Row ranges ``(fragment, start, stop)`` of one or more fragments, read by one Spark task."""
+    """Row ranges ``(fragment, start, stop)`` of one or more fragments, read by one Spark task;
+    ``selections``: per fragment id, the rows a scalar index selected (see
+    :class:`IndexPruning`), read instead of scanning the range."""
 
-    def __init__(self, pieces):
+    def __init__(self, pieces, selections=None):
         super().__init__(None)
         self.pieces = list(pieces)
+        self.selections = dict(selections or {})
 
     @property
     def num_rows(self) -> int:
@@ -173,8 +176,15 @@ class LanceReader(DataSourceReader):
         if self.options.fragment_ids is not None:
             wanted = set(self.options.fragment_ids)
             fragments = [f for f in fragments if f.fragment_id in wanted]
-        return plan_partitions(fragments, self.options.rows_per_partition, self.parallelism,
-                               self.options.whole_fragments)
+        pruning = IndexPruning.plan(ds.snapshot, self.options.filter, self.pushed)
+        if pruning is not None:
+            fragments = [f for f in fragments if not pruning.empty(f.fragment_id)]
+        parts = plan_partitions(fragments, self.options.rows_per_partition, self.parallelism,
+                                self.options.whole_fragments)
+        if pruning is not None:
+            for p in parts:
+                p.selections = pruning.for_pieces(p.pieces)
+        return parts
 
     # -- executors --------------------------------------------------------------------------
     def _scan_args(self):
@@ -198,10 +208,68 @@ class LanceReader(DataSourceReader):
         args = self._scan_args()
         limit = self.options.max_batch_bytes
         # Spark turns an empty partition list (a dataset without rows) into one InputPartition(None)
+        selections = getattr(partition, "selections", {})
         for fragment, start, stop in getattr(partition, "pieces", ()):
-            for batch in fragment.to_batches(start=start, stop=stop, **args):
+            chosen = selections.get(fragment.fragment_id)
+            batches = fragment.to_batches(start=start, stop=stop, **args) if chosen is None else \
+                selected_batches(fragment, start, stop, chosen, args)
+            for batch in batches:
                 if batch.num_rows:
                     yield from _split(caster(batch), limit)
+
+
+# Rows a partition carries per fragment an index answered; above it the executor scans the
+# range with the filter (a selection that large is read in windows anyway).
+MAX_SHIPPED_ROWS = 1 << 20
+
+
+class IndexPruning:
+    """What the pinned version's scalar indices answer for the read's filter (the ``filter``
+    option and the pushed filters): fragments with no matching row are not read at all, and
+    the others carry their selected rows to the executor."""
+
+    def __init__(self, selection):
+        self.selection = selection
+
+    @classmethod
+    def plan(cls, snapshot, filter_text, pushed) -> "IndexPruning | None":
+        from ..dataset.read.index_scan import filter_terms, selection_for_tree
+        from ..sql.sargable import OTHER, All
+
+        parts = []
+        if isinstance(filter_text, str) and filter_text.strip():
+            parts.append(filter_terms(filter_text, snapshot.schema))
+        parts += [filter_to_term(f, snapshot.schema) for f in pushed]
+        if all(p is OTHER for p in parts):
+            return None  # (an OTHER part kept in the AND makes the answer re-checked)
+        tree = parts[0] if len(parts) == 1 else All(tuple(parts))
+        selection = selection_for_tree(snapshot, tree)
+        return None if selection is None else cls(selection)
+
+    def empty(self, fragment_id: int) -> bool:
+        return self.selection.empty_for(int(fragment_id))
+
+    def for_pieces(self, pieces) -> dict:
+        """``{fragment id: (chosen offsets, negated, exact)}`` for the covered fragments of a
+        partition whose selection is small enough to ship."""
+        sel, out = self.selection, {}
+        for frag, _, _ in pieces:
+            fid = int(frag.fragment_id)
+            if not sel.covers(fid):
+                continue
+            chosen = sel.rows.get(fid)
+            if chosen is not None and chosen.size > MAX_SHIPPED_ROWS:
+                continue
+            out[fid] = (chosen, sel.negated, sel.exact)
+        return out
+
+
+def selected_batches(fragment, start: int, stop: int, chosen, args):
+    """A fragment range's rows an index selected, on an executor."""
+    from ..dataset.read.index_scan import selected_fragment_batches
+
+    rows, negated, exact = chosen
+    return selected_fragment_batches(fragment, start, stop, rows, negated, exact, args)
 
 
 def _split(batch, max_bytes: int):

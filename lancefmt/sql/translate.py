@@ -68,6 +68,13 @@ def _sql_types():
 _SQL_TYPES = _sql_types()
 
 
+@lru_cache(maxsize=512)
+def _parse_tree(text: str):
+    """The sqlglot tree of ``text`` (read, never modified, by the filter translation and the
+    index-term extraction alike, so a filter is parsed once)."""
+    return sqlglot.parse_one(text, read=LanceSpark)
+
+
 class Translator:
     def __init__(self, text: str, schema: pa.Schema | None):
         self.text = text
@@ -80,7 +87,7 @@ class Translator:
     # -- entry points ---------------------------------------------------------------------------
     def parse(self) -> exp.Expression:
         try:
-            tree = sqlglot.parse_one(self.text, read=LanceSpark)
+            tree = _parse_tree(self.text)
         except (ParseError, TokenError) as e:
             raise self.error(f"cannot parse ({str(e).splitlines()[0]})") from None
         if tree is None:
@@ -691,12 +698,32 @@ def expression_type(expr: pc.Expression, schema: pa.Schema) -> pa.DataType:
 
 
 # -- public API --------------------------------------------------------------------------------
+_FILTERS: dict = {}
+MAX_CACHED_FILTERS = 512
+
+
 def parse_filter(text: str, schema: pa.Schema | None = None) -> pc.Expression:
-    """A SQL boolean expression (a WHERE clause) as a pyarrow Expression over ``schema``."""
+    """A SQL boolean expression (a WHERE clause) as a pyarrow Expression over ``schema``.
+    Translations are kept per (text, schema): a repeated look-up parses its filter once."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError("empty filter")
+    key = (text, schema)
+    hit = _FILTERS.get(key)
+    if hit is not None:
+        return hit
     t = Translator(text, schema)
-    return t.predicate(t.parse()).expr
+    typed = t.predicate(t.parse())
+    expr = typed.expr
+    if len(_FILTERS) >= MAX_CACHED_FILTERS:
+        _FILTERS.clear()
+        _FILTER_COLUMNS.clear()
+    _FILTERS[key] = expr
+    if schema is not None:  # the translation knows the columns it read: no probing later
+        names = {c.split(".")[0] for c in typed.columns}
+        if all(schema.get_field_index(n) >= 0 or n in META_COLUMNS for n in names):
+            _FILTER_COLUMNS[id(expr)] = (expr, schema, tuple(n for n in list(schema.names) +
+                                                            list(META_COLUMNS) if n in names))
+    return expr
 
 
 def parse_expression(text: str, schema: pa.Schema | None = None) -> pc.Expression:
@@ -725,9 +752,16 @@ def to_expression(filter: Any, schema: pa.Schema | None = None) -> pc.Expression
         f"a filter is a SQL string or a pyarrow Expression, not {type(filter).__name__}")
 
 
+_FILTER_COLUMNS: dict = {}  # id(expr) -> (expr, schema, columns) for filters parse_filter made
+
+
 def referenced_columns(expr: pc.Expression, schema: pa.Schema) -> list[str]:
     """Top-level columns of ``schema`` (and ``_rowid``/``_rowaddr``) the expression reads; a
-    superset at worst, never fewer (checked by evaluating it over just those columns)."""
+    superset at worst, never fewer (checked by evaluating it over just those columns, unless
+    the filter's own translation said which columns it read)."""
+    known = _FILTER_COLUMNS.get(id(expr))
+    if known is not None and known[0] is expr and known[1] == schema:
+        return list(known[2])
     return list(_referenced(str(expr), expr, schema))
 
 

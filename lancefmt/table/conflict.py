@@ -61,7 +61,7 @@ _MATRIX = {
     "delete":            "c?ic?ric?cc?icc",
     "update":            "c?ic?ric?cc??cc",
     "overwrite":         "cc?ccccccc?cicc",
-    "create_index":      "cci??cicccc?icc",
+    "create_index":      "cci??cic?cc?icc",
     "rewrite":           "c?i??ric?cc?ccc",
     "merge":             "rricrricricricc",
     "restore":           "ccccccccccccicc",
@@ -173,11 +173,21 @@ def _conditional(mine, theirs) -> ConflictResult:
             if _overlap(a, b):
                 return _incompatible("the same metadata keys were updated concurrently")
         return OK
-    # C6: two index creations; only the fragment-reuse index is exclusive.
+    # C6: two index creations: the same index name (one would silently drop the other's
+    # segments) or the same removed segment must be redone on the new version.
     if isinstance(mine, CreateIndex) and isinstance(theirs, CreateIndex):
-        mine_fri = any(i.name == FRAG_REUSE_INDEX_NAME for i in mine.new_indices)
-        theirs_fri = any(i.name == FRAG_REUSE_INDEX_NAME for i in theirs.new_indices)
-        return _retry("both created the fragment reuse index") if mine_fri and theirs_fri else OK
+        mine_names = {i.name for i in mine.new_indices} | {i.name for i in mine.removed_indices}
+        theirs_names = {i.name for i in theirs.new_indices} | {i.name for i in theirs.removed_indices}
+        both = mine_names & theirs_names
+        return _retry(f"index {sorted(both)[0]!r} changed concurrently") if both else OK
+    # An index built from columns a concurrent update rewrote in place would answer with the
+    # old values for those fragments.
+    if isinstance(mine, CreateIndex) and isinstance(theirs, Update):
+        idx_fields = {f for i in mine.new_indices for f in i.fields}
+        if theirs.fields_modified and idx_fields & set(theirs.fields_modified) and \
+                _indices_cover(mine.new_indices, _frag_ids(theirs.updated_fragments)):
+            return _retry("indexed columns of indexed fragments were updated concurrently")
+        return OK
     # C7 / C10: indices vs compaction.
     if isinstance(mine, CreateIndex) and isinstance(theirs, Rewrite):
         if _indices_cover(mine.new_indices, _modified_ids(theirs)):

@@ -28,7 +28,7 @@ from pyroaring import BitMap
 from ..errors import CorruptFileError, InvalidArgumentError
 from ..io import check_relative, child, open_store
 from . import _deletion
-from ._ipc_bounds import check_ipc_file_sizes
+from ..encoding.ipc_bounds import check_ipc_file_sizes
 from .._proto import table_pb2
 from .naming import DELETIONS_DIR, deletion_file_name
 

@@ -317,9 +317,9 @@ def build_manifest(
             _prune_indices(indices, {f.id for f in op.updated_fragments}, set(op.fields_modified))
     elif keep_fragments:
         if isinstance(op, CreateIndex):
-            new_names = {i.name for i in op.new_indices}
-            removed_uuids = {i.uuid.uuid for i in op.removed_indices}
-            indices = [i for i in indices if i.name not in new_names and i.uuid.uuid not in removed_uuids]
+            # segments are removed by uuid only: a new segment of an existing name is a delta
+            gone = {i.uuid.uuid for i in op.removed_indices} | {i.uuid.uuid for i in op.new_indices}
+            indices = [i for i in indices if i.uuid.uuid not in gone]
             indices += list(op.new_indices)
     elif isinstance(op, Rewrite):
         final, next_id, next_row_id, added = _apply_rewrite(old, op, next_id, stable, next_row_id)
@@ -344,12 +344,14 @@ def build_manifest(
         indices = _retain_relevant_indices(indices, manifest.fields)
     elif isinstance(op, DataReplacement):
         final = _apply_data_replacement(old, op)
+        # an index on a replaced column no longer describes the replaced fragments' values
+        for g in op.replacements:
+            _prune_indices(indices, {g.fragment_id}, set(g.new_file.fields))
     else:  # pragma: no cover - every modelled operation is handled above
         raise UnsupportedFeatureError(f"cannot apply a {op.name} transaction")
 
     if not keep_fragments:
-        if not isinstance(op, Rewrite):  # a rewrite keeps the rows' order (see _apply_rewrite)
-            final.sort(key=lambda f: f.id)
+        final.sort(key=lambda f: f.id)  # pylance 14 keeps (and validates) fragments in id order
         for f in final:  # drop data files that only hold tombstoned fields (-2)
             if any(all(fid == -2 for fid in df.fields) for df in f.files):
                 kept = [df for df in f.files if any(fid != -2 for fid in df.fields)]
@@ -470,36 +472,48 @@ def _apply_rewrite(old, op: Rewrite, next_id, stable, next_row_id):
 
 
 def _remap_indices_for_rewrite(indices, op: Rewrite, added: list, stable: bool) -> list:
-    """Index fragment bitmaps after a rewrite lancefmt cannot remap the index files for: the
-    rewritten fragments leave every bitmap (their rows are then scanned, not looked up, and
-    the index's entries for them point at fragments that no longer exist, which Lance's
-    prefilter drops). With stable row ids an index keeps covering a group it fully covered,
-    because its entries (row ids) are still valid in the new fragments."""
+    """Index entries after a rewrite (compaction). A segment the rewrite remapped
+    (``op.rewritten_indices``) is replaced by its new segment, which covers the new fragments
+    of every group whose old fragments it all covered. Any other segment stops covering the
+    rewritten fragments: its rows there are scanned, and its entries for fragments that no
+    longer exist are dropped by the planner (pylance 14's segments may record row addresses
+    even with stable row ids, so an unremapped segment is never trusted on new fragments)."""
     if not indices or not op.groups:
         return indices
     from pyroaring import BitMap
+    import uuid as uuidlib
 
     new_ids = dict(enumerate(added))
+    rewritten = {uuidlib.UUID(str(r.old_id)).bytes: r for r in op.rewritten_indices}
     out = []
     for idx in indices:
-        if not idx.fragment_bitmap:
+        remap = rewritten.get(bytes(idx.uuid.uuid))
+        if not idx.fragment_bitmap and remap is None:
             out.append(idx)
             continue
-        bm = BitMap.deserialize(idx.fragment_bitmap)
-        changed = False
+        bm = BitMap.deserialize(idx.fragment_bitmap) if idx.fragment_bitmap else BitMap()
+        changed = remap is not None
         for gi, g in enumerate(op.groups):
             old_ids = [f.id for f in g.old_fragments]
-            covered = all(i in bm for i in old_ids)
+            covered = bool(old_ids) and all(i in bm for i in old_ids)
             if any(i in bm for i in old_ids):
                 bm.difference_update(BitMap(old_ids))
                 changed = True
-            if stable and covered and old_ids:
+            if remap is not None and covered:
                 bm.update(new_ids.get(gi, []))
-                changed = True
         if changed:
             c = table_pb2.IndexMetadata()
             c.CopyFrom(idx)
             c.fragment_bitmap = bm.serialize()
+            if remap is not None:
+                c.uuid.uuid = uuidlib.UUID(str(remap.new_id)).bytes
+                c.index_details.type_url = remap.new_details_type_url
+                c.index_details.value = remap.new_details_value
+                c.index_version = remap.new_index_version
+                if remap.new_index_files:
+                    del c.files[:]
+                    for path, size in remap.new_index_files:
+                        c.files.add(path=path, size_bytes=int(size))
             idx = c
         out.append(idx)
     return out

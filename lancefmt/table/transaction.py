@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 from .._proto import file_pb2, table_pb2, transaction_pb2
 from ..errors import CorruptFileError, UnsupportedFeatureError
 from .fragment import FragmentMetadata
+from .index_entry import to_pb
 from .key_filter import KeyFilter
 
 TxnPb = transaction_pb2.Transaction
@@ -273,16 +274,43 @@ class RewriteGroup:
 
 
 @dataclass
+class RewrittenIndex:
+    """An index segment a compaction remapped (pylance's ``LanceOperation.RewrittenIndex``):
+    segment ``old_id`` is replaced by ``new_id`` with these details, version and files."""
+    old_id: str
+    new_id: str
+    new_details_type_url: str
+    new_details_value: bytes
+    new_index_version: int
+    new_index_files: Optional[list] = None   # [(path, size_bytes)]
+
+    def to_pb(self, out) -> None:
+        out.old_id.uuid = _uuid.UUID(str(self.old_id)).bytes
+        out.new_id.uuid = _uuid.UUID(str(self.new_id)).bytes
+        out.new_index_details.type_url = self.new_details_type_url
+        out.new_index_details.value = bytes(self.new_details_value)
+        out.new_index_version = int(self.new_index_version)
+        for path, size in self.new_index_files or ():
+            out.new_index_files.add(path=path, size_bytes=int(size))
+
+    @classmethod
+    def from_pb(cls, pb) -> "RewrittenIndex":
+        return cls(str(_uuid.UUID(bytes=bytes(pb.old_id.uuid))), str(_uuid.UUID(bytes=bytes(pb.new_id.uuid))),
+                   pb.new_index_details.type_url, bytes(pb.new_index_details.value),
+                   int(pb.new_index_version), [(f.path, int(f.size_bytes)) for f in pb.new_index_files])
+
+
+@dataclass
 class Rewrite(BaseOperation):
     groups: List[RewriteGroup]
-    # pylance's index arguments: lancefmt has no index to remap, so these must stay empty
-    rewritten_indices: list = field(default_factory=list)
+    rewritten_indices: list = field(default_factory=list)   # RewrittenIndex
     frag_reuse_index: object = None
     name = "rewrite"
 
     def __post_init__(self):
-        if self.rewritten_indices or self.frag_reuse_index is not None:
-            raise UnsupportedFeatureError("Rewrite with index remapping (lancefmt has no indexes)")
+        if self.frag_reuse_index is not None:
+            raise UnsupportedFeatureError("Rewrite with a fragment reuse index (deferred index "
+                                          "remap) is not supported by lancefmt")
 
     def fill(self, txn):
         r = txn.rewrite
@@ -291,6 +319,8 @@ class Rewrite(BaseOperation):
             pg = r.groups.add()
             pg.old_fragments.extend(_frag_pbs(g.old_fragments))
             pg.new_fragments.extend(_frag_pbs(g.new_fragments))
+        for ri in self.rewritten_indices:
+            ri.to_pb(r.rewritten_indices.add())
 
 
 @dataclass
@@ -374,6 +404,11 @@ class CreateIndex(BaseOperation):
     removed_indices: list = field(default_factory=list)
     name = "create_index"
 
+    def __post_init__(self):
+        # pylance's Index values or IndexMetadata protobufs: kept as protobufs
+        self.new_indices = [to_pb(i) for i in self.new_indices]
+        self.removed_indices = [to_pb(i) for i in (self.removed_indices or [])]
+
     def fill(self, txn):
         c = txn.create_index
         c.SetInParent()
@@ -410,6 +445,7 @@ class Operation:
     DataReplacement = DataReplacement
     DataReplacementGroup = DataReplacementGroup
     CreateIndex = CreateIndex
+    RewrittenIndex = RewrittenIndex
 
 
 def _op_from_pb(txn: TxnPb) -> BaseOperation:
@@ -467,7 +503,7 @@ def _op_from_pb(txn: TxnPb) -> BaseOperation:
         groups = [RewriteGroup(_frags(g.old_fragments), _frags(g.new_fragments)) for g in r.groups]
         if not groups and (r.old_fragments or r.new_fragments):
             groups = [RewriteGroup(_frags(r.old_fragments), _frags(r.new_fragments))]
-        return Rewrite(groups)
+        return Rewrite(groups, [RewrittenIndex.from_pb(ri) for ri in r.rewritten_indices])
     if kind == "merge":
         m = txn.merge
         return Merge(_frags(m.fragments), _fields_copy(m.schema), dict(m.schema_metadata))

@@ -407,3 +407,66 @@ def test_s3_root_with_storage_properties(s3_uri):
         ns.create_table(["n", "t"], TABLE)
     ns.drop_table(ln.DropTableRequest(id=["n", "t"]))
     assert DirectoryNamespace(**props).list_tables(["n"]) == []
+
+
+def test_inline_optimization_keeps_manifest_indices_both_ways(tmp_path):
+    """With ``inline_optimization_enabled`` the ``__manifest`` table is compacted and carries
+    pylance's ``object_id_btree``; lookups go through it, and pylance's and lancefmt's writes
+    keep each other's indices valid."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    import pytest
+    lance_ns = pytest.importorskip("lance.namespace")
+    import lance
+    from lance_namespace import CreateNamespaceRequest, CreateTableRequest, DescribeTableRequest
+
+    from lancefmt.namespace import DirectoryNamespace
+
+    buf = io.BytesIO()
+    t = pa.table({"x": [1, 2]})
+    with ipc.new_stream(buf, t.schema) as w:
+        w.write_table(t)
+    props = dict(root=str(tmp_path), manifest_enabled="true", dir_listing_enabled="false",
+                 inline_optimization_enabled="true")
+    ours = DirectoryNamespace(**props)
+    ours.create_namespace(CreateNamespaceRequest(id=["a"]))
+    for i in range(4):
+        ours.create_table(CreateTableRequest(id=["a", f"t{i}"]), buf.getvalue())
+    manifest = lance.dataset(str(tmp_path / "__manifest"))
+    manifest.validate()
+    assert len(manifest.get_fragments()) == 1
+    names = {d.name for d in manifest.describe_indices()}
+    assert "object_id_btree" in names
+    assert "@object_id_btree(BTree)" in manifest.scanner(filter="object_id = 'a$t1'").explain_plan()
+    theirs = lance_ns.DirectoryNamespace(**props)
+    theirs.create_table(CreateTableRequest(id=["a", "p"]), buf.getvalue())
+    fresh = DirectoryNamespace(**props)   # no cached rows: the lookup reads through the index
+    assert fresh.describe_table(DescribeTableRequest(id=["a", "p"])).location.endswith("a$p")
+    assert theirs.describe_table(DescribeTableRequest(id=["a", "t3"])).location.endswith("a$t3")
+    ours.create_table(CreateTableRequest(id=["a", "q"]), buf.getvalue())
+    m = lance.dataset(str(tmp_path / "__manifest"))
+    m.validate()
+    for oid in ("a$t0", "a$p", "a$q", "a"):
+        assert m.count_rows(f"object_id = '{oid}'") == 1
+        assert m.to_table(filter=f"object_id = '{oid}'", use_scalar_index=False).num_rows == 1
+
+
+@pytest.mark.parametrize("metadata", ['{"owner: x}', "[1, 2]", '{"n": 1}', "7"])
+def test_manifest_row_with_bad_metadata_is_corrupt_not_a_crash(tmp_path, metadata):
+    """A ``__manifest`` row whose metadata is not a JSON object of strings (another writer's
+    or a damaged table) is a CorruptFileError naming the table, not a JSON or model error."""
+    from lancefmt.errors import CorruptFileError
+
+    root = str(tmp_path / "lake")
+    rows = pa.table({"object_id": ["a", "b"], "object_type": ["namespace", "namespace"],
+                     "location": [None, None], "metadata": [metadata, '{"k": "v"}'],
+                     "base_objects": [None, None]}, schema=SCHEMA)
+    lancefmt.write_dataset(rows, os.path.join(root, "__manifest"))
+    ns = DirectoryNamespace(root=root)
+    assert ns.list_namespaces([]) == ["a", "b"]
+    assert ns.describe_namespace(["b"]).properties == {"k": "v"}
+    with pytest.raises(CorruptFileError, match="not a JSON object") as info:
+        ns.describe_namespace(["a"])
+    assert "__manifest" in str(info.value)

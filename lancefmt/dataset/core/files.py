@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...io import open_store
 from ...io.store import LocalStore
-from ...io.uri import child
+from ...io.uri import child, split_uri
 from ...table.deletion import deletion_file_kind
 from ...table.naming import deletion_file_name
 
@@ -79,3 +79,21 @@ def _delete_local_temps(uris, storage_options) -> None:
                     store.delete(child(parent, e.name))
                 except OSError:  # already gone (another abort got there first): nothing left
                     continue
+
+
+def delete_index_dir(uri: str, storage_options=None) -> None:
+    """Best-effort removal of an index directory this process wrote and no commit names: its
+    files, then (local) the empty directory."""
+    store = open_store(uri, storage_options)
+    try:
+        entries = store.list(uri)
+    except OSError:
+        return
+    delete_files([e.uri for e in entries if not e.is_dir], storage_options)
+    if isinstance(store, LocalStore):
+        import os
+
+        try:
+            os.rmdir(split_uri(uri).path)
+        except OSError:
+            pass

@@ -190,6 +190,10 @@ class Snapshot:
             out.append(pb)
         return out
 
+    def index_snapshot(self) -> "Snapshot":
+        """The version whose indices a scan of this source may use (itself)."""
+        return self
+
     # -- per-version caches ------------------------------------------------------------------
     def memo(self, key, make):
         """``make()`` once per ``key`` for this version (plans, indexes: anything derived from

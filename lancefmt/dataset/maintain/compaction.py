@@ -28,6 +28,7 @@ from ...table.transaction import ReserveFragments, Rewrite, RewriteGroup
 from ..core.files import data_file_uris, delete_files
 from ..core.plan import CommitPlan
 from ..core.view import View
+from ..indices.remap import attach_index_remap, segment_key
 from ..read.blobs import with_blob_bytes
 from ..read.scan import ScanSpec, load_deletions
 from ..write.files import DEFAULT_MAX_BYTES_PER_FILE
@@ -72,8 +73,8 @@ class CompactionOptions:
     max_source_rows: int | None = None
     max_source_bytes: int | None = None
     excluded_fragment_ids: tuple = ()  # left alone; they also split runs of candidates
-    # accepted and ignored: no indexes to remap, reads are not buffered by bytes, and the
-    # rewritten fragments keep the dataset's file version
+    # accepted and ignored: indices are always remapped at once, reads are not buffered by
+    # bytes, and the rewritten fragments keep the dataset's file version
     data_storage_version: str | None = None
     defer_index_remap: bool = False
     io_buffer_size: int | None = None
@@ -115,17 +116,26 @@ def _deleted(pb) -> int:
     return pb.deletion_file.num_deleted_rows if pb.HasField("deletion_file") else 0
 
 
-def plan_compaction(pbs, options: CompactionOptions) -> list[list]:
+def plan_compaction(pbs, options: CompactionOptions, index_key=None) -> list[list]:
     """Bins (lists of fragment protobufs) to rewrite, in fragment order, within the
-    ``max_source_*`` limits."""
+    ``max_source_*`` limits. ``index_key(fragment_id)``: which index segments cover a
+    fragment; a bin never mixes fragments of different keys (as Lance plans), so each
+    rewritten group stays inside the segments that covered it and its index is remapped."""
     bins, current = [], []
     excluded = set(options.excluded_fragment_ids)
+    key = None
     for pb in pbs:
         if pb.id in excluded:
             if current:
                 bins.append(current)
                 current = []
             continue
+        if index_key is not None:
+            k = index_key(int(pb.id))
+            if current and k != key:
+                bins.append(current)
+                current = []
+            key = k
         rows = pb.physical_rows
         deleted = _deleted(pb)
         materialize = options.materialize_deletions and rows and \
@@ -245,7 +255,7 @@ class RewriteTask:
 def plan_rewrite_tasks(snapshot, options: CompactionOptions) -> list[RewriteTask]:
     """The groups to rewrite (see :func:`plan_compaction`), as tasks; refuses
     ``force_binary_copy`` of fragments with deleted rows, as pylance does."""
-    bins = plan_compaction(snapshot.fragment_pbs(), options)
+    bins = plan_compaction(snapshot.fragment_pbs(), options, segment_key(snapshot))
     if options.compaction_mode == "force_binary_copy":
         _check_binary_copy(bins)
     return [RewriteTask.of(snapshot, b, options) for b in bins]
@@ -342,13 +352,14 @@ def compact_files(snapshot, options: CompactionOptions, progress=None):
 @io_scope()  # its files and its commit: one writer (io/uploads.py)
 def compact(snapshot, options: CompactionOptions, progress=None):
     """Compact and commit: (committed snapshot, metrics). As pylance: a ReserveFragments
-    commit first, then the Rewrite names the reserved ids (so index remapping could refer to
-    them; the versions match pylance's run)."""
+    commit first, then the Rewrite names the reserved ids, and the indices covering rewritten
+    fragments are remapped to them (:mod:`..indices.remap`)."""
     op, written, metrics = compact_files(snapshot, options, progress)
     if op is None:
         return snapshot, metrics
     try:
         snapshot = reserve_ids(snapshot, op)
+        written += [(u, snapshot.storage_options) for u in attach_index_remap(snapshot, op)]
     except BaseException:
         for uri, opts in written:
             delete_files([uri], opts)

@@ -26,6 +26,7 @@ from ...table.transaction import Rewrite, RewriteGroup
 from ..core.files import data_file_uris, delete_files
 from ..core.plan import CommitPlan
 from ..core.snapshot import Snapshot
+from ..indices.remap import attach_index_remap
 from .compaction import (CompactionMetrics, CompactionOptions, GroupRewrite, RewriteTask,
                          plan_rewrite_tasks, reserve_ids, rewrite_metrics)
 
@@ -206,6 +207,7 @@ def commit(snapshot: Snapshot, results: list) -> tuple[Snapshot, CompactionMetri
     plan_ = CommitPlan(op, written)
     try:
         reserved = reserve_ids(snapshot.latest(), op)
+        written += [(u, snapshot.storage_options) for u in attach_index_remap(reserved, op)]
     except BaseException:
         delete_files([u for u, _ in written], snapshot.storage_options)
         raise

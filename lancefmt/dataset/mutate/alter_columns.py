@@ -13,6 +13,7 @@ from ...errors import InvalidArgumentError
 from ...file.schema import fields_from_arrow
 from ...table.fragment import FragmentMetadata
 from ...table.transaction import Merge, Project
+from ..core.indices import index_entries
 from ..core.plan import CommitPlan
 from ..read.scan import ScanSpec, scan_batches
 from .column_files import (
@@ -79,7 +80,21 @@ def alter_columns(snapshot, alterations) -> CommitPlan:
             casts[f.id] = alt["data_type"]
     if not casts:
         return CommitPlan(Project(fields))
+    _refuse_indexed_casts(snapshot, casts)
     return _cast_plan(snapshot, fields, casts)
+
+
+def _refuse_indexed_casts(snapshot, casts: dict) -> None:
+    """A cast rewrites the column and would leave its indices answering for old values:
+    refused, as pylance refuses it (drop the index first)."""
+    indexed = sorted({e.name for e in index_entries(snapshot) if set(e.fields) & set(casts)})
+    if indexed:
+        names = [f.name for f in snapshot.lance_fields if f.id in casts]
+        raise InvalidArgumentError(
+            f"Cannot cast column(s) [{', '.join(names)}] to a new type: they have "
+            f"{len(indexed)} index(es) attached: [{', '.join(indexed)}]. Cast rewrites column "
+            f"data and invalidates any index on the affected column(s). Drop the index(es) with "
+            f"drop_index() before altering, then recreate them after the cast completes.")
 
 
 def _check_no_nulls(snapshot, path: str) -> None:

@@ -1,7 +1,8 @@
 """Counting live rows: from the manifest alone when it can, else by scanning."""
 from __future__ import annotations
 
-from .scan import ScanSpec, count_matching, live_counts
+from .scan import live_counts
+from .scanner import LanceScanner
 
 
 def count_rows(snapshot, filter=None, fragments=None) -> int:
@@ -16,5 +17,4 @@ def count_rows(snapshot, filter=None, fragments=None) -> int:
     pbs = snapshot.select_fragments(fragments)
     if filter is None:
         return int(live_counts(snapshot.ctx, pbs).sum())
-    spec = ScanSpec.build(snapshot.schema, [], filter)
-    return count_matching(snapshot.ctx, pbs, spec)
+    return LanceScanner(snapshot, columns=[], filter=filter, fragments=fragments).count_rows()

@@ -94,7 +94,9 @@ class DirectTakePlan:
         first = 0
         deleted = []
         paths = []
+        self.fragment_first = {}  # fragment id -> its first row's dataset-wide physical number
         for pb in fragments:
+            self.fragment_first[int(pb.id)] = first
             scan = FragmentScan(ctx, pb, spec)
             plan, nulls = scan.file_plan()
             if nulls:
@@ -129,7 +131,15 @@ class DirectTakePlan:
         """Live rows ``idx`` (int64, any order, repeats allowed). An offset outside the live
         rows maps to a physical row outside the columns, which the job finds: a
         RowOutOfRangeError."""
-        rows = np.ascontiguousarray(self.physical(idx), dtype=np.int64)
+        try:
+            return self.take_physical(self.physical(idx))
+        except RowOutOfRangeError:
+            raise RowOutOfRangeError(f"row offset out of range for {self.live_rows} rows") from None
+
+    def take_physical(self, rows: np.ndarray) -> pa.Table:
+        """Rows by dataset-wide physical number (see :attr:`fragment_first`), deleted or not:
+        the caller chose them (an index answer already masked by the deletions)."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
         n = rows.size
         columns = self.columns
         outs = [pa.allocate_buffer(n * c.value_bytes) for c in columns]
@@ -145,7 +155,7 @@ class DirectTakePlan:
         try:
             job.check()
         except ValueError:
-            raise RowOutOfRangeError(f"row offset out of range for {self.live_rows} rows") \
+            raise RowOutOfRangeError(f"row out of range for {self.physical_rows} physical rows") \
                 from None
         arrays = [pa.Array.from_buffers(c.type, n, [None, b]) for c, b in zip(columns, outs)]
         return pa.Table.from_arrays(arrays, schema=self.schema)

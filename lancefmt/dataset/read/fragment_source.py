@@ -13,9 +13,15 @@ class FragmentSource:
     fragment: ``ctx``, ``schema``, ``uri``, ``version``, ``fragment_pbs()``,
     ``select_fragments()``."""
 
-    def __init__(self, ctx: ScanContext, pb):
+    def __init__(self, ctx: ScanContext, pb, snapshot=None):
         self.ctx = ctx
         self._pb = pb
+        self._snapshot = snapshot
+
+    def index_snapshot(self):
+        """The dataset version whose indices may answer this fragment's filters: the one the
+        fragment was taken from (None for a fragment unpickled alone, e.g. on an executor)."""
+        return self._snapshot
 
     @property
     def schema(self):

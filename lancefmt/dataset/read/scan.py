@@ -212,6 +212,7 @@ class FragmentScan:
         self._deletions_loaded = False
         self._row_ids = None
         self._range_start = _UNSET
+        self.apply_filter = True  # False when an exact index answer already selected the rows
 
     # -- pieces ---------------------------------------------------------------------------
     @property
@@ -306,8 +307,7 @@ class FragmentScan:
             return
         plan, nulls = self.file_plan()
         shape = self.shape
-        dv = self.deletions
-        kept = dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
+        kept = self.kept_positions()
         window = max(self.spec.batch_size, WINDOW_ROWS, shape.narrow_rows)
         iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
         # where each read column comes from, and the window schema: once per call
@@ -342,8 +342,21 @@ class FragmentScan:
             yield self._finish(arrays, schema, pos, end, positions)
             pos = end
 
+    def kept_positions(self) -> np.ndarray | None:
+        """Physical offsets of the rows to return, sorted (None = every row): the live rows."""
+        dv = self.deletions
+        return dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
+
+    def taken(self, columns: dict, positions: np.ndarray) -> pa.Table:
+        """The rows at physical ``positions`` read by a take (``columns``: name -> the values
+        of just those rows), with row ids/addresses, filtered and projected as a window is."""
+        shape = self.shape
+        arrays = [columns[n] for n in shape.read_names]
+        types = [a.type for a in arrays] + [pa.uint64()] * (shape.row_id + shape.row_address)
+        return self._finish(arrays, shape.schema(tuple(types)), 0, self.num_rows, positions)
+
     def _finish(self, arrays: list, schema: pa.Schema, start: int, end: int, positions) -> pa.Table:
-        """Add row ids/addresses to a window's arrays (deleted rows already dropped:
+        """Add row ids/addresses to a window's arrays (the rows not wanted already dropped:
         ``positions`` are the physical offsets kept, None = all of the window), filter and
         project."""
         shape = self.shape
@@ -358,7 +371,7 @@ class FragmentScan:
         else:
             length = len(positions) if positions is not None else end - start
             table = pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
-        if shape.filter is not None:
+        if shape.filter is not None and self.apply_filter:
             table = table.filter(shape.filter)
         if shape.select is not None:
             table = table.select(shape.select)
@@ -375,10 +388,13 @@ class FragmentScan:
         return sum(t.num_rows for t in self.windows())
 
 
-def _tasks(ctx, fragments, spec):
-    shape = WindowShape(ctx.schema, spec, not is_remote(ctx))
+def _tasks(ctx, fragments, spec, make_scan=None):
+    """(scan, start, stop) tasks. The fragments of a plain scan share one WindowShape;
+    ``make_scan(ctx, fragment, spec)`` (the index read path) makes scans of their own."""
+    shape = WindowShape(ctx.schema, spec, not is_remote(ctx)) if make_scan is None else None
     for frag in fragments:
-        scan = FragmentScan(ctx, frag, spec, shape)
+        scan = FragmentScan(ctx, frag, spec, shape) if make_scan is None else \
+            make_scan(ctx, frag, spec)
         n = frag.physical_rows
         if n <= MAX_TASK_ROWS:
             yield scan, 0, n
@@ -401,13 +417,15 @@ STREAM_DEPTH = 2
 
 
 def scan_windows(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None,
-                 offset=None, threads: int | None = None,
-                 readahead: int | None = None) -> Iterator[list]:
+                 offset=None, threads: int | None = None, readahead: int | None = None,
+                 make_scan=None) -> Iterator[list]:
     """The fragments' batches in order, after ``offset``, up to ``limit``, as lists (a
     window's worth each; ``itertools.chain.from_iterable`` flattens them with no Python call
     per batch). Up to ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read
     ahead on ``threads`` threads, each streaming at most :data:`STREAM_DEPTH` windows: memory
-    stays bounded by the running tasks' windows, not by the dataset."""
+    stays bounded by the running tasks' windows, not by the dataset. ``make_scan(ctx,
+    fragment, spec)`` makes each fragment's scan (default :class:`FragmentScan`; the index read
+    path gives scans that read only the rows an index selected)."""
     if limit is not None and int(limit) < 0:
         raise InvalidArgumentError("limit must be >= 0")
     if offset is not None and int(offset) < 0:
@@ -418,7 +436,7 @@ def scan_windows(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
         return
     threads = threads or default_threads(ctx)
     readahead = readahead or threads * 2
-    tasks = iter(_tasks(ctx, fragments, spec))
+    tasks = iter(_tasks(ctx, fragments, spec, make_scan))
     if threads <= 1 or len(fragments) <= 1:
         yield from trim_windows(chain.from_iterable(map(_task_windows, tasks)), skip, remaining)
         return
@@ -444,15 +462,18 @@ def scan_windows(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
 
 
 def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
-                 threads: int | None = None, readahead: int | None = None) -> Iterator[pa.RecordBatch]:
+                 threads: int | None = None, readahead: int | None = None,
+                 make_scan=None) -> Iterator[pa.RecordBatch]:
     """The batches of :func:`scan_windows`, one by one."""
     yield from chain.from_iterable(scan_windows(ctx, fragments, spec, limit=limit, offset=offset,
-                                                threads=threads, readahead=readahead))
+                                                threads=threads, readahead=readahead,
+                                                make_scan=make_scan))
 
 
-def count_matching(ctx: ScanContext, fragments: Sequence, spec: ScanSpec) -> int:
+def count_matching(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, make_scan=None) -> int:
     """Rows of ``fragments`` that ``spec`` selects, summed with no Python call per batch."""
-    return sum(map(len, chain.from_iterable(scan_windows(ctx, fragments, spec))))
+    return sum(map(len, chain.from_iterable(scan_windows(ctx, fragments, spec,
+                                                         make_scan=make_scan))))
 
 
 def live_counts(ctx: ScanContext, pbs) -> np.ndarray:

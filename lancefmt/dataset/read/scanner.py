@@ -19,9 +19,12 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import batch_decoder, user_schema
+from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, count_matching, live_counts, scan_windows
+
+_UNSET = object()
 
 _IGNORED = ("nearest", "batch_size_bytes", "batch_readahead", "fragment_readahead",
             "index_segments", "full_text_query", "prefilter", "use_stats", "fast_search",
@@ -103,6 +106,32 @@ class LanceScanner(pads.Scanner):
         self._limit = None if limit is None else int(limit)
         self._offset = None if offset is None else int(offset)
         self._threads = threads
+        use_index = options.get("use_scalar_index")
+        self._use_index = True if use_index is None else bool(use_index)
+        self._selection = _UNSET
+
+    # -- indices ------------------------------------------------------------------------------
+    def index_selection(self):
+        """What the version's scalar indices answer for the filter (None: scan everything);
+        worked out once per scanner."""
+        if self._selection is _UNSET:
+            self._selection = None
+            snapshot = self._source.index_snapshot() if self._use_index and \
+                self._filter_text is not None else None
+            if snapshot is not None:
+                self._selection = index_selection(snapshot, self._filter_text)
+        return self._selection
+
+    def _make_scan(self):
+        sel = self.index_selection()
+        return None if sel is None else scan_maker(sel)
+
+    def _scanned_fragments(self) -> list:
+        """The fragments a run reads: those an index answered with no row are skipped."""
+        sel = self.index_selection()
+        if sel is None:
+            return self._fragments
+        return [f for f in self._fragments if not sel.empty_for(int(f.id))]
 
     # -- schemas ------------------------------------------------------------------------------
     @property
@@ -138,14 +167,35 @@ class LanceScanner(pads.Scanner):
         return user_schema(self._source.schema)
 
     # -- running ------------------------------------------------------------------------------
+    def _direct(self):
+        """An exact, small index answer gathered in one direct take (or None)."""
+        sel = self.index_selection()
+        if sel is None or self._projection.computed or self._offset_at is not None:
+            return None
+        if not hasattr(self._source, "manifest_file"):
+            return None
+        table = direct_index_table(self._source, sel, self._scanned_fragments(), self._spec)
+        if table is None:
+            return None
+        start = self._offset or 0
+        stop = table.num_rows if self._limit is None else min(table.num_rows, start + self._limit)
+        return table.slice(start, max(0, stop - start))
+
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        direct = self._direct()
+        if direct is not None:
+            decode = batch_decoder(self._stored_schema())
+            out = direct.to_batches(self._spec.batch_size)
+            out = iter(out) if decode is None else map(decode, out)
+            return rebatch(out, self._batch_size) if self._strict else out
         return self._batches(self._limit)
 
     def _batches(self, limit) -> Iterator[pa.RecordBatch]:
         # batches of a plain scan cross no Python frame: windows are flattened by chain, and
         # whether a column needs converting (JSON) is decided once here
-        windows = scan_windows(self._source.ctx, self._fragments, self._spec, limit=limit,
-                               offset=self._offset, threads=self._threads)
+        windows = scan_windows(self._source.ctx, self._scanned_fragments(), self._spec,
+                               limit=limit, offset=self._offset, threads=self._threads,
+                               make_scan=self._make_scan())
         if self._projection.computed:  # evaluated a window at a time
             windows = (self._projection.apply_window(w, self._extras) for w in windows)
         batches = chain.from_iterable(windows)
@@ -173,7 +223,16 @@ class LanceScanner(pads.Scanner):
             if self._spec.filter is None:
                 return int(live_counts(self._source.ctx, self._fragments).sum())
             count_spec = ScanSpec.build(self._source.schema, [], self._spec.filter)
-            return count_matching(self._source.ctx, self._fragments, count_spec)
+            sel = self.index_selection()
+            frags, counted = self._scanned_fragments(), 0
+            if sel is not None and sel.exact:  # answered fragments are counted, not read
+                ctx = self._source.ctx
+                counted = sum(SelectedScan(ctx, f, count_spec, sel.rows.get(int(f.id)),
+                                           sel.negated, True).count()
+                              for f in frags if sel.covers(int(f.id)))
+                frags = [f for f in frags if not sel.covers(int(f.id))]
+            return counted + count_matching(self._source.ctx, frags, count_spec,
+                                            make_scan=self._make_scan())
         return sum(b.num_rows for b in self.to_batches())
 
     def head(self, num_rows: int) -> pa.Table:
@@ -207,15 +266,27 @@ class LanceScanner(pads.Scanner):
         read = f"  LanceRead: uri={ds.uri}, version={ds.version}, " \
             f"projection=[{', '.join(spec.read_columns)}], num_fragments={len(self._fragments)}, " \
             f"full_filter={filt if filt is not None else '--'}, " \
+            f"refine_filter={self._refine_text(filt)}, " \
             f"row_id={str(spec.need_row_id).lower()}, " \
             f"row_addr={str(spec.need_row_address).lower()}, batch_size={spec.batch_size}"
         if metrics is not None:
             read += ", metrics=[" + ", ".join(f"{k}={v}" for k, v in metrics.items()) + "]"
         lines.append(read)
+        sel = self.index_selection()
+        if sel is not None:
+            lines.append(f"    ScalarIndexQuery: query={sel.text()}")
         if verbose:
             lines.append(f"    pyarrow filter: {spec.filter}")
             lines.append(f"    fragment ids: {[f.id for f in self._fragments]}")
         return lines
+
+    def _refine_text(self, filt) -> str:
+        """What is re-checked on the rows: nothing when there is no filter or an exact index
+        answer, else the filter."""
+        if filt is None:
+            return "--"
+        sel = self.index_selection()
+        return "--" if sel is not None and sel.exact else str(filt)
 
     def analyze_plan(self, count_rows: bool = False) -> str:
         """Run the scan and describe it with what it did: rows out, rows of the fragments it

@@ -13,6 +13,7 @@ import pyarrow as pa
 from ...errors import InvalidArgumentError
 from ...file.reader import LanceFileReader
 from ..core.files import data_file_uri
+from .index_info import index_stats
 from .scan import live_counts
 
 
@@ -60,6 +61,7 @@ class LanceStats:
         return DataStatistics([FieldStatistics(i, n) for i, n in sorted(totals.items())])
 
     def index_stats(self, index_name: str) -> dict:
-        raise InvalidArgumentError(f"Index not found: {index_name} (lancefmt writes no indices)")
+        """pylance's per-index statistics (see :func:`.index_info.index_stats`)."""
+        return index_stats(self._snapshot, index_name)
 
 

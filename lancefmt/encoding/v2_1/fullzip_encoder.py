@@ -177,7 +177,7 @@ def scatter_values(out, data, src_starts, dst_starts, lens) -> None:
         base = int(ends[i - 1]) if i else 0
         j = max(i + 1, int(np.searchsorted(ends, base + SCATTER_CHUNK_BYTES, side="right")))
         s, d, ln = src_starts[i:j], dst_starts[i:j], lens[i:j]
-        if j - i < 64:  # few (large) values: slice copies
+        if j - i < 64 or int(ln.sum()) >= 1024 * (j - i):  # few or large values: slice copies
             for a, b, c in zip(s.tolist(), d.tolist(), ln.tolist()):
                 out[b:b + c] = data[a:a + c]
         else:

@@ -1,0 +1,222 @@
+"""Building a scalar index and committing it (``create_scalar_index``, ``create_index``).
+
+One build trains a new segment from the column's live rows into ``_indices/{uuid}/`` and
+commits a ``CreateIndex`` transaction that adds it (and, with ``replace``, removes the
+segments of the index it replaces). A failed build or commit removes the segment's files:
+nothing is visible before the commit.
+
+The distributed shape is pylance's: ``fragment_ids`` builds a segment over those fragments
+only and returns it uncommitted (an :class:`~lancefmt.table.index_entry.Index`); segments are
+then committed together with ``commit_existing_index_segments`` (or
+``LanceOperation.CreateIndex``), after ``merge_existing_index_segments`` if one segment is
+wanted.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ...errors import InvalidArgumentError, LanceError, NotSupportedError
+from ..._proto import table_pb2
+from ...index.core.catalog import Segment
+from ...index.core.metadata import fragment_ids, new_metadata, new_uuid, uuid_text
+from ...index.core.registry import IndexType, TrainingData, by_details, by_name
+from ...table.index_entry import from_pb, to_pb
+from ...table.transaction import CreateIndex
+from ..core.commit import commit_retrying
+from ..core.files import delete_files
+from ...index.core.catalog import Segment
+from ..core.indices import field_paths, index_entries, index_store, index_store_for
+from ..read.index_training import column_field, training_data
+
+SCALAR_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER",
+                "RTREE", "MINHASHLSH")
+
+
+class IndexExistsError(LanceError, RuntimeError):
+    """pylance raises a RuntimeError (``LanceError(Index)``) for a name already in use."""
+
+
+class IndexNotFoundError(LanceError, RuntimeError):
+    """pylance raises a RuntimeError for an index name the dataset lacks."""
+
+
+@dataclass
+class BuildRequest:
+    column: str
+    itype: IndexType
+    name: str
+    params: dict
+
+
+def resolve_type(index_type) -> tuple[str, dict]:
+    """(type name, parameters) of an ``index_type`` string or ``IndexConfig``."""
+    params = {}
+    if hasattr(index_type, "index_type") and hasattr(index_type, "parameters"):
+        params = dict(index_type.parameters or {})
+        index_type = index_type.index_type
+    elif hasattr(index_type, "index_type") and hasattr(index_type, "config"):
+        params = json.loads(index_type.config) if index_type.config else {}
+        index_type = index_type.index_type
+    if not isinstance(index_type, str):
+        raise InvalidArgumentError(f"index_type must be a string, not {type(index_type).__name__}")
+    return index_type, params
+
+
+def plan_build(snapshot, column: str, index_type, name=None, params=None) -> BuildRequest:
+    type_name, config = resolve_type(index_type)
+    if type_name.upper() == "FTS":
+        type_name = "INVERTED"
+    if type_name.upper() not in SCALAR_TYPES:
+        raise NotSupportedError(
+            'Only "BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER", '
+            f'"RTREE" or "MINHASHLSH" are supported for scalar columns.  Received {type_name}')
+    field, path = column_field(snapshot.schema, column)
+    try:
+        itype = by_name(type_name)
+    except InvalidArgumentError:
+        raise NotSupportedError(f"lancefmt cannot build {type_name.upper()} indices yet") from None
+    itype.check_field(field)
+    column = ".".join(path)
+    merged = {**itype.default_params(), **config, **(params or {})}
+    return BuildRequest(column, itype, name or f"{column}_idx", merged)
+
+
+def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index_uuid=None,
+                  field_id: int | None = None):
+    """Train a segment over fragments ``pbs`` into ``_indices/{uuid}/``: the new
+    ``IndexMetadata`` (not committed). Removes what it wrote when training fails."""
+    uid = str(index_uuid) if index_uuid is not None else new_uuid()
+    store = index_store_for(snapshot, uid)
+    field, _ = column_field(snapshot.schema, req.column)
+    stable = snapshot.has_stable_row_ids
+    data = training_data(snapshot, req.column, pbs) if train and pbs else \
+        TrainingData.empty(field, stable)
+    version = req.itype.index_version_for(stable)
+    if stable and req.itype.records_addresses(version, stable):
+        data = data.recording_addresses()
+    try:
+        details = req.itype.train(data, store, req.params)
+    except BaseException:
+        delete_files([store.uri(n) for n, _ in store.written], store.storage_options)
+        raise
+    covered = [f for f, _ in data.fragments]
+    return new_metadata(index_uuid=uid, name=req.name,
+                        field_ids=[field_id if field_id is not None else _field_id(snapshot, req.column)],
+                        dataset_version=snapshot.version, fragments=covered,
+                        details=req.itype.pack_details(details),
+                        index_version=version, files=store.written), store
+
+
+def segment_params(snapshot, itype: IndexType, pb) -> dict:
+    """The parameters segment ``pb`` was built with, over the type's defaults (what a rebuild
+    of it uses: pylance keeps a zone map's ``rows_per_zone`` through an optimize)."""
+    params = itype.default_params()
+    if len(fragment_ids(pb)):
+        loaded = Segment(pb, itype, fragment_ids(pb), index_store_for(
+            snapshot, uuid_text(pb), pb.base_id if pb.HasField("base_id") else None)).load()
+        params = {**params, **loaded.params()}
+    return params
+
+
+def _field_id(snapshot, column: str) -> int:
+    for fid, path in field_paths(snapshot.ctx.fields).items():
+        if path == column:
+            return fid
+    raise InvalidArgumentError(f"{column} not found in schema")
+
+
+def segments_named(snapshot, name: str) -> list:
+    return [e for e in index_entries(snapshot) if e.name == name]
+
+
+def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace: bool = True,
+                        train: bool = True, fragment_ids=None, index_uuid=None, **params):
+    """Build and commit (see module docstring). Returns the committed snapshot, or with
+    ``fragment_ids`` the uncommitted segment as an ``Index``."""
+    req = plan_build(snapshot, column, index_type, name, params)
+    if fragment_ids is not None:
+        wanted = {int(f) for f in fragment_ids}
+        pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+        missing = wanted - {int(pb.id) for pb in pbs}
+        if missing:
+            raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
+        entry, _ = build_segment(snapshot, req, pbs, train=train, index_uuid=index_uuid)
+        return from_pb(entry)
+
+    def stage(snap):
+        existing = segments_named(snap, req.name)
+        if existing and not replace:
+            raise IndexExistsError(f"Index name '{req.name}' already exists, please specify a "
+                                   f"different name or use replace=True")
+        entry, store = build_segment(snap, req, snap.fragment_pbs(), train=train,
+                                     index_uuid=index_uuid)
+        undo = lambda: delete_files([store.uri(n) for n, _ in store.written], store.storage_options)  # noqa: E731
+        return CreateIndex([entry], existing), entry, undo
+
+    committed, _ = commit_retrying(snapshot, stage)
+    return committed
+
+
+def commit_segments(snapshot, name: str, column: str, segments):
+    """Commit already built segments (``Index`` values or ``IndexMetadata``) as the index
+    ``name`` on ``column``, replacing the segments an index of that name had."""
+    field, path = column_field(snapshot.schema, column)
+    fid = _field_id(snapshot, ".".join(path))
+    entries = []
+    for seg in segments:
+        pb = table_pb2.IndexMetadata()
+        pb.CopyFrom(to_pb(seg))
+        pb.name = name
+        del pb.fields[:]
+        pb.fields.append(fid)
+        if not pb.HasField("index_details"):
+            raise InvalidArgumentError(f"segment {uuid_text(pb)} carries no index details: "
+                                       f"commit the Index that built it")
+        entries.append(pb)
+    return snapshot.commit(CreateIndex(entries, segments_named(snapshot, name))).run_after_commit()
+
+
+def merge_segments(snapshot, segments):
+    """One segment covering every fragment of ``segments`` (rebuilt from the column's data,
+    which gives the same index a single build would), uncommitted; the inputs' files are left
+    for cleanup (they were never committed, or stay referenced by older versions)."""
+    pbs = [to_pb(s) for s in segments]
+    if not pbs:
+        raise InvalidArgumentError("merge_existing_index_segments needs at least one segment")
+    first = pbs[0]
+    itype = by_details(first.index_details)
+    if itype is None:
+        raise NotSupportedError(f"lancefmt cannot merge {first.index_details.type_url} segments")
+    column = field_paths(snapshot.ctx.fields).get(int(first.fields[0]))
+    if column is None:
+        raise InvalidArgumentError(f"field {first.fields[0]} of segment {uuid_text(first)} is not a column")
+    wanted = set()
+    for pb in pbs:
+        wanted |= set(fragment_ids(pb))
+    entry = _merge_files(snapshot, itype, pbs, wanted)
+    if entry is None:  # the type cannot merge files: rebuild from the column's data
+        frags = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+        req = BuildRequest(column, itype, first.name, segment_params(snapshot, itype, first))
+        entry, _ = build_segment(snapshot, req, frags, field_id=int(first.fields[0]))
+    return from_pb(entry)
+
+
+def _merge_files(snapshot, itype, pbs, fragments):
+    """The merged segment written from the segments' own files, or None."""
+    uid = new_uuid()
+    dest = index_store_for(snapshot, uid)
+    segments = [Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb),
+                        snapshot.has_stable_row_ids) for pb in pbs]
+    if len({s.records_addresses for s in segments}) != 1:
+        return None  # row ids and addresses cannot share a segment
+    try:
+        details = itype.merge([s.load() for s in segments], dest)
+    except NotImplementedError:
+        delete_files([dest.uri(n) for n, _ in dest.written], dest.storage_options)
+        return None
+    first = pbs[0]
+    return new_metadata(index_uuid=uid, name=first.name, field_ids=list(first.fields),
+                        dataset_version=min(int(pb.dataset_version) for pb in pbs),
+                        fragments=sorted(fragments), details=itype.pack_details(details),
+                        index_version=segments[0].index_version, files=dest.written)

@@ -1,0 +1,1 @@
+"""The index framework: metadata, storage, registry, row sets, planning (see :mod:`lancefmt.index`)."""

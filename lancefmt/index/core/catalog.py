@@ -1,0 +1,151 @@
+"""The indices of one dataset version, grouped by name, with their segments loaded on demand.
+
+A :class:`NamedIndex` is what a user calls one index: every manifest entry (segment) with that
+name. Its coverage is the union of its segments' fragment bitmaps. Segments are loaded the first
+time a query needs them and kept in a process-wide cache keyed by their directory (an index
+directory never changes once committed), so reopening a dataset does not reload its indices.
+An entry whose type lancefmt does not know is left out with one :class:`LanceWarning`: the rows
+it would have answered are scanned.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+from pyroaring import BitMap
+
+from ...errors import CorruptFileError, LanceError, LanceWarning
+from .metadata import fragment_ids, is_system, uuid_text
+from .registry import IndexType, LoadedIndex, by_details
+from .store import IndexStore
+
+MAX_LOADED = 128
+
+
+class _LoadedCache:
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_load(self, key, load):
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                return hit
+        value = load()
+        with self._lock:
+            value = self._items.setdefault(key, value)
+            self._items.move_to_end(key)
+            while len(self._items) > self.limit:
+                self._items.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+LOADED = _LoadedCache(MAX_LOADED)
+_WARNED: set = set()
+
+
+@dataclass
+class Segment:
+    meta: object                    # table_pb2.IndexMetadata
+    itype: IndexType
+    fragments: BitMap
+    store: IndexStore
+    stable_row_ids: bool = False
+
+    @property
+    def index_version(self) -> int:
+        return int(self.meta.index_version) if self.meta.HasField("index_version") else 0
+
+    @property
+    def records_addresses(self) -> bool:
+        return self.itype.records_addresses(self.index_version, self.stable_row_ids)
+
+    @property
+    def uuid(self) -> str:
+        return uuid_text(self.meta)
+
+    def load(self) -> LoadedIndex:
+        details = self.itype.unpack_details(self.meta.index_details, self.store.dir_uri)
+        return LOADED.get_or_load(("segment", self.store.dir_uri),
+                                  lambda: guarded(self, lambda: self.itype.load(self.store, details)))
+
+    def search(self, query):
+        loaded = self.load()
+        return guarded(self, lambda: loaded.search(query))
+
+
+# What a type's reader may raise on bytes that are well-formed Lance files but not the index it
+# expects (a missing column, a wrong type, a value out of range): a corrupt index, not a crash.
+_MALFORMED = (KeyError, ValueError, TypeError, IndexError, OverflowError, pa.ArrowException)
+
+
+def guarded(segment: "Segment", call):
+    """``call()``, with a malformed index's Python/Arrow error turned into CorruptFileError
+    naming the segment's directory (LanceErrors pass as they are)."""
+    try:
+        return call()
+    except LanceError:
+        raise
+    except _MALFORMED as e:
+        raise CorruptFileError(f"index {segment.meta.name!r} ({segment.itype.type_name}) is "
+                               f"malformed: {type(e).__name__}: {e}", segment.store.dir_uri) from None
+
+
+@dataclass
+class NamedIndex:
+    name: str
+    column: str
+    itype: IndexType
+    segments: list = field(default_factory=list)
+
+    @property
+    def coverage(self) -> BitMap:
+        out = BitMap()
+        for s in self.segments:
+            out |= s.fragments
+        return out
+
+    def describe(self) -> str:
+        return f"{self.name}({self.itype.type_name})"
+
+
+def build_catalog(entries, column_of: Callable[[int], str | None],
+                  store_of: Callable[[object], IndexStore], stable_row_ids: bool = False) -> dict:
+    """``{column: [NamedIndex, ...]}`` from manifest entries. ``column_of(field_id)`` names a
+    column (None: not one an index on it can answer); ``store_of(entry)`` opens the entry's
+    directory."""
+    by_name: dict = {}
+    for pb in entries:
+        if is_system(pb) or len(pb.fields) != 1:
+            continue
+        itype = by_details(pb.index_details)
+        if itype is None:
+            key = (pb.name, pb.index_details.type_url)
+            if key not in _WARNED:
+                _WARNED.add(key)
+                warnings.warn(f"index {pb.name!r} has a type lancefmt does not know "
+                              f"({pb.index_details.type_url}); its rows are scanned instead",
+                              LanceWarning, stacklevel=4)
+            continue
+        column = column_of(int(pb.fields[0]))
+        if column is None:
+            continue
+        named = by_name.get(pb.name)
+        if named is None:
+            named = by_name[pb.name] = NamedIndex(pb.name, column, itype)
+        named.segments.append(Segment(pb, itype, fragment_ids(pb), store_of(pb), stable_row_ids))
+    out: dict = {}
+    for named in by_name.values():
+        out.setdefault(named.column, []).append(named)
+    return out

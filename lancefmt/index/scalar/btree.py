@@ -1,0 +1,328 @@
+"""BTREE: sorted values in pages, and a small lookup of each page's first and last value.
+
+Files (what pylance 14 writes):
+
+* ``page_data.lance``: ``values`` (the column's type, sorted, nulls first) and ``ids``
+  (uint64 row ids), cut into pages of ``batch_size`` rows (4096);
+* ``page_lookup.lance``: one row per page, ``min`` and ``max`` (its first and last value, so
+  ``min`` is null when the page starts with nulls), ``null_count`` and ``page_idx`` (uint32);
+  schema metadata ``batch_size`` and ``range_partitioned`` ("false").
+
+A search reads the lookup once (cached with the loaded index), picks the pages whose
+``[min, max]`` can hold the value(s), and binary-searches inside them. Answers are exact.
+Pages are read on demand and kept in a bounded cache.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..._proto import index_details_pb2
+from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
+from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
+from ..core.rowset import EMPTY, SearchResult, as_rowset
+from ..core.store import IndexStore
+from .pages import SortedPage, as_numpy, numpy_kind, scalar_as
+
+PAGE_DATA = "page_data.lance"
+PAGE_LOOKUP = "page_lookup.lance"
+DEFAULT_BATCH_SIZE = 4096
+MAX_CACHED_PAGES = 1024
+
+
+def orderable(t: pa.DataType) -> bool:
+    """Types a BTREE (or a BITMAP) can index: what pylance accepts for them."""
+    return (pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or pa.types.is_decimal(t) or pa.types.is_temporal(t))
+
+
+def sort_by_value(values: pa.Array, ids: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """``values`` sorted ascending with nulls first, and the ids in the same order."""
+    kind = numpy_kind(values.type)
+    if kind is not None and values.null_count == 0 and not pa.types.is_floating(values.type):
+        keys = as_numpy(values, kind)
+        order = np.argsort(keys, kind="stable")
+    else:
+        order = pc.array_sort_indices(values, order="ascending", null_placement="at_start").to_numpy()
+    return values.take(pa.array(order)), ids[order]
+
+
+class BTreeType(IndexType):
+    name = "BTREE"
+    type_name = "BTree"
+    details_type_url = "/lance.table.BTreeIndexDetails"
+    details_class = index_details_pb2.BTreeIndexDetails
+    index_version = 0
+    queries = (Equals, Range, IsIn, IsNull)
+    exact = True
+
+    def index_version_for(self, stable_row_ids: bool) -> int:
+        return 1 if stable_row_ids else 0  # version 1: row addresses (pylance 14)
+
+    def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
+        return not stable_row_ids or index_version >= 1
+
+    def check_field(self, field: pa.Field) -> None:
+        if not orderable(field.type):
+            raise UnsupportedColumnTypeError(
+                f"BTREE/BITMAP index column {field.name} must be int, float, bool, str, "
+                f"large_str, binary, large_binary, decimal, fixed-size-binary, or temporal")
+
+    def train(self, data: TrainingData, store: IndexStore, params: dict):
+        table = data.table()
+        values = table.column(VALUE).combine_chunks()
+        ids = table.column(ROW_ID).to_numpy()
+        write_sorted(store, *sort_by_value(values, ids), int(params.get("batch_size") or DEFAULT_BATCH_SIZE))
+        return self.details_class()
+
+    def load(self, store: IndexStore, details) -> "BTreeIndex":
+        return BTreeIndex(store)
+
+    def merge(self, segments: list, dest: IndexStore):
+        """Sorted runs of the segments merged into one (a stable sort of concatenated sorted
+        runs costs little more than a merge)."""
+        parts = [s.entries() for s in segments]
+        if not parts:
+            raise InvalidArgumentError("nothing to merge")
+        values = pa.concat_arrays([v.cast(parts[0][0].type) for v, _ in parts])
+        ids = np.concatenate([i for _, i in parts])
+        write_sorted(dest, *sort_by_value(values, ids), segments[0].batch_size)
+        return self.details_class()
+
+
+def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_size: int) -> None:
+    """Write already sorted values and ids as the two BTREE files."""
+    if batch_size <= 0:
+        raise InvalidArgumentError("batch_size must be positive")
+    n = len(values)
+    data = pa.table({"values": values, "ids": pa.array(ids, pa.uint64())},
+                    schema=pa.schema([pa.field("values", values.type),
+                                      pa.field("ids", pa.uint64(), nullable=False)]))
+    store.write_table(PAGE_DATA, data)
+    starts = np.arange(0, n, batch_size, dtype=np.int64)
+    ends = np.minimum(starts + batch_size, n)
+    if n:
+        nulls = values.null_count
+        null_count = np.clip(nulls - starts, 0, ends - starts).astype(np.uint32)
+        mins = values.take(pa.array(starts))
+        maxs = values.take(pa.array(ends - 1))
+    else:
+        null_count = np.empty(0, np.uint32)
+        mins = maxs = pa.array([], type=values.type)
+    lookup = pa.table({"min": mins, "max": maxs, "null_count": pa.array(null_count, pa.uint32()),
+                       "page_idx": pa.array(np.arange(len(starts), dtype=np.uint32), pa.uint32())},
+                      schema=pa.schema([pa.field("min", values.type), pa.field("max", values.type),
+                                        pa.field("null_count", pa.uint32(), nullable=False),
+                                        pa.field("page_idx", pa.uint32(), nullable=False)]))
+    store.write_table(PAGE_LOOKUP, lookup, {"batch_size": str(batch_size),
+                                            "range_partitioned": "false"})
+
+
+class BTreeIndex(LoadedIndex):
+    def __init__(self, store: IndexStore):
+        self.store = store
+        path = store.uri(PAGE_LOOKUP)
+        lookup = store.read_table(PAGE_LOOKUP)
+        meta = store.schema_metadata(PAGE_LOOKUP)
+        try:
+            self.batch_size = int(meta.get("batch_size", DEFAULT_BATCH_SIZE))
+        except ValueError:
+            raise CorruptFileError(f"bad batch_size {meta.get('batch_size')!r}", path) from None
+        if self.batch_size <= 0:
+            raise CorruptFileError(f"batch_size {self.batch_size} is not positive", path)
+        names = set(lookup.column_names)
+        if not {"min", "max", "null_count", "page_idx"} <= names:
+            raise CorruptFileError(f"page lookup has columns {sorted(names)}", path)
+        self.type = lookup.schema.field("min").type
+        want = {"max": self.type, "null_count": pa.uint32(), "page_idx": pa.uint32()}
+        for name, t in want.items():
+            if not lookup.schema.field(name).type.equals(t):
+                raise CorruptFileError(f"page lookup column {name} is {lookup.schema.field(name).type}, "
+                                       f"not {t}", path)
+        if lookup.column("null_count").null_count or lookup.column("page_idx").null_count:
+            raise CorruptFileError("page lookup has null counts or page numbers", path)
+        self.mins = lookup.column("min").combine_chunks()
+        self.maxs = lookup.column("max").combine_chunks()
+        self.null_count = lookup.column("null_count").to_numpy().astype(np.int64)
+        self.page_idx = lookup.column("page_idx").to_numpy().astype(np.int64)
+        self.min_null = np.asarray(self.mins.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        self.max_null = np.asarray(self.maxs.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        self.kind = numpy_kind(self.type)
+        self.sorted_keys = False
+        if self.kind is not None:
+            self.min_keys = _keys(self.mins, self.min_null, self.kind)
+            self.max_keys = _keys(self.maxs, self.max_null, self.kind)
+            # pages in value order (as every single build writes them): binary searches
+            # find the candidate pages; otherwise every page is tested
+            self.sorted_keys = bool((self.min_keys[1:] >= self.min_keys[:-1]).all() and
+                                    (self.max_keys[1:] >= self.max_keys[:-1]).all())
+        data = store.reader(PAGE_DATA)
+        fields = {f.name: f.type for f in data.schema}
+        if set(fields) != {"values", "ids"} or not fields["values"].equals(self.type) or \
+                fields["ids"] != pa.uint64():
+            raise CorruptFileError(f"page data has columns {fields}, not values: {self.type} and "
+                                   f"ids: uint64", store.uri(PAGE_DATA))
+        self.num_rows = data.num_rows
+        pages = -(-self.num_rows // self.batch_size)
+        if self.page_idx.size and (self.page_idx.min() < 0 or self.page_idx.max() >= max(pages, 1)):
+            raise CorruptFileError(f"page_idx outside the {pages} pages of {PAGE_DATA}", path)
+        self._pages: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- pages ---------------------------------------------------------------------------------
+    def page(self, k: int) -> SortedPage:
+        with self._lock:
+            hit = self._pages.get(k)
+            if hit is not None:
+                self._pages.move_to_end(k)
+                return hit
+        start = k * self.batch_size
+        # a take decodes only the mini-block chunks of these rows; a range read would decode
+        # the whole (often 500k-row) Lance page holding them
+        rows = np.arange(start, min(start + self.batch_size, self.num_rows), dtype=np.int64)
+        t = self.store.reader(PAGE_DATA).take(rows)
+        ids = t.column("ids")
+        if ids.null_count:
+            raise CorruptFileError(f"page {k} has null row ids", self.store.uri(PAGE_DATA))
+        page = SortedPage(t.column("values"), ids.to_numpy())
+        with self._lock:
+            self._pages[k] = page
+            while len(self._pages) > MAX_CACHED_PAGES:
+                self._pages.popitem(last=False)
+        return page
+
+    def _candidates(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:
+        """Lookup rows whose page may hold values in the range (None = unbounded)."""
+        if self.sorted_keys:
+            # null keys were filled with the type's smallest value: still ascending
+            first = int(self.max_null.sum()) if lower is None else int(np.searchsorted(
+                self.max_keys, scalar_as(lower, self.type, self.kind),
+                side="left" if lower_inc else "right"))
+            first = max(first, int(self.max_null.sum()))
+            last = len(self.min_keys) if upper is None else int(np.searchsorted(
+                self.min_keys, scalar_as(upper, self.type, self.kind),
+                side="right" if upper_inc else "left"))
+            return np.arange(first, max(first, last))
+        ok = ~self.max_null  # an all-null page holds no value
+        if self.kind is not None:
+            if lower is not None:
+                lo = scalar_as(lower, self.type, self.kind)
+                ok &= (self.max_keys >= lo) if lower_inc else (self.max_keys > lo)
+            if upper is not None:
+                hi = scalar_as(upper, self.type, self.kind)
+                ok &= self.min_null | ((self.min_keys <= hi) if upper_inc else (self.min_keys < hi))
+            return np.flatnonzero(ok)
+        if lower is not None:
+            f = pc.greater_equal if lower_inc else pc.greater
+            ok &= _mask(f(self.maxs, pa.scalar(lower, self.type)))
+        if upper is not None:
+            f = pc.less_equal if upper_inc else pc.less
+            ok &= self.min_null | _mask(f(self.mins, pa.scalar(upper, self.type)))
+        return np.flatnonzero(ok)
+
+    def _pages_of(self, values: tuple):
+        """(lookup row, the values its page may hold) for a set of values: one vectorised
+        pass when the pages are in value order, else a range search per value."""
+        if self.sorted_keys:
+            keys = np.unique(as_numpy(pa.array(list(values), type=self.type), self.kind))
+            nulls = int(self.max_null.sum())
+            first = np.maximum(np.searchsorted(self.max_keys, keys, side="left"), nulls)
+            last = np.searchsorted(self.min_keys, keys, side="right")  # exclusive
+            by_page: dict = {}
+            for k, a, b in zip(keys.tolist(), first.tolist(), last.tolist()):
+                for i in range(a, b):
+                    by_page.setdefault(i, []).append(k)
+            return [(i, tuple(ks)) for i, ks in sorted(by_page.items())]
+        pages: dict = {}
+        for v in values:
+            for i in self._candidates(v, True, v, True).tolist():
+                pages.setdefault(i, []).append(v)
+        return [(i, tuple(vs)) for i, vs in sorted(pages.items())]
+
+    # -- search --------------------------------------------------------------------------------
+    def search(self, query) -> SearchResult:
+        if isinstance(query, Equals):
+            rows = [self.page(int(self.page_idx[i])).equal(query.value, self.type)
+                    for i in self._candidates(query.value, True, query.value, True)]
+        elif isinstance(query, Range):
+            rows = [self.page(int(self.page_idx[i])).range(query.lower, query.lower_inclusive,
+                                                            query.upper, query.upper_inclusive, self.type)
+                    for i in self._candidates(query.lower, query.lower_inclusive,
+                                              query.upper, query.upper_inclusive)]
+        elif isinstance(query, IsIn):
+            if not query.values:
+                return SearchResult(EMPTY)
+            rows = [self.page(int(self.page_idx[i])).isin(values, self.type)
+                    for i, values in self._pages_of(query.values)]
+        elif isinstance(query, IsNull):
+            rows = [self.page(int(self.page_idx[i])).null_ids() for i in np.flatnonzero(self.null_count > 0)]
+        else:
+            raise InvalidArgumentError(f"BTREE cannot answer {type(query).__name__}")
+        if not rows:
+            return SearchResult(EMPTY)
+        return SearchResult(as_rowset(rows[0] if len(rows) == 1 else np.concatenate(rows)))
+
+    # -- the rest --------------------------------------------------------------------------------
+    def statistics(self) -> dict:
+        """pylance's words: the first page's first and the last page's last value ("NULL"
+        when null), and the page count."""
+        out = {}
+        if len(self.page_idx):
+            out["min"] = _show(self.mins[0])
+            out["max"] = _show(self.maxs[len(self.maxs) - 1])
+        out["num_pages"] = int(len(self.page_idx))
+        return out
+
+    def prewarm(self) -> None:
+        for k in self.page_idx.tolist():
+            self.page(int(k))
+
+    def entries(self) -> tuple[pa.Array, np.ndarray]:
+        """All (values, ids), in sorted order."""
+        t = self.store.read_table(PAGE_DATA)
+        return t.column("values").combine_chunks(), t.column("ids").to_numpy()
+
+    def update(self, new_data: TrainingData, dest: IndexStore, keep=None):
+        values, ids = self.entries()
+        if keep is not None:
+            mask = keep(ids)
+            values, ids = values.filter(pa.array(mask)), ids[mask]
+        new = new_data.table()
+        values = pa.concat_arrays([values, new.column(VALUE).combine_chunks().cast(values.type)])
+        ids = np.concatenate([ids, new.column(ROW_ID).to_numpy()])
+        write_sorted(dest, *sort_by_value(values, ids), self.batch_size)
+        return index_details_pb2.BTreeIndexDetails()
+
+    def remap(self, mapping, dest: IndexStore):
+        values, ids = self.entries()
+        new_ids, keep = mapping.apply(ids)
+        write_sorted(dest, values.filter(pa.array(keep)), new_ids[keep], self.batch_size)
+        return index_details_pb2.BTreeIndexDetails()
+
+
+def _keys(values: pa.Array, null: np.ndarray, kind: np.dtype) -> np.ndarray:
+    """Page keys as numpy; a null key (pages holding the leading nulls) becomes the smallest
+    value of ``kind``, which keeps sorted keys sorted."""
+    if not null.any():
+        return as_numpy(values, kind)
+    keys = as_numpy(values.fill_null(pa.scalar(0, values.type)), kind).copy()
+    keys[null] = np.finfo(kind).min if kind.kind == "f" else np.iinfo(kind).min
+    return keys
+
+
+def _show(value: pa.Scalar) -> str:
+    return "NULL" if not value.is_valid else str(value.as_py())
+
+
+def _mask(arr) -> np.ndarray:
+    return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+BTREE = register(BTreeType())

@@ -1,0 +1,82 @@
+"""Building a scalar index with Spark: one segment per task on the executors, one commit.
+
+The driver pins a version and cuts its fragments into groups of whole fragments (about
+``rows_per_task`` rows each). Every executor task trains a segment over its group
+(``create_index_uncommitted``: it reads only its own fragments and writes ``_indices/{uuid}/``).
+The driver then merges the segments into one when the index type merges its own files (BTREE:
+the sorted runs, no data read again), and commits the index in one ``CreateIndex``; with
+``merge=False``, or for types that cannot merge files, the segments are committed as one index
+of several segments (delta segments), which pylance reads as well. pylance builds an index in
+one process; here the build scales with the executors.
+
+Nothing is visible before the commit; a failed job removes every segment it wrote.
+"""
+from __future__ import annotations
+
+from ..dataset.core.files import delete_index_dir
+from ..dataset.indices.create import commit_segments, merge_segments
+from ..index.core.metadata import uuid_text
+from ..table.index_entry import to_pb
+from .jobs import Pinned, StagedJob, run_tasks
+
+DEFAULT_ROWS_PER_TASK = 1 << 21
+
+
+def create_scalar_index(spark, uri, column: str, index_type: str, name: str | None = None, *,
+                        rows_per_task: int = DEFAULT_ROWS_PER_TASK, merge: bool = True,
+                        storage_options: dict | None = None, manifest_store: str | None = None,
+                        **params):
+    """Build the index on ``spark``'s executors and commit it; returns the committed
+    :class:`~lancefmt.Dataset`."""
+    pinned = Pinned.latest(uri, storage_options, manifest_store)
+    snapshot = pinned.snapshot()
+    groups, current, rows = [], [], 0
+    for pb in snapshot.fragment_pbs():
+        if current and rows + pb.physical_rows > rows_per_task:
+            groups.append(current)
+            current, rows = [], 0
+        current.append(int(pb.id))
+        rows += int(pb.physical_rows)
+    if current:
+        groups.append(current)
+    name = name or f"{column}_idx"
+    job = StagedJob(pinned).open()
+    written = []
+    try:
+        segments = run_tasks(spark, job, [(pinned, column, index_type, name, g, params)
+                                          for g in groups], build_on_executor, "index")
+        written = [_dir_of(snapshot, s) for s in segments]
+        job.finish([])
+        if merge and len(segments) > 1:
+            merged = merge_segments(snapshot, segments)
+            written.append(_dir_of(snapshot, merged))
+            segments = [merged]
+        committed = commit_segments(snapshot, name, column, segments)
+    except BaseException:
+        job.abort()
+        _remove(snapshot, written)
+        raise
+    if merge and len(written) > 1:  # the task segments the merged one replaced
+        _remove(snapshot, written[:-1])
+    from ..dataset import Dataset
+
+    return Dataset(committed)
+
+
+def build_on_executor(item, staging: str):
+    """One group's segment, on an executor (an ``Index``, uncommitted)."""
+    pinned, column, index_type, name, fragment_ids, params = item
+    from ..dataset.indices.create import create_scalar_index as build
+
+    return build(pinned.snapshot(), column, index_type, name, fragment_ids=fragment_ids, **params)
+
+
+def _dir_of(snapshot, segment) -> str:
+    pb = to_pb(segment)
+    return snapshot.ctx.resolver.index_dir_uri(uuid_text(pb), pb.base_id if pb.HasField("base_id") else None)
+
+
+def _remove(snapshot, dirs) -> None:
+    """Delete segment directories the commit does not name."""
+    for d in dirs:
+        delete_index_dir(d, snapshot.ctx.options_for(d))

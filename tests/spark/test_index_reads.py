@@ -1,0 +1,109 @@
+"""Spark reads use scalar indices: fragments no row of which matches are never scheduled, the
+others read only the rows the index selected, and the answers equal a full scan."""
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancefmt
+
+datasource = pytest.importorskip("pyspark.sql.datasource")
+from pyspark.sql.datasource import EqualTo, GreaterThan, In  # noqa: E402
+
+from lancefmt.spark.source import LanceDataSource  # noqa: E402
+
+
+@pytest.fixture
+def indexed_uri(tmp_path):
+    uri = str(tmp_path / "ds")
+    t = pa.table({"id": np.arange(6000), "s": [f"s{i % 7}" for i in range(6000)]})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=1000)
+    lancefmt.dataset(uri).create_scalar_index("id", "BTREE")
+    return uri
+
+
+def read_all(reader, parts):
+    out = []
+    for p in parts:
+        for batch in pickle.loads(pickle.dumps(reader)).read(pickle.loads(pickle.dumps(p))):
+            out.extend(batch.column("id").to_pylist())
+    return sorted(out)
+
+
+def test_pushed_equality_schedules_one_fragment_and_reads_one_row(indexed_uri):
+    source = LanceDataSource({"path": indexed_uri, "rows_per_partition": "1000"})
+    reader = source.reader(source.schema())
+    assert reader.pushFilters([EqualTo(("id",), 4321)]) == []
+    parts = reader.partitions()
+    assert [[f.fragment_id for f, _, _ in p.pieces] for p in parts] == [[4]]
+    chosen, negated, exact = parts[0].selections[4]
+    assert chosen.tolist() == [321] and exact and not negated
+    assert read_all(reader, parts) == [4321]
+
+
+def test_option_filter_and_pushed_ranges_prune_together(indexed_uri):
+    source = LanceDataSource({"path": indexed_uri, "rows_per_partition": "1000",
+                              "filter": "id < 2500"})
+    reader = source.reader(source.schema())
+    reader.pushFilters([GreaterThan(("id",), 1990), In(("s",), ("s1", "s2"))])
+    parts = reader.partitions()
+    assert sorted(f.fragment_id for p in parts for f, _, _ in p.pieces) == [1, 2]
+    want = [i for i in range(1991, 2500) if i % 7 in (1, 2)]
+    assert read_all(reader, parts) == want   # the unindexed part (s) is re-checked
+
+
+def test_spark_query_matches_a_full_scan(pushdown, indexed_uri):
+    df = pushdown.read.format("lance").load(indexed_uri)
+    got = sorted(r.id for r in df.filter("id IN (5, 3333, 5999) OR id = 77").collect())
+    assert got == [5, 77, 3333, 5999]
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_spark_builds_an_index_on_the_executors_in_one_commit(spark, tmp_path, merge):
+    from lancefmt.spark.indexing import create_scalar_index
+
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    t = pa.table({"id": np.arange(9000)[::-1].copy(), "s": [f"s{i % 7}" for i in range(9000)]})
+    lancefmt.write_dataset(t, uri, max_rows_per_file=1000)
+    before = lancefmt.dataset(uri).version
+    ds = create_scalar_index(spark, uri, "id", "BTREE", rows_per_task=3000, merge=merge)
+    assert ds.version == before + 1                       # one commit
+    segments = ds.describe_indices()[0].segments
+    assert len(segments) == (1 if merge else 3)
+    assert sorted(f for s in segments for f in s.fragment_ids) == list(range(9))
+    import os
+    assert len(os.listdir(uri + "/_indices")) == len(segments)   # no stray task segments
+    theirs = lance.dataset(uri)
+    for f in ["id = 8000", "id BETWEEN 10 AND 2500", "id IN (1, 4000, 8999)"]:
+        assert "@id_idx(BTree)" in theirs.scanner(filter=f).explain_plan()
+        assert theirs.count_rows(f) == ds.count_rows(f) == theirs.count_rows(f) == \
+            lance.dataset(uri).to_table(filter=f, use_scalar_index=False).num_rows
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_spark_jobs_keep_pylance_indices_valid(spark, tmp_path, stable):
+    """Spark compaction remaps a pylance-built index (it keeps covering the new fragments, as
+    pylance's compaction does), and Spark deletes and updates keep indexed answers right."""
+    from lancefmt.spark import compaction, dml
+
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    t = pa.table({"id": np.arange(6000), "v": np.arange(6000) % 11})
+    lance.write_dataset(t, uri, max_rows_per_file=1000, enable_stable_row_ids=stable)
+    lance.dataset(uri).create_scalar_index("id", "BTREE")
+    lance.dataset(uri).create_scalar_index("v", "BTREE")
+    dml.delete(spark, uri, "id % 3 = 0")
+    dml.update(spark, uri, {"v": "v + 100"}, "id < 500")
+    compaction.compact(spark, uri, target_rows_per_fragment=3000)
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    live = {f.fragment_id for f in theirs.get_fragments()}
+    for d in theirs.describe_indices():
+        covered = {f for s in d.segments for f in s.fragment_ids}
+        assert covered and covered <= live, (d.name, covered, live)
+    for f in ["id = 4001", "id < 30", "v = 3", "v > 105", "id IN (3, 4, 5999)"]:
+        want = theirs.to_table(filter=f, use_scalar_index=False).sort_by("id")
+        assert theirs.to_table(filter=f).sort_by("id").equals(want), f
+        assert lancefmt.dataset(uri).to_table(filter=f).sort_by("id").equals(want), f
