@@ -418,3 +418,11 @@ def test_arrow_deletion_block_disagreeing_with_its_message_is_refused():
     struct.pack_into("<qi4xq", bad, at, offset, meta, body + 8)
     with pytest.raises(CorruptFileError, match="body"):
         parse_deletion_file(bytes(bad), "arrow", physical_rows=100)
+
+
+def test_window_holds_the_deleted_offsets_of_a_row_range():
+    dv = DeletionVector.from_offsets([0, 5, 9, 10, 4_000_000_000])
+    assert dv.window(0, 10).tolist() == [0, 5, 9]
+    assert dv.window(5, 6).tolist() == [0, 4, 5]
+    assert dv.window(11, 100).tolist() == []
+    assert dv.window(3_999_999_999, 2**32).tolist() == [1]  # an end past u32 is clipped

@@ -194,7 +194,7 @@ class SelectedScan(FragmentScan):
                 columns[n] = col
         for n in nulls:
             columns[n] = pa.nulls(len(positions), self.ctx.schema.field(n).type)
-        return self._finish(columns, 0, self.num_rows, positions, taken=True)
+        return self.taken(columns, positions)
 
     def count(self) -> int:
         if self.apply_filter:
@@ -251,7 +251,7 @@ def selected_fragment_batches(fragment, start, stop, chosen, negated, exact, arg
     """Batches of a fragment's rows in ``[start, stop)`` an index answer selected (what a
     Spark executor reads for a partition the driver planned with an index); ``args``: the
     scan's columns, filter, row id/address flags and batch size."""
-    from ...jsonb.arrow import decode_batch
+    from ...jsonb.arrow import batch_decoder
     from .scan import ScanSpec
 
     ctx = fragment.scan_context
@@ -259,4 +259,6 @@ def selected_fragment_batches(fragment, start, stop, chosen, negated, exact, arg
                           args.get("with_row_id", False), args.get("with_row_address", False),
                           args.get("batch_size"))
     scan = SelectedScan(ctx, fragment.pb, spec, chosen, negated, exact)
-    return (decode_batch(b, ctx.schema) for b in scan.batches(start, stop))
+    decode = batch_decoder(ctx.schema)  # JSON columns: decided once, not per batch
+    batches = scan.batches(start, stop)
+    return batches if decode is None else map(decode, batches)
