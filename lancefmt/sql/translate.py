@@ -68,6 +68,24 @@ def _sql_types():
 _SQL_TYPES = _sql_types()
 
 
+_WORD = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`)|\b([A-Za-z_][A-Za-z0-9_]*)\b""")
+
+
+def _quote_columns(text: str, schema) -> str:
+    """``text`` with every bare word that names a top-level column backtick-quoted (string
+    literals and quoted names left alone)."""
+    if schema is None:
+        return text
+    names = set(schema.names)
+
+    def sub(m):
+        if m.group(1) is not None or m.group(2) not in names:
+            return m.group(0)
+        return f"`{m.group(2)}`"
+
+    return _WORD.sub(sub, text)
+
+
 @lru_cache(maxsize=512)
 def _parse_tree(text: str):
     """The sqlglot tree of ``text`` (read, never modified, by the filter translation and the
@@ -89,7 +107,15 @@ class Translator:
         try:
             tree = _parse_tree(self.text)
         except (ParseError, TokenError) as e:
-            raise self.error(f"cannot parse ({str(e).splitlines()[0]})") from None
+            # a column named like an SQL keyword (``values``, ``select``): DataFusion reads it
+            # as the column; quote the schema's names and try once more
+            quoted = _quote_columns(self.text, self.schema)
+            try:
+                tree = _parse_tree(quoted) if quoted != self.text else None
+            except (ParseError, TokenError):
+                tree = None
+            if tree is None:
+                raise self.error(f"cannot parse ({str(e).splitlines()[0]})") from None
         if tree is None:
             raise self.error("empty")
         return tree

@@ -22,6 +22,7 @@ from ...jsonb.arrow import batch_decoder, user_schema
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
+from .scan_stats import measured
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, count_matching, live_counts, scan_windows
 
 _UNSET = object()
@@ -106,6 +107,7 @@ class LanceScanner(pads.Scanner):
         self._limit = None if limit is None else int(limit)
         self._offset = None if offset is None else int(offset)
         self._threads = threads
+        self._stats_callback = options.get("scan_stats_callback")
         use_index = options.get("use_scalar_index")
         self._use_index = True if use_index is None else bool(use_index)
         self._selection = _UNSET
@@ -182,6 +184,11 @@ class LanceScanner(pads.Scanner):
         return table.slice(start, max(0, stop - start))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self._stats_callback is not None:
+            return measured(self._run, self._stats_callback)
+        return self._run()
+
+    def _run(self) -> Iterator[pa.RecordBatch]:
         direct = self._direct()
         if direct is not None:
             decode = batch_decoder(self._stored_schema())

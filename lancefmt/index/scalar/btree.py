@@ -24,8 +24,10 @@ import pyarrow.compute as pc
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
 from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ..core.memory import reserve_sort_memory
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
+from ..core.stats import count
 from ..core.store import IndexStore
 from .pages import SortedPage, as_numpy, numpy_kind, scalar_as
 
@@ -77,6 +79,7 @@ class BTreeType(IndexType):
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         table = data.table()
+        reserve_sort_memory(table.nbytes)
         values = table.column(VALUE).combine_chunks()
         ids = table.column(ROW_ID).to_numpy()
         write_sorted(store, *sort_by_value(values, ids), int(params.get("batch_size") or DEFAULT_BATCH_SIZE))
@@ -182,7 +185,9 @@ class BTreeIndex(LoadedIndex):
             hit = self._pages.get(k)
             if hit is not None:
                 self._pages.move_to_end(k)
+                count("index_cache_hits")
                 return hit
+        count("parts_loaded")
         start = k * self.batch_size
         # a take decodes only the mini-block chunks of these rows; a range read would decode
         # the whole (often 500k-row) Lance page holding them
