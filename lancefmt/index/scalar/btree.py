@@ -23,13 +23,14 @@ import pyarrow.compute as pc
 
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
-from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ...sql.float_order import array_keys
+from ...sql.sargable import Equals, IsIn, IsNull, Range, normalized
 from ..core.memory import reserve_sort_memory
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
 from ..core.stats import count
 from ..core.store import IndexStore
-from .pages import SortedPage, as_numpy, numpy_kind, scalar_as
+from .pages import SortedPage, order_keys, order_kind, order_scalar, order_values
 
 PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
@@ -46,11 +47,19 @@ def orderable(t: pa.DataType) -> bool:
 
 
 def sort_by_value(values: pa.Array, ids: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """``values`` sorted ascending with nulls first, and the ids in the same order."""
-    kind = numpy_kind(values.type)
-    if kind is not None and values.null_count == 0 and not pa.types.is_floating(values.type):
-        keys = as_numpy(values, kind)
-        order = np.argsort(keys, kind="stable")
+    """``values`` sorted ascending with nulls first, and the ids in the same order (a stable
+    sort; floats in IEEE total order, ``-NaN`` first and ``NaN`` last, as pylance sorts)."""
+    kind = order_kind(values.type)
+    if pa.types.is_floating(values.type):
+        keys = array_keys(values)
+        if values.null_count:
+            valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            rows = np.flatnonzero(valid)
+            order = np.concatenate([np.flatnonzero(~valid), rows[np.argsort(keys[rows], kind="stable")]])
+        else:
+            order = np.argsort(keys, kind="stable")
+    elif kind is not None and values.null_count == 0:
+        order = np.argsort(order_keys(values, kind), kind="stable")
     else:
         order = pc.array_sort_indices(values, order="ascending", null_placement="at_start").to_numpy()
     return values.take(pa.array(order)), ids[order]
@@ -157,7 +166,7 @@ class BTreeIndex(LoadedIndex):
         self.page_idx = lookup.column("page_idx").to_numpy().astype(np.int64)
         self.min_null = np.asarray(self.mins.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self.max_null = np.asarray(self.maxs.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        self.kind = numpy_kind(self.type)
+        self.kind = order_kind(self.type)
         self.sorted_keys = False
         if self.kind is not None:
             self.min_keys = _keys(self.mins, self.min_null, self.kind)
@@ -208,20 +217,20 @@ class BTreeIndex(LoadedIndex):
         if self.sorted_keys:
             # null keys were filled with the type's smallest value: still ascending
             first = int(self.max_null.sum()) if lower is None else int(np.searchsorted(
-                self.max_keys, scalar_as(lower, self.type, self.kind),
+                self.max_keys, order_scalar(lower, self.type, self.kind),
                 side="left" if lower_inc else "right"))
             first = max(first, int(self.max_null.sum()))
             last = len(self.min_keys) if upper is None else int(np.searchsorted(
-                self.min_keys, scalar_as(upper, self.type, self.kind),
+                self.min_keys, order_scalar(upper, self.type, self.kind),
                 side="right" if upper_inc else "left"))
             return np.arange(first, max(first, last))
         ok = ~self.max_null  # an all-null page holds no value
         if self.kind is not None:
             if lower is not None:
-                lo = scalar_as(lower, self.type, self.kind)
+                lo = order_scalar(lower, self.type, self.kind)
                 ok &= (self.max_keys >= lo) if lower_inc else (self.max_keys > lo)
             if upper is not None:
-                hi = scalar_as(upper, self.type, self.kind)
+                hi = order_scalar(upper, self.type, self.kind)
                 ok &= self.min_null | ((self.min_keys <= hi) if upper_inc else (self.min_keys < hi))
             return np.flatnonzero(ok)
         if lower is not None:
@@ -236,12 +245,13 @@ class BTreeIndex(LoadedIndex):
         """(lookup row, the values its page may hold) for a set of values: one vectorised
         pass when the pages are in value order, else a range search per value."""
         if self.sorted_keys:
-            keys = np.unique(as_numpy(pa.array(list(values), type=self.type), self.kind))
+            keys = np.unique(np.array([order_scalar(v, self.type, self.kind) for v in values],
+                                      dtype=self.kind))
             nulls = int(self.max_null.sum())
             first = np.maximum(np.searchsorted(self.max_keys, keys, side="left"), nulls)
             last = np.searchsorted(self.min_keys, keys, side="right")  # exclusive
             by_page: dict = {}
-            for k, a, b in zip(keys.tolist(), first.tolist(), last.tolist()):
+            for k, a, b in zip(order_values(keys, self.type), first.tolist(), last.tolist()):
                 for i in range(a, b):
                     by_page.setdefault(i, []).append(k)
             return [(i, tuple(ks)) for i, ks in sorted(by_page.items())]
@@ -253,6 +263,7 @@ class BTreeIndex(LoadedIndex):
 
     # -- search --------------------------------------------------------------------------------
     def search(self, query) -> SearchResult:
+        query = normalized(query)
         if isinstance(query, Equals):
             rows = [self.page(int(self.page_idx[i])).equal(query.value, self.type)
                     for i in self._candidates(query.value, True, query.value, True)]
@@ -316,9 +327,9 @@ def _keys(values: pa.Array, null: np.ndarray, kind: np.dtype) -> np.ndarray:
     """Page keys as numpy; a null key (pages holding the leading nulls) becomes the smallest
     value of ``kind``, which keeps sorted keys sorted."""
     if not null.any():
-        return as_numpy(values, kind)
-    keys = as_numpy(values.fill_null(pa.scalar(0, values.type)), kind).copy()
-    keys[null] = np.finfo(kind).min if kind.kind == "f" else np.iinfo(kind).min
+        return order_keys(values, kind)
+    keys = order_keys(values.fill_null(pa.scalar(0, values.type)), kind).copy()
+    keys[null] = np.iinfo(kind).min
     return keys
 
 
