@@ -272,7 +272,8 @@ class _Extractor:
         name = got.columns[0]
         if self.schema.get_field_index(name.split(".")[0]) < 0:
             return None  # _rowid / _rowaddr
-        return name, got.type
+        t = got.type
+        return name, (t.storage_type if isinstance(t, pa.BaseExtensionType) else t)  # indices hold storage
 
     def literal(self, n, type_: pa.DataType):
         """``n`` as a constant of ``type_`` (a Python value; None for NULL), or raise."""

@@ -24,6 +24,7 @@ from sqlglot.errors import ParseError, TokenError
 from ..errors import InvalidArgumentError
 from .json_functions import is_json_function, json_arity, json_function
 from .list_functions import list_function
+from .arrow_types import ArrowTypeNameError, parse_arrow_type
 from .float_order import (common_float, is_float, is_zero, key_type, order_key_expr, scalar_key,
                           with_both_zeros, zero_for)
 from .literals import Literal, LiteralTypeError, coerce, number, parse_timestamp
@@ -315,6 +316,7 @@ class Translator:
 
     def compare_values(self, a0, b0, op) -> Typed:
         """``a0 <op> b0`` for two translated nodes (a literal takes the other side's type)."""
+        a0, b0 = _storage(a0), _storage(b0)
         coerced = isinstance(a0, Literal) != isinstance(b0, Literal)  # literal took the other's type
         a, b = self.operands(a0, b0)
         floats = self.float_comparison(a0, b0, a, b, op)
@@ -409,6 +411,7 @@ class Translator:
             raise self.error("IN () needs values")
         if isinstance(left, Literal):
             left = self.value(n.this)
+        left = _storage(left)
         if all(isinstance(i, Literal) for i in items) and left.type is not None:
             for i in items:
                 self.lit(i, left)  # refuses values the column's type cannot hold
@@ -587,7 +590,45 @@ class Translator:
             return self.unary(exp.Length(this=args[0]), "utf8_length")
         if is_json_function(name):
             return self.json_call(name, args)
+        if name == "arrow_cast":
+            return self.arrow_cast(args)
         raise self.error(f"unsupported function {name}()")
+
+    def arrow_cast(self, args):
+        """DataFusion's ``arrow_cast(value, 'Type')``: a cast to an Arrow type named as arrow-rs
+        prints it (``FixedSizeBinary(16)``, ``Timestamp(ns)``...); a constant stays a constant."""
+        if len(args) != 2:
+            raise self.error("arrow_cast needs a value and a type name")
+        name = self.node(args[1])
+        if not isinstance(name, Literal) or not isinstance(name.value, str):
+            raise self.error("arrow_cast's type name must be a string constant")
+        try:
+            target = parse_arrow_type(name.value)
+        except ArrowTypeNameError as e:
+            raise self.error(str(e)) from None
+        inner = self.node(args[0])
+        if isinstance(inner, Literal):
+            return self.cast_literal(inner, target)
+        try:
+            expr = inner.expr.cast(target, safe=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
+            raise self.error(str(err)) from None
+        return self.typed(expr, inner.columns)
+
+    def cast_literal(self, lit: Literal, target: pa.DataType) -> Literal:
+        v = lit.value
+        if v is None:
+            return Literal(None, target)
+        if pa.types.is_fixed_size_binary(target) and isinstance(v, (bytes, str)):
+            b = v.encode() if isinstance(v, str) else v
+            if len(b) != target.byte_width:
+                raise self.error(f"cannot cast {len(b)} bytes to {target}")
+            return Literal(b, target)
+        try:
+            s = pc.cast(lit.default_scalar(), target, safe=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
+            raise self.error(f"Unsupported CAST of {v!r} to {target} ({err})") from None
+        return Literal(s.as_py(), target)
 
     def json_call(self, name: str, args) -> Typed:
         """pylance's json_* functions: a JSON column (JSONB) and string paths/keys."""
@@ -718,6 +759,14 @@ class Translator:
 
 
 _FLIP = {"eq": "eq", "neq": "neq", "lt": "gt", "lte": "gte", "gt": "lt", "gte": "lte"}
+
+
+def _storage(node):
+    """An extension-typed value as its storage (``uuid`` compares as ``fixed_size_binary(16)``,
+    as DataFusion sees it); anything else unchanged."""
+    if isinstance(node, Typed) and isinstance(node.type, pa.BaseExtensionType):
+        return Typed(node.expr.cast(node.type.storage_type), node.type.storage_type, node.columns)
+    return node
 
 
 def _plain_number(t: pa.DataType | None) -> bool:

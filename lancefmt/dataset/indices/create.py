@@ -25,7 +25,7 @@ from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
 from ..core.indices import field_paths, index_entries, index_store_for, segment_of
-from ..read.index_training import column_field, training_data
+from ..read.index_training import column_field, storage_field, training_data
 
 SCALAR_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER",
                 "RTREE", "MINHASHLSH")
@@ -74,7 +74,7 @@ def plan_build(snapshot, column: str, index_type, name=None, params=None) -> Bui
         itype = by_name(type_name)
     except InvalidArgumentError:
         raise NotSupportedError(f"lancefmt cannot build {type_name.upper()} indices yet") from None
-    itype.check_field(field)
+    itype.check_field(storage_field(field))
     column = ".".join(path)
     merged = {**itype.default_params(), **config, **(params or {})}
     return BuildRequest(column, itype, name or f"{column}_idx", merged)
@@ -89,7 +89,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     field, _ = column_field(snapshot.schema, req.column)
     stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
-        TrainingData.empty(field, stable)
+        TrainingData.empty(storage_field(field), stable)
     version = req.itype.index_version_for(stable)
     if stable and req.itype.records_addresses(version, stable):
         data = data.recording_addresses()

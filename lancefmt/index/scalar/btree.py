@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
 from ...sql.float_order import array_keys
-from ...sql.sargable import Equals, IsIn, IsNull, Range, normalized
+from ...sql.sargable import Equals, IsIn, IsNull, Range, normalized, show_value
 from ..core.memory import reserve_sort_memory
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
@@ -334,7 +334,7 @@ def _keys(values: pa.Array, null: np.ndarray, kind: np.dtype) -> np.ndarray:
 
 
 def _show(value: pa.Scalar) -> str:
-    return "NULL" if not value.is_valid else str(value.as_py())
+    return "NULL" if not value.is_valid else show_value(value.as_py(), value.type)
 
 
 def _mask(arr) -> np.ndarray:
