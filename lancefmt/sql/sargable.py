@@ -107,7 +107,24 @@ class Like:
         return f"regexp_like({column}, Utf8({_rust_debug(like_regex(self.pattern))}))"
 
 
-QUERY_TYPES = (Equals, Range, IsIn, IsNull, LabelsAny, LabelsAll, Contains, Like)
+@dataclass(frozen=True)
+class JsonPath:
+    """``json_get_<type>(column, key)`` compared (``query`` over the function's result type):
+    what pylance's JSON index on ``column`` at ``key`` answers. Its plans print it as
+    ``Json(<query>-><key>)``."""
+    key: str
+    function: str          # json_get_int, json_get_float, json_get_string or json_get_bool
+    query: object
+
+    def describe(self, column: str) -> str:
+        return f"Json({self.query.describe(column)}->{self.key})"
+
+
+#: the json_get functions a JSON index may answer, and their result types
+JSON_GETS = {"json_get_int": pa.int64(), "json_get_float": pa.float64(),
+             "json_get_string": pa.string(), "json_get_bool": pa.bool_()}
+
+QUERY_TYPES = (Equals, Range, IsIn, IsNull, LabelsAny, LabelsAll, Contains, Like, JsonPath)
 
 
 def normalized(query):
@@ -275,6 +292,26 @@ class _Extractor:
         t = got.type
         return name, (t.storage_type if isinstance(t, pa.BaseExtensionType) else t)  # indices hold storage
 
+    def target(self, n) -> "_Target | None":
+        """``n`` as what a term is about: a column, or ``json_get_<type>(json column, 'key')``
+        (a JSON index's answer)."""
+        col = self.column(n)
+        if col is not None:
+            return _Target(col[0], col[1])
+        while isinstance(n, exp.Paren):
+            n = n.this
+        if not isinstance(n, exp.Anonymous) or len(n.expressions) != 2:
+            return None
+        fn = n.name.lower()
+        t = JSON_GETS.get(fn)
+        doc = self.column(n.expressions[0])
+        if t is None or doc is None or not pa.types.is_large_binary(doc[1]):
+            return None
+        key = self.t.node(n.expressions[1])
+        if not isinstance(key, Literal) or not isinstance(key.value, str):
+            return None
+        return _Target(doc[0], t, (key.value, fn))
+
     def literal(self, n, type_: pa.DataType):
         """``n`` as a constant of ``type_`` (a Python value; None for NULL), or raise."""
         lit = self.t.node(n)
@@ -295,38 +332,40 @@ class _Extractor:
                 return None
             return Term(col[0], Equals(True, col[1]))
         if isinstance(n, exp.Between):
-            col = self.column(n.this)
-            if col is None:
+            tg = self.target(n.this)
+            if tg is None:
                 return None
-            name, t = col
+            t = tg.type
             lo, hi = self.literal(n.args["low"], t), self.literal(n.args["high"], t)
             if lo is None or hi is None or _nan(lo) or _nan(hi):
                 return None
             if is_float(t):
                 lo = zero_for("gte") if is_zero(lo) else lo
                 hi = zero_for("lte") if is_zero(hi) else hi
-            return Term(name, Range(lo, True, hi, True, t))
+            if tg.json is not None:  # pylance: two terms, AND([>= lo],[<= hi])
+                return All((tg.term(Range(lo, True, None, False, t)), tg.term(Range(None, False, hi, True, t))))
+            return tg.term(Range(lo, True, hi, True, t))
         if isinstance(n, exp.In):
             if n.args.get("query") is not None or n.args.get("unnest") is not None:
                 return None
-            col = self.column(n.this)
-            if col is None:
+            tg = self.target(n.this)
+            if tg is None:
                 return None
-            return self.in_list(col, [self.literal(e, col[1]) for e in n.expressions])
+            return self.in_list(tg, [self.literal(e, tg.type) for e in n.expressions])
         if isinstance(n, exp.Is) and isinstance(n.expression, exp.Null):
-            col = self.column(n.this)
-            return None if col is None else Term(col[0], IsNull())
+            tg = self.target(n.this)
+            return None if tg is None else tg.term(IsNull())
         if isinstance(n, exp.Is) and isinstance(n.expression, exp.Boolean) and n.expression.this:
-            col = self.column(n.this)  # ``b IS TRUE``: the rows where b = true
-            if col is None or not pa.types.is_boolean(col[1]):
+            tg = self.target(n.this)  # ``b IS TRUE``: the rows where b = true
+            if tg is None or not pa.types.is_boolean(tg.type):
                 return None
-            return Term(col[0], Equals(True, col[1]))
+            return tg.term(Equals(True, tg.type))
         if isinstance(n, exp.Contains):
-            col = self.column(n.this)
-            if col is None or not (pa.types.is_string(col[1]) or pa.types.is_large_string(col[1])):
+            tg = self.target(n.this)
+            if tg is None or not (pa.types.is_string(tg.type) or pa.types.is_large_string(tg.type)):
                 return None
             text = self.literal(n.expression, pa.string())
-            return None if text is None else Term(col[0], Contains(text))
+            return None if text is None else tg.term(Contains(text))
         if isinstance(n, exp.Like) and not n.args.get("negate"):
             col = self.column(n.this)
             if col is None or not (pa.types.is_string(col[1]) or pa.types.is_large_string(col[1])):
@@ -362,32 +401,32 @@ class _Extractor:
         return None
 
     def compare(self, a, b, op):
-        col = self.column(a)
+        tg = self.target(a)
         other = b
-        if col is None:
-            col, other, op = self.column(b), a, _FLIP[op]
-        if col is None:
+        if tg is None:
+            tg, other, op = self.target(b), a, _FLIP[op]
+        if tg is None:
             return None
-        name, t = col
+        t = tg.type
         v = self.literal(other, t)
         if v is None:
             return None  # = NULL never matches: the scan says so
         if _nan(v):
             return None  # NaN: leave it to the scan
         if op in ("eq", "neq"):
-            term = Term(name, _equals(v, t))
+            term = tg.term(_equals(v, t))
             return term if op == "eq" else Negate(term)  # pylance: x != v is NOT(x = v)
         if is_float(t) and is_zero(v):
             v = zero_for(op)  # Lance's rewrite: a zero literal means both zeros
         if op in ("lt", "lte"):
-            return Term(name, Range(None, False, v, op == "lte", t))
-        return Term(name, Range(v, op == "gte", None, False, t))
+            return tg.term(Range(None, False, v, op == "lte", t))
+        return tg.term(Range(v, op == "gte", None, False, t))
 
-    def in_list(self, col, values: list):
+    def in_list(self, tg: "_Target", values: list):
         """``col IN (values)`` as pylance plans it: no index with a NULL in the list; up to
-        three distinct values (DataFusion's rewrite) an OR chain of equalities, more an IsIn
-        (a float zero adding the other zero)."""
-        name, t = col
+        three distinct values (DataFusion's rewrite, for a column only) an OR chain of
+        equalities, more an IsIn (a float zero adding the other zero)."""
+        t = tg.type
         if any(v is None for v in values) or any(_nan(v) for v in values):
             return None
         distinct, seen = [], set()
@@ -398,14 +437,14 @@ class _Extractor:
                 distinct.append(v)
         if not distinct:
             return None
-        if len(distinct) <= 3:
-            tree = Term(name, _equals(distinct[0], t))
+        if len(distinct) <= 3 and tg.json is None:
+            tree = tg.term(_equals(distinct[0], t))
             for v in distinct[1:]:
-                tree = Any((tree, Term(name, _equals(v, t))))
+                tree = Any((tree, tg.term(_equals(v, t))))
             return tree
         if is_float(t):
             distinct = with_both_zeros(distinct)
-        return Term(name, IsIn(tuple(distinct), t))
+        return tg.term(IsIn(tuple(distinct), t))
 
     def labels(self, list_node, values_node, kind, is_list):
         col = self.column(list_node)
@@ -425,6 +464,20 @@ class _Extractor:
         if any(v is None for v in out):
             return None
         return Term(name, kind(out, item))
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a leaf is about: a column (``json`` None) or ``json_get_<type>(column, key)``
+    (``json`` = (key, function)); ``type`` is the type its values compare as."""
+    name: str
+    type: pa.DataType
+    json: tuple | None = None
+
+    def term(self, query) -> Term:
+        if self.json is None:
+            return Term(self.name, query)
+        return Term(self.name, JsonPath(self.json[0], self.json[1], query))
 
 
 def _nan(v) -> bool:

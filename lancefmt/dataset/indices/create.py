@@ -28,7 +28,7 @@ from ..core.indices import field_paths, index_entries, index_store_for, segment_
 from ..read.index_training import column_field, storage_field, training_data
 
 SCALAR_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER",
-                "RTREE", "MINHASHLSH")
+                "RTREE", "MINHASHLSH", "JSON")
 
 
 class IndexExistsError(LanceError, RuntimeError):

@@ -84,6 +84,14 @@ def type_name_of(pb) -> str:
     return url.rsplit(".", 1)[-1].replace("IndexDetails", "") or "Unknown"
 
 
+def stats_type_name_of(pb) -> str:
+    """What ``stats.index_stats`` calls a segment's type (pylance: "BTree" for a JSON index)."""
+    itype = by_details(pb.index_details)
+    if itype is not None and itype.stats_type_name:
+        return itype.stats_type_name
+    return type_name_of(pb)
+
+
 def _rows_of(snapshot) -> dict:
     pbs = snapshot.fragment_pbs()
     counts = live_counts(snapshot.ctx, pbs)
@@ -143,7 +151,7 @@ def index_stats(snapshot, name: str) -> dict:
         seg = segment_of(snapshot, pb, itype)
         stats.append(guarded(seg, lambda: seg.load().statistics()))
     trained = [pb for pb in pbs if len(fragment_ids(pb))]
-    kind = type_name_of(trained[0]) if trained else "N/A"
+    kind = stats_type_name_of(trained[0]) if trained else "N/A"
     unindexed = [f for f in rows if f not in covered]
     created = [int(pb.created_at) for pb in pbs if pb.HasField("created_at")]
     return {

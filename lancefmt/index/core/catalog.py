@@ -127,8 +127,15 @@ class NamedIndex:
             out |= s.fragments
         return out
 
+    @property
+    def exact(self) -> bool:
+        return self.itype.exact_for(self.segments)
+
+    def serves(self, query) -> bool:
+        return self.itype.serves_index(self.segments, query)
+
     def describe(self) -> str:
-        return f"{self.name}({self.itype.type_name})"
+        return f"{self.name}({self.itype.plan_type_name(self.segments)})"
 
 
 def build_catalog(entries, column_of: Callable[[int], str | None],

@@ -38,10 +38,10 @@ class IndexPlan:
 
 
 def _choose(term: Term, catalog: dict):
-    candidates = [n for n in catalog.get(term.column, ()) if n.itype.serves(term.query)]
+    candidates = [n for n in catalog.get(term.column, ()) if n.serves(term.query)]
     if not candidates:
         return None
-    candidates.sort(key=lambda n: not n.itype.exact)  # stable: the first built wins a tie, as pylance
+    candidates.sort(key=lambda n: not n.exact)  # stable: the first built wins a tie, as pylance
     return candidates[0]
 
 

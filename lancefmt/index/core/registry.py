@@ -94,6 +94,10 @@ class TrainingData:
 class LoadedIndex:
     """One index segment, loaded (what :meth:`IndexType.load` returns)."""
 
+    #: the Arrow type of the values it holds, when its files say (a JSON index's target
+    #: tells by it which json_get function it can answer)
+    value_type: pa.DataType | None = None
+
     def search(self, query) -> SearchResult:
         """Row ids matching ``query`` (one of :data:`lancefmt.sql.sargable.QUERY_TYPES` this
         type serves)."""
@@ -163,11 +167,27 @@ class IndexType:
     queries: tuple = ()
     #: whether answers are exact (else AtMost: re-checked)
     exact: bool = True
+    #: what ``stats.index_stats`` calls it, when not ``type_name`` (pylance's JSON index
+    #: reports "BTree")
+    stats_type_name: str | None = None
 
     def serves(self, query) -> bool:
         """Whether the planner should give this type ``query`` (a type may decline queries
         of a class it serves, e.g. patterns too short to look up)."""
         return type(query) in self.queries
+
+    def serves_index(self, segments: list, query) -> bool:
+        """Whether the index made of ``segments`` (catalog Segments) answers ``query``; most
+        types decide by the query alone (:meth:`serves`), a JSON index by its path and values."""
+        return self.serves(query)
+
+    def exact_for(self, segments: list) -> bool:
+        """Whether answers of the index made of ``segments`` are exact."""
+        return self.exact
+
+    def plan_type_name(self, segments: list) -> str:
+        """The type pylance's plans name after ``@index`` (a JSON index: its target's)."""
+        return self.type_name
 
     def check_field(self, field: pa.Field) -> None:
         """Refuse a column this type cannot index (pylance's error types)."""

@@ -123,6 +123,10 @@ class BitmapIndex(LoadedIndex):
     def __init__(self, store: IndexStore):
         self.lookup = Lookup(store)
 
+    @property
+    def value_type(self) -> pa.DataType:
+        return self.lookup.value_type
+
     def search(self, query) -> SearchResult:
         return SearchResult(self.lookup.answer(query, lambda: self._rows(query)))
 

@@ -188,6 +188,10 @@ class BTreeIndex(LoadedIndex):
         self._pages: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
+    @property
+    def value_type(self) -> pa.DataType:
+        return self.type
+
     # -- pages ---------------------------------------------------------------------------------
     def page(self, k: int) -> SortedPage:
         with self._lock:

@@ -179,6 +179,10 @@ class ZoneMapIndex(LoadedIndex):
             details_msg.HasField("use_seeds") else default_use_seeds(self.type)
         self._prepare()
 
+    @property
+    def value_type(self) -> pa.DataType:
+        return self.type
+
     def _prepare(self) -> None:
         s, length = self.zones.stats, self.zones.bounds.length.astype(np.int64)
         self.nested = is_nested(self.type)
