@@ -31,7 +31,7 @@ class DatasetIndexAPI:
         fragments and return it uncommitted (pylance's distributed shape)."""
         out = _create.create_scalar_index(self.snapshot, column, index_type, name, replace=replace,
                                           train=train, fragment_ids=fragment_ids,
-                                          index_uuid=index_uuid, **kwargs)
+                                          index_uuid=index_uuid, partitioned=True, **kwargs)
         if fragment_ids is not None:
             return out
         self.adopt(out)
@@ -64,6 +64,13 @@ class DatasetIndexAPI:
         return _create.create_scalar_index(self.snapshot, column, index_type, name,
                                            train=train, fragment_ids=fragment_ids,
                                            index_uuid=index_uuid, **kwargs)
+
+    def merge_index_metadata(self, index_uuid: str, index_type: str, batch_readhead=None,
+                             progress_callback=None):
+        """The older distributed shape's merge: the parts workers wrote into
+        ``_indices/{index_uuid}/`` become the index's files (not committed: commit a
+        ``LanceOperation.CreateIndex`` next)."""
+        _create.merge_partitions(self.snapshot, index_uuid, index_type)
 
     def merge_existing_index_segments(self, segments):
         return _create.merge_segments(self.snapshot, segments)

@@ -6,8 +6,10 @@ the base it lives in (``_indices/{uuid}/`` of the dataset root, or of ``base_id`
 """
 from __future__ import annotations
 
+from ..._proto import table_pb2
 from ...index.core.catalog import Segment, build_catalog
-from ...index.core.metadata import fragment_ids, uuid_text
+from ...index.core.legacy import inferred_details
+from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...index.core.store import IndexStore
 
@@ -49,10 +51,34 @@ def index_entries(snapshot) -> list:
     return snapshot.memo("index entries", lambda: list(snapshot.manifest_file.indices))
 
 
+def resolved_entries(snapshot) -> list:
+    """:func:`index_entries`, an entry without details given those Lance infers for it (see
+    :mod:`lancefmt.index.core.legacy`): what reads, statistics, optimize and remap use. The
+    manifest's own entries are left as they are."""
+    def build():
+        fields = {f.id: f for f in snapshot.ctx.fields}
+        out = []
+        for pb in index_entries(snapshot):
+            f = fields.get(int(pb.fields[0])) if len(pb.fields) == 1 else None
+            details = None
+            if not pb.HasField("index_details") and not is_system(pb) and f is not None:
+                details = inferred_details(f.logical_type, index_store(snapshot, pb))
+            if details is None:
+                out.append(pb)
+                continue
+            copy = table_pb2.IndexMetadata()
+            copy.CopyFrom(pb)
+            copy.index_details.CopyFrom(details)
+            out.append(copy)
+        return out
+
+    return snapshot.memo("resolved index entries", build)
+
+
 def index_catalog(snapshot) -> dict:
     """``{column: [NamedIndex]}`` of the version's user indices (see :mod:`lancefmt.index.core.catalog`)."""
     def build():
-        entries = index_entries(snapshot)
+        entries = resolved_entries(snapshot)
         if not entries:
             return {}
         return build_catalog(entries, field_paths(snapshot.ctx.fields).get,

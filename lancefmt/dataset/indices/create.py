@@ -9,7 +9,10 @@ The distributed shape is pylance's: ``fragment_ids`` builds a segment over those
 only and returns it uncommitted (an :class:`~lancefmt.table.index_entry.Index`); segments are
 then committed together with ``commit_existing_index_segments`` (or
 ``LanceOperation.CreateIndex``), after ``merge_existing_index_segments`` if one segment is
-wanted.
+wanted. A BTREE built through ``create_scalar_index(..., fragment_ids=, index_uuid=)`` takes
+the older shape instead: every worker writes its part into the shared ``_indices/{uuid}/``,
+``merge_index_metadata(uuid, "BTREE")`` turns the parts into the index's files, and the
+caller commits a ``CreateIndex`` naming that uuid.
 """
 from __future__ import annotations
 
@@ -128,9 +131,11 @@ def segments_named(snapshot, name: str) -> list:
 
 
 def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace: bool = True,
-                        train: bool = True, fragment_ids=None, index_uuid=None, **params):
+                        train: bool = True, fragment_ids=None, index_uuid=None,
+                        partitioned: bool = False, **params):
     """Build and commit (see module docstring). Returns the committed snapshot, or with
-    ``fragment_ids`` the uncommitted segment as an ``Index``."""
+    ``fragment_ids`` the uncommitted segment as an ``Index`` (None when ``partitioned`` and the
+    type writes parts: the older distributed shape)."""
     req = plan_build(snapshot, column, index_type, name, params)
     if fragment_ids is not None:
         wanted = {int(f) for f in fragment_ids}
@@ -138,6 +143,9 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
         missing = wanted - {int(pb.id) for pb in pbs}
         if missing:
             raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
+        if partitioned and len(fragment_ids) and _writes_partitions(req.itype):
+            write_partition(snapshot, req, pbs, int(list(fragment_ids)[0]) << 32, train, index_uuid)
+            return None
         entry, _ = build_segment(snapshot, req, pbs, train=train, index_uuid=index_uuid)
         return from_pb(entry)
 
@@ -153,6 +161,44 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
 
     committed, _ = commit_retrying(snapshot, stage)
     return committed
+
+
+def _writes_partitions(itype: IndexType) -> bool:
+    return type(itype).train_partition is not IndexType.train_partition
+
+
+def write_partition(snapshot, req: BuildRequest, pbs, partition_id: int, train: bool, index_uuid=None):
+    """One worker's part of an index in the older distributed shape (see module docstring),
+    trained as an ``index_version`` 0 segment (stable row ids, when the dataset has them)."""
+    uid = str(index_uuid) if index_uuid is not None else new_uuid()
+    store = index_store_for(snapshot, uid)
+    field, _ = column_field(snapshot.schema, req.column)
+    data = training_data(snapshot, req.column, pbs) if train and pbs else \
+        TrainingData.empty(storage_field(field), snapshot.has_stable_row_ids)
+    try:
+        req.itype.train_partition(data, store, req.params, partition_id)
+    except BaseException:
+        delete_files([store.uri(n) for n, _ in store.written], store.storage_options)
+        raise
+
+
+DISTRIBUTED_MERGES = ("BTREE", "INVERTED", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "VECTOR")
+
+
+def merge_partitions(snapshot, index_uuid: str, index_type: str) -> None:
+    """``merge_index_metadata``: the parts in ``_indices/{index_uuid}/`` merged into the
+    index's files; nothing is committed."""
+    kind = str(index_type).upper()
+    if kind not in DISTRIBUTED_MERGES:
+        raise NotImplementedError(f"Only {', '.join(sorted(DISTRIBUTED_MERGES))} are supported, "
+                                  f"received {index_type}")
+    try:
+        itype = by_name(kind)
+    except InvalidArgumentError:
+        itype = None
+    if itype is None or not _writes_partitions(itype):
+        raise NotSupportedError(f"lancefmt cannot merge {kind} index files yet")
+    itype.merge_partitions(index_store_for(snapshot, str(index_uuid)))
 
 
 def commit_segments(snapshot, name: str, column: str, segments):

@@ -14,7 +14,7 @@ from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
-from ..core.indices import field_paths, index_entries, segment_of
+from ..core.indices import field_paths, index_entries, resolved_entries, segment_of
 from .scan import live_counts
 
 
@@ -65,10 +65,12 @@ class IndexDescription:
                 f"total_size_bytes={self.total_size_bytes})")
 
 
-def index_groups(snapshot) -> dict:
-    """Index name -> its segments (user indices only), names sorted as pylance lists them."""
+def index_groups(snapshot, resolved: bool = False) -> dict:
+    """Index name -> its segments (user indices only), names sorted as pylance lists them;
+    ``resolved``: entries without details given those Lance infers (not what pylance's
+    descriptions show, which name no type for them)."""
     out: dict = {}
-    for pb in index_entries(snapshot):
+    for pb in (resolved_entries(snapshot) if resolved else index_entries(snapshot)):
         if not is_system(pb):
             out.setdefault(pb.name, []).append(pb)
     return dict(sorted(out.items()))
@@ -132,7 +134,7 @@ class IndexNameNotFound(InvalidArgumentError, KeyError):
 
 def index_stats(snapshot, name: str) -> dict:
     """pylance's ``stats.index_stats(name)``; KeyError when the version has no such index."""
-    pbs = index_groups(snapshot).get(name)
+    pbs = index_groups(snapshot, resolved=True).get(name)
     if not pbs:
         raise IndexNameNotFound(f'Index "{name}" not found')
     rows = _rows_of(snapshot)

@@ -214,6 +214,18 @@ class IndexType:
     def load(self, store: IndexStore, details) -> LoadedIndex:
         raise NotImplementedError
 
+    def train_partition(self, data: TrainingData, store: IndexStore, params: dict,
+                        partition_id: int) -> None:
+        """Write the part of an index over some fragments that :meth:`merge_partitions` later
+        completes in the same directory (pylance's older distributed build, where workers
+        share one index uuid). NotImplementedError: the type has no such shape."""
+        raise NotImplementedError
+
+    def merge_partitions(self, store: IndexStore):
+        """Merge the parts :meth:`train_partition` wrote in ``store`` into the index's files
+        (the parts are removed); returns the details message."""
+        raise NotImplementedError
+
     def merge(self, segments: list, dest: IndexStore):
         """One segment holding every loaded segment's entries (disjoint fragments), written to
         ``dest`` without reading the dataset; returns its details. NotImplementedError: the

@@ -8,6 +8,12 @@ Files (what pylance 14 writes):
   ``min`` is null when the page starts with nulls), ``null_count`` and ``page_idx`` (uint32);
   schema metadata ``batch_size`` and ``range_partitioned`` ("false").
 
+The older distributed build (``create_scalar_index(..., fragment_ids=, index_uuid=)`` on each
+worker, then ``merge_index_metadata``) writes the same two files per worker as
+``part_{id}_page_data.lance`` / ``part_{id}_page_lookup.lance`` (``id``: the first fragment id
+<< 32, as Lance names them); the merge sorts every part's values together into the two files
+and removes the parts.
+
 A search reads the lookup once (cached with the loaded index), picks the pages whose
 ``[min, max]`` can hold the value(s), and binary-searches inside them. Answers are exact.
 Pages are read on demand and kept in a bounded cache.
@@ -34,6 +40,7 @@ from .pages import SortedPage, order_keys, order_kind, order_scalar, order_value
 
 PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
+PART_PREFIX = "part_"
 DEFAULT_BATCH_SIZE = 4096
 MAX_CACHED_PAGES = 1024
 
@@ -97,6 +104,37 @@ class BTreeType(IndexType):
     def load(self, store: IndexStore, details) -> "BTreeIndex":
         return BTreeIndex(store)
 
+    def train_partition(self, data: TrainingData, store: IndexStore, params: dict,
+                        partition_id: int) -> None:
+        table = data.table()
+        reserve_sort_memory(table.nbytes)
+        values = table.column(VALUE).combine_chunks()
+        write_sorted(store, *sort_by_value(values, table.column(ROW_ID).to_numpy()),
+                     int(params.get("batch_size") or DEFAULT_BATCH_SIZE), f"{PART_PREFIX}{partition_id}_")
+
+    def merge_partitions(self, store: IndexStore):
+        pages, lookups = partition_files(store)
+        first = store.reader(lookups[min(lookups)])
+        try:
+            batch_size = int(first.schema_metadata.get("batch_size", DEFAULT_BATCH_SIZE))
+        except ValueError:
+            batch_size = DEFAULT_BATCH_SIZE
+        value_type = first.schema.field(0).type
+        values, ids = [], []
+        for pid in sorted(pages):
+            t = store.read_table(pages[pid])
+            if t.column_names != ["values", "ids"] or not t.schema.field(0).type.equals(value_type) \
+                    or t.column("ids").null_count:
+                raise CorruptFileError(f"partition page file has schema {t.schema}", store.uri(pages[pid]))
+            values.append(t.column("values").combine_chunks())
+            ids.append(t.column("ids").to_numpy())
+        merged = pa.concat_arrays(values) if values else pa.array([], value_type)
+        write_sorted(store, *sort_by_value(merged, np.concatenate(ids) if ids else np.empty(0, np.uint64)),
+                     batch_size if batch_size > 0 else DEFAULT_BATCH_SIZE)
+        for name in list(pages.values()) + list(lookups.values()):
+            store.delete(name)
+        return self.details_class()
+
     def merge(self, segments: list, dest: IndexStore):
         """Sorted runs of the segments merged into one (a stable sort of concatenated sorted
         runs costs little more than a merge)."""
@@ -109,15 +147,16 @@ class BTreeType(IndexType):
         return self.details_class()
 
 
-def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_size: int) -> None:
-    """Write already sorted values and ids as the two BTREE files."""
+def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_size: int,
+                 prefix: str = "") -> None:
+    """Write already sorted values and ids as the two BTREE files (named with ``prefix``)."""
     if batch_size <= 0:
         raise InvalidArgumentError("batch_size must be positive")
     n = len(values)
     data = pa.table({"values": values, "ids": pa.array(ids, pa.uint64())},
                     schema=pa.schema([pa.field("values", values.type),
                                       pa.field("ids", pa.uint64(), nullable=False)]))
-    store.write_table(PAGE_DATA, data)
+    store.write_table(prefix + PAGE_DATA, data)
     starts = np.arange(0, n, batch_size, dtype=np.int64)
     ends = np.minimum(starts + batch_size, n)
     if n:
@@ -133,8 +172,34 @@ def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_siz
                       schema=pa.schema([pa.field("min", values.type), pa.field("max", values.type),
                                         pa.field("null_count", pa.uint32(), nullable=False),
                                         pa.field("page_idx", pa.uint32(), nullable=False)]))
-    store.write_table(PAGE_LOOKUP, lookup, {"batch_size": str(batch_size),
-                                            "range_partitioned": "false"})
+    store.write_table(prefix + PAGE_LOOKUP, lookup, {"batch_size": str(batch_size),
+                                                     "range_partitioned": "false"})
+
+
+def partition_files(store: IndexStore) -> tuple[dict, dict]:
+    """({partition id: page file}, {partition id: lookup file}) of the parts in ``store``;
+    Lance's errors when there are none or they do not pair up."""
+    pages, lookups = {}, {}
+    for name, _ in store.list_files():
+        for suffix, out in (("_" + PAGE_DATA, pages), ("_" + PAGE_LOOKUP, lookups)):
+            if name.startswith(PART_PREFIX) and name.endswith(suffix):
+                pid = name[len(PART_PREFIX):-len(suffix)]
+                if not pid.isdigit():
+                    raise InvalidArgumentError(f"Invalid partition file name format: {name}")
+                out[int(pid)] = name
+    if not pages or not lookups:
+        raise InvalidArgumentError(
+            f"No partition metadata files found in index directory: {store.dir_uri} "
+            f"(page_files: {len(pages)}, lookup_files: {len(lookups)})")
+    if len(pages) != len(lookups):
+        raise InvalidArgumentError(
+            f"Number of partition lookup files ({len(lookups)}) does not match number of "
+            f"partition page files ({len(pages)})")
+    for pid, name in lookups.items():
+        if pid not in pages:
+            raise InvalidArgumentError(f"No corresponding page file found for lookup file: {name} "
+                                       f"(partition_id: {pid})")
+    return pages, lookups
 
 
 class BTreeIndex(LoadedIndex):
