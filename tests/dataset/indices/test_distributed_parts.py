@@ -112,3 +112,12 @@ def test_an_index_without_details_is_used_as_lance_infers_it(tmp_path, kind, col
     assert_answers_equal_full_scan(lance, dst, [text], uses=[f"{column}_idx"])
     assert lancefmt.dataset(dst).stats.index_stats(f"{column}_idx")["index_type"] == \
         lance.dataset(dst).stats.index_stats(f"{column}_idx")["index_type"] == want
+
+
+def test_segment_builds_refuse_a_shared_uuid_for_btree_as_pylance(tmp_path):
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(index_table(500), uri, max_rows_per_file=200)
+    for lib in (lance, lancefmt):
+        with pytest.raises(ValueError, match="index_uuid is no longer accepted for BTree"):
+            lib.dataset(uri).create_index_uncommitted("id", "BTREE", index_uuid=str(uuid.uuid4()),
+                                                      fragment_ids=[0])
