@@ -31,7 +31,7 @@ class DatasetIndexAPI:
         fragments and return it uncommitted (pylance's distributed shape)."""
         out = _create.create_scalar_index(self.snapshot, column, index_type, name, replace=replace,
                                           train=train, fragment_ids=fragment_ids,
-                                          index_uuid=index_uuid, partitioned=True, **kwargs)
+                                          index_uuid=index_uuid, staged=True, **kwargs)
         if fragment_ids is not None:
             return out
         self.adopt(out)
@@ -77,7 +77,7 @@ class DatasetIndexAPI:
         """The older distributed shape's merge: the parts workers wrote into
         ``_indices/{index_uuid}/`` become the index's files (not committed: commit a
         ``LanceOperation.CreateIndex`` next)."""
-        _create.merge_partitions(self.snapshot, index_uuid, index_type)
+        _create.merge_index_metadata(self.snapshot, index_uuid, index_type)
 
     def merge_existing_index_segments(self, segments):
         return _create.merge_segments(self.snapshot, segments)

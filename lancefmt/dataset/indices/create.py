@@ -132,10 +132,10 @@ def segments_named(snapshot, name: str) -> list:
 
 def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace: bool = True,
                         train: bool = True, fragment_ids=None, index_uuid=None,
-                        partitioned: bool = False, **params):
+                        staged: bool = False, **params):
     """Build and commit (see module docstring). Returns the committed snapshot, or with
-    ``fragment_ids`` the uncommitted segment as an ``Index`` (None when ``partitioned`` and the
-    type writes parts: the older distributed shape)."""
+    ``fragment_ids`` the uncommitted segment as an ``Index`` (None when ``staged`` and the
+    type stages parts: the older distributed shape)."""
     req = plan_build(snapshot, column, index_type, name, params)
     if fragment_ids is not None:
         wanted = {int(f) for f in fragment_ids}
@@ -143,8 +143,8 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
         missing = wanted - {int(pb.id) for pb in pbs}
         if missing:
             raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
-        if partitioned and len(fragment_ids) and _writes_partitions(req.itype):
-            write_partition(snapshot, req, pbs, int(list(fragment_ids)[0]) << 32, train, index_uuid)
+        if staged and len(fragment_ids) and _stages(req.itype):
+            stage_fragments(snapshot, req, pbs, index_uuid, train)
             return None
         entry, _ = build_segment(snapshot, req, pbs, train=train, index_uuid=index_uuid)
         return from_pb(entry)
@@ -163,32 +163,37 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
     return committed
 
 
-def _writes_partitions(itype: IndexType) -> bool:
-    return type(itype).train_partition is not IndexType.train_partition
+def _stages(itype: IndexType) -> bool:
+    return type(itype).stage is not IndexType.stage
 
 
-def write_partition(snapshot, req: BuildRequest, pbs, partition_id: int, train: bool, index_uuid=None):
+def stage_fragments(snapshot, req: BuildRequest, pbs, index_uuid=None, train: bool = True) -> str:
     """One worker's part of an index in the older distributed shape (see module docstring),
-    trained as an ``index_version`` 0 segment (stable row ids, when the dataset has them)."""
+    trained as a segment of the type's base ``index_version`` (what the caller's hand-made
+    ``Index`` commits: stable row ids, when the dataset has them). Returns the uuid."""
     uid = str(index_uuid) if index_uuid is not None else new_uuid()
     store = index_store_for(snapshot, uid)
     field, _ = column_field(snapshot.schema, req.column)
+    stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
-        TrainingData.empty(storage_field(field), snapshot.has_stable_row_ids)
+        TrainingData.empty(storage_field(field), stable)
+    if stable and req.itype.records_addresses(req.itype.index_version, stable):
+        data = data.recording_addresses()
     try:
-        req.itype.train_partition(data, store, req.params, partition_id)
+        req.itype.stage(data, store, req.params)
     except BaseException:
         delete_files([store.uri(n) for n, _ in store.written], store.storage_options)
         raise
+    return uid
 
 
 DISTRIBUTED_MERGES = ("BTREE", "INVERTED", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "VECTOR")
 
 
-def merge_partitions(snapshot, index_uuid: str, index_type: str) -> None:
-    """``merge_index_metadata``: the parts in ``_indices/{index_uuid}/`` merged into the
-    index's files; nothing is committed."""
-    kind = str(index_type).upper()
+def merge_index_metadata(snapshot, index_uuid: str, index_type: str, field=None):
+    """Join the parts staged under ``index_uuid``; nothing is committed. Returns the index's
+    store and details."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
     if kind not in DISTRIBUTED_MERGES:
         raise NotImplementedError(f"Only {', '.join(sorted(DISTRIBUTED_MERGES))} are supported, "
                                   f"received {index_type}")
@@ -196,9 +201,10 @@ def merge_partitions(snapshot, index_uuid: str, index_type: str) -> None:
         itype = by_name(kind)
     except InvalidArgumentError:
         itype = None
-    if itype is None or not _writes_partitions(itype):
+    if itype is None or not _stages(itype):
         raise NotSupportedError(f"lancefmt cannot merge {kind} index files yet")
-    itype.merge_partitions(index_store_for(snapshot, str(index_uuid)))
+    store = index_store_for(snapshot, str(index_uuid))
+    return store, itype.merge_staged(store, field)
 
 
 def commit_segments(snapshot, name: str, column: str, segments):

@@ -214,16 +214,15 @@ class IndexType:
     def load(self, store: IndexStore, details) -> LoadedIndex:
         raise NotImplementedError
 
-    def train_partition(self, data: TrainingData, store: IndexStore, params: dict,
-                        partition_id: int) -> None:
-        """Write the part of an index over some fragments that :meth:`merge_partitions` later
-        completes in the same directory (pylance's older distributed build, where workers
-        share one index uuid). NotImplementedError: the type has no such shape."""
+    def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
+        """Build ``data`` (some fragments) into ``store`` as a part that
+        :meth:`merge_staged` later joins (pylance's distributed builds where workers share one
+        index uuid). NotImplementedError: the type builds whole segments instead."""
         raise NotImplementedError
 
-    def merge_partitions(self, store: IndexStore):
-        """Merge the parts :meth:`train_partition` wrote in ``store`` into the index's files
-        (the parts are removed); returns the details message."""
+    def merge_staged(self, store: IndexStore, field: pa.Field | None = None):
+        """Join every staged part in ``store`` into the index (of column ``field``, when
+        known), the parts removed; returns its details."""
         raise NotImplementedError
 
     def merge(self, segments: list, dest: IndexStore):

@@ -104,15 +104,15 @@ class BTreeType(IndexType):
     def load(self, store: IndexStore, details) -> "BTreeIndex":
         return BTreeIndex(store)
 
-    def train_partition(self, data: TrainingData, store: IndexStore, params: dict,
-                        partition_id: int) -> None:
+    def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
+        partition_id = data.fragments[0][0] << 32 if data.fragments else 0
         table = data.table()
         reserve_sort_memory(table.nbytes)
         values = table.column(VALUE).combine_chunks()
         write_sorted(store, *sort_by_value(values, table.column(ROW_ID).to_numpy()),
                      int(params.get("batch_size") or DEFAULT_BATCH_SIZE), f"{PART_PREFIX}{partition_id}_")
 
-    def merge_partitions(self, store: IndexStore):
+    def merge_staged(self, store: IndexStore, field: pa.Field | None = None):
         pages, lookups = partition_files(store)
         first = store.reader(lookups[min(lookups)])
         try:
