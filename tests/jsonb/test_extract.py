@@ -68,3 +68,25 @@ def test_malformed_documents_are_corrupt(cut):
     docs = pa.array([good, good[:cut]], pa.large_binary())
     with pytest.raises(CorruptFileError, match="row 1"):
         extract_path(docs, "x.y", "somewhere")
+
+
+def test_damaged_bytes_never_crash_the_walk():
+    """Random flips and cuts of real documents: the walk answers (every offset it follows is
+    inside the document) or refuses with CorruptFileError, never reads out of bounds."""
+    rng = np.random.default_rng(7)
+    docs = encode_array(pa.array(DOCS)).to_pylist()
+    docs = [d for d in docs if d]
+    for _ in range(3000):
+        d = bytearray(docs[int(rng.integers(len(docs)))])
+        for _ in range(int(rng.integers(1, 4))):
+            d[int(rng.integers(len(d)))] ^= 1 << int(rng.integers(8))
+        if rng.random() < 0.3:
+            d = d[: int(rng.integers(len(d) + 1))]
+        arr = pa.array([bytes(d)], pa.large_binary())
+        for path in ("x", "x.z", "a[1]", "$", "x.z[1].w"):
+            try:
+                got = extract_path(arr, path)
+            except CorruptFileError:
+                continue
+            if got.kinds[0] == STRING:
+                assert got.starts[0] + got.lengths[0] <= len(d)
