@@ -79,7 +79,7 @@ def plan_build(snapshot, column: str, index_type, name=None, params=None) -> Bui
     itype.check_field(field)
     column = ".".join(path)
     merged = {**itype.default_params(), **config, **(params or {})}
-    return BuildRequest(column, itype, name or f"{column}_idx", merged)
+    return BuildRequest(column, itype, name or itype.default_name(column, merged), merged)
 
 
 def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index_uuid=None,
@@ -92,7 +92,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
         TrainingData.empty(field, stable)
-    version = req.itype.index_version_for(stable)
+    version = req.itype.index_version_for(stable, req.params)
     if stable and req.itype.records_addresses(version, stable):
         data = data.recording_addresses()
     try:

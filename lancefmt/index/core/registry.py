@@ -172,10 +172,14 @@ class IndexType:
     def check_field(self, field: pa.Field) -> None:
         """Refuse a column this type cannot index (pylance's error types)."""
 
-    def index_version_for(self, stable_row_ids: bool) -> int:
-        """``index_version`` of a segment built now (pylance writes some types at a higher
-        version on datasets with stable row ids)."""
+    def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
+        """``index_version`` of a segment built now with ``params`` (pylance writes some types
+        at a higher version on datasets with stable row ids, or for some parameters)."""
         return self.index_version
+
+    def default_name(self, column: str, params: dict) -> str:
+        """The name pylance gives an index of this type on ``column`` built with ``params``."""
+        return f"{column}_idx"
 
     def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
         """Whether a segment records row addresses (else stable row ids). Without stable row

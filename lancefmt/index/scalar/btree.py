@@ -63,7 +63,7 @@ class BTreeType(IndexType):
     queries = (Equals, Range, IsIn, IsNull)
     exact = True
 
-    def index_version_for(self, stable_row_ids: bool) -> int:
+    def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
         return 1 if stable_row_ids else 0  # version 1: row addresses (pylance 14)
 
     def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
