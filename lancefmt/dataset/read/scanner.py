@@ -18,6 +18,7 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import decode_batch, user_schema
+from .fts_scan import FtsPlan
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
@@ -62,7 +63,7 @@ class LanceScanner(pads.Scanner):
         for key, value in options.items():
             if key not in _IGNORED:
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
-            if key in ("nearest", "full_text_query", "index_segments") and value is not None:
+            if key in ("nearest", "index_segments") and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
         if include_deleted_rows:
             raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
@@ -108,6 +109,15 @@ class LanceScanner(pads.Scanner):
         use_index = options.get("use_scalar_index")
         self._use_index = True if use_index is None else bool(use_index)
         self._selection = _UNSET
+        self._fts = None
+        if options.get("full_text_query") is not None:
+            snapshot = source.index_snapshot()
+            if snapshot is None:
+                raise InvalidArgumentError("full_text_query needs the dataset version's indices")
+            self._fts = FtsPlan(snapshot, options["full_text_query"], self._fragments,
+                                filter=filter, prefilter=bool(options.get("prefilter")),
+                                limit=self._limit, offset=self._offset, with_row_id=bool(with_row_id),
+                                with_row_address=bool(with_row_address))
 
     # -- indices ------------------------------------------------------------------------------
     def index_selection(self):
@@ -136,7 +146,34 @@ class LanceScanner(pads.Scanner):
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of what the scan returns (JSON columns as ``arrow.json``, as pylance)."""
+        if self._fts is not None:
+            return user_schema(self._fts_schema())
         return user_schema(self._stored_schema())
+
+    # -- full-text search ---------------------------------------------------------------------
+    def _fts_schema(self) -> pa.Schema:
+        base = self._projection.output_schema(()) if self._projection.computed else \
+            ScanSpec.build(self._source.schema, list(self._projection.read_columns)) \
+            .output_schema(self._source.schema)
+        return self._fts.schema(base)
+
+    def _fts_batches(self) -> Iterator[pa.RecordBatch]:
+        """The ranked rows (see :mod:`.fts_scan`), projected."""
+        cols = list(self._projection.read_columns)
+        table = self._fts.table(ScanSpec.build(self._source.schema, cols)
+                                .output_schema(self._source.schema), cols)
+        if self._projection.computed:
+            extras = [n for n in table.column_names if n not in cols]
+            batches = [self._projection.apply(b.select(cols), ()) for b in table.to_batches()]
+            projected = pa.Table.from_batches(batches, schema=self._projection.output_schema(())) \
+                if batches else self._projection.output_schema(()).empty_table()
+            for n in extras:
+                projected = projected.append_column(table.schema.field(n), table.column(n))
+            table = projected
+        table = table.cast(self._fts_schema())
+        stored = self._fts_schema()
+        out = (decode_batch(b, stored) for b in table.to_batches(self._batch_size))
+        return rebatch(out, self._batch_size) if self._strict else out
 
     def _stored_schema(self) -> pa.Schema:
         return self._with_offsets_schema(self._read_schema())
@@ -181,6 +218,8 @@ class LanceScanner(pads.Scanner):
         return table.slice(start, max(0, stop - start))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self._fts is not None:
+            return self._fts_batches()
         direct = self._direct()
         if direct is not None:
             stored = self._stored_schema()
@@ -211,6 +250,8 @@ class LanceScanner(pads.Scanner):
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
     def count_rows(self) -> int:
+        if self._fts is not None:
+            return len(self._fts.hits())
         if self._limit is None and not self._offset:
             if self._spec.filter is None:
                 return int(live_counts(self._source.ctx, self._fragments).sum())
@@ -228,6 +269,8 @@ class LanceScanner(pads.Scanner):
         return sum(b.num_rows for b in self.to_batches())
 
     def head(self, num_rows: int) -> pa.Table:
+        if self._fts is not None:
+            return self.to_table().slice(0, num_rows)
         limit = num_rows if self._limit is None else min(num_rows, self._limit)
         batches = scan_batches(self._source.ctx, self._scanned_fragments(), self._spec, limit=limit,
                                offset=self._offset, make_scan=self._make_scan())
@@ -255,6 +298,12 @@ class LanceScanner(pads.Scanner):
         spec = self._spec
         ds = self._source
         lines = []
+        if self._fts is not None:
+            lines.append(f"Projection: {', '.join(self.projected_schema.names)}")
+            if self._limit is not None or self._offset:
+                lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
+            lines += ["    " + x for x in self._fts.explain()]
+            return lines
         if self._projection.computed:
             exprs = ", ".join(f"{n}={e}" for n, e in self._projection.outputs)
             lines.append(f"Projection: {exprs}")

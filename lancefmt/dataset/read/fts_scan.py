@@ -1,0 +1,236 @@
+"""Full-text search in a scan (``full_text_query=``): pylance's query forms, BM25 ranking over
+indexed and unindexed rows, filters before or after ranking, and the rows' columns.
+
+A query is a string (searched in every column with an INVERTED index, each row keeping its
+best column), a dict ``{"query": ..., "columns": [...]}`` or a query object
+(:mod:`lancefmt.query`). Per column the version's INVERTED segments answer the fragments they
+cover; the scanned fragments they do not cover are read and scored on the fly (as pylance's
+flat search). Deleted rows never come back: every candidate is checked against the version's
+deletion vectors (or row-id index) before ranking. With ``prefilter=True`` the filter narrows
+the candidates before ranking; otherwise it drops rows from the ranked (and limited) result,
+as in pylance. The result has the projected columns, ``_score`` (float32, best first) and the
+requested ``_rowid`` / ``_rowaddr``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import InvalidArgumentError
+from ...index.fts.inverted import INVERTED
+from ...index.fts.query import (DocumentGranularity, FullTextQuery, MatchQuery,
+                                MultiMatchQuery)
+from ...index.fts.search import ColumnSearch, FlatRows, Hits, evaluate, values_of
+from ...table.rowids import MISSING_ADDRESS
+from ..core.indices import index_catalog
+from .index_training import column_field
+from .row_lookup import row_id_index, take_row_ids
+from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, load_deletions, scan_batches
+
+SCORE = "_score"
+
+
+class FtsFieldError(InvalidArgumentError):
+    """pylance raises a ValueError for a query on a column the schema lacks."""
+
+
+def inverted_columns(snapshot) -> list:
+    """Columns with an INVERTED index, in schema order."""
+    cat = index_catalog(snapshot)
+    return [c for c in cat if any(n.itype is INVERTED for n in cat[c])]
+
+
+def resolve_query(snapshot, query) -> FullTextQuery:
+    """A query object for any of pylance's ``full_text_query`` forms."""
+    if isinstance(query, FullTextQuery):
+        return query
+    columns = None
+    if isinstance(query, dict):
+        columns = query.get("columns")
+        query = query.get("query")
+    if not isinstance(query, str):
+        raise InvalidArgumentError(f"full_text_query must be a string, a dict or a query object, "
+                                   f"not {type(query).__name__}")
+    if columns is None:
+        columns = inverted_columns(snapshot)
+        if not columns:
+            raise InvalidArgumentError("Cannot perform full text search unless an INVERTED index "
+                                       "has been created on at least one column")
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    if len(columns) == 1:
+        return MatchQuery(query, columns[0])
+    return MultiMatchQuery(query, columns)
+
+
+class LiveRows:
+    """Which row ids (addresses without stable row ids) are live rows of the scanned
+    fragments, optionally also passing a prefilter."""
+
+    def __init__(self, snapshot, fragments, prefilter_ids=None):
+        self.snapshot = snapshot
+        self.frag_ids = {int(f.id) for f in fragments}
+        self.prefilter = prefilter_ids
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.uint64)
+        if not ids.size:
+            return np.zeros(0, dtype=bool)
+        snap = self.snapshot
+        if snap.has_stable_row_ids:
+            addrs = row_id_index(snap).lookup(ids)
+            keep = addrs != MISSING_ADDRESS
+        else:
+            addrs = ids
+            keep = np.ones(ids.size, dtype=bool)
+        frags = (addrs >> np.uint64(32)).astype(np.int64)
+        offs = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        for fid in np.unique(frags[keep]).tolist():
+            sel = keep & (frags == fid)
+            pb = snap.fragment_pb(int(fid))
+            if pb is None or fid not in self.frag_ids:
+                keep[sel] = False
+                continue
+            keep[sel] &= offs[sel] < int(pb.physical_rows)
+            dv = load_deletions(snap.ctx, pb)
+            if dv:
+                keep[sel] &= ~np.isin(offs[sel], dv.offsets)
+        if self.prefilter is not None:
+            keep &= np.isin(ids, self.prefilter)
+        return keep
+
+
+def _choose_index(named: list, granularity):
+    """The INVERTED index a query on the column uses (by document granularity)."""
+    inv = [n for n in named if n.itype is INVERTED]
+    if not inv:
+        return None
+    want = getattr(granularity, "value", granularity)
+
+    def element(n):
+        segs = [s for s in n.segments if len(s.fragments)]
+        return bool(segs) and segs[0].load().element_docs
+
+    if want is None:
+        rows = [n for n in inv if not element(n)]
+        return rows[0] if rows else inv[0]
+    match = [n for n in inv if element(n) == (want == DocumentGranularity.LIST_ELEMENT.value)]
+    return match[0] if match else None
+
+
+def column_search(snapshot, column: str, fragments, allowed: LiveRows, granularity=None,
+                  prefilter_text=None) -> ColumnSearch:
+    try:
+        field, path = column_field(snapshot.schema, column)
+    except KeyError:
+        raise FtsFieldError(f"FTS field path '{column}' does not exist in the dataset schema") from None
+    name = ".".join(path)
+    named = _choose_index(index_catalog(snapshot).get(name, []), granularity)
+    segments, covered = [], set()
+    if named is not None:
+        for seg in named.segments:
+            if len(seg.fragments):
+                segments.append(seg.load())
+                covered |= set(seg.fragments)
+    flat_frags = [f for f in fragments if int(f.id) not in covered]
+
+    def read_flat():
+        if not flat_frags:
+            return np.empty(0, np.uint64), None
+        spec = ScanSpec.build(snapshot.schema, [path[0]], prefilter_text, True, False)
+        ids, vals = [], []
+        for b in scan_batches(snapshot.ctx, flat_frags, spec):
+            v = b.column(0)
+            for part in path[1:]:
+                v = pc.struct_field(v, [v.type.get_field_index(part)])
+            ids.append(b.column(ROW_ID).to_numpy())
+            vals.append(v)
+        if not ids:
+            return np.empty(0, np.uint64), None
+        return np.concatenate(ids).astype(np.uint64), values_of(pa.chunked_array(vals, type=field.type))
+
+    return ColumnSearch(name, segments, FlatRows(read_flat) if flat_frags else None, allowed)
+
+
+def prefilter_ids(snapshot, fragments, filter_text) -> np.ndarray:
+    spec = ScanSpec.build(snapshot.schema, [], filter_text, True, False)
+    parts = [b.column(ROW_ID).to_numpy() for b in scan_batches(snapshot.ctx, fragments, spec)]
+    return np.sort(np.concatenate(parts).astype(np.uint64)) if parts else np.empty(0, np.uint64)
+
+
+class FtsPlan:
+    """One scanner's full-text search (see module docstring)."""
+
+    def __init__(self, snapshot, query, fragments, *, columns=None, filter=None, prefilter=False,
+                 limit=None, offset=None, with_row_id=False, with_row_address=False):
+        self.snapshot = snapshot
+        self.query = resolve_query(snapshot, query)
+        self.fragments = list(fragments)
+        self.columns = columns
+        self.filter = filter
+        self.prefilter = bool(prefilter)
+        self.limit = limit
+        self.offset = offset
+        self.with_row_id = bool(with_row_id)
+        self.with_row_address = bool(with_row_address)
+        self._hits = None
+
+    def hits(self) -> Hits:
+        """The ranked rows (after limit and offset; a postfilter applied)."""
+        if self._hits is None:
+            pre = None
+            if self.filter is not None and self.prefilter:
+                pre = prefilter_ids(self.snapshot, self.fragments, self.filter)
+            allowed = LiveRows(self.snapshot, self.fragments, pre)
+            searches: dict = {}
+
+            def source(column):
+                key = column
+                if key not in searches:
+                    searches[key] = column_search(self.snapshot, column, self.fragments, allowed,
+                                                  _granularity_of(self.query, column),
+                                                  self.filter if self.prefilter else None)
+                return searches[key]
+
+            hits = evaluate(self.query, source).top(self.limit, self.offset)
+            if self.filter is not None and not self.prefilter and len(hits):
+                ok = prefilter_ids(self.snapshot, self.fragments, self.filter)
+                keep = np.isin(hits.ids, ok)
+                hits = Hits(hits.ids[keep], hits.scores[keep])
+            self._hits = hits
+        return self._hits
+
+    def schema(self, projected: pa.Schema) -> pa.Schema:
+        fields = list(projected) + [pa.field(SCORE, pa.float32())]
+        if self.with_row_id:
+            fields.append(pa.field(ROW_ID, pa.uint64()))
+        if self.with_row_address:
+            fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
+        return pa.schema(fields, metadata=projected.metadata)
+
+    def table(self, projected: pa.Schema, columns: list) -> pa.Table:
+        """The found rows' ``columns`` (stored names), ``_score`` and metadata columns."""
+        hits = self.hits()
+        rows = take_row_ids(self.snapshot, hits.ids, columns, self.with_row_id,
+                            self.with_row_address)
+        out = {c: rows.column(c) for c in columns}
+        out[SCORE] = pa.array(hits.scores, pa.float32())
+        if self.with_row_id:
+            out[ROW_ID] = pa.array(hits.ids, pa.uint64())
+        if self.with_row_address:
+            out[ROW_ADDRESS] = rows.column(ROW_ADDRESS)
+        schema = self.schema(projected)
+        return pa.Table.from_arrays([out[f.name] if f.name in out else pa.nulls(len(hits), f.type)
+                                     for f in schema], schema=schema)
+
+    def explain(self) -> list:
+        q = self.query
+        name = type(q).__name__
+        cols = ",".join(q.columns())
+        text = getattr(q, "query", "")
+        return [f"{name}: column={cols}, query=[{text}]"]
+
+
+def _granularity_of(query, column):
+    g = getattr(query, "document_granularity", None)
+    return g

@@ -1,0 +1,434 @@
+"""Evaluating full-text queries: BM25 scores per row, as pylance 14 computes them.
+
+A :class:`ColumnSearch` is what one column offers a query: its INVERTED segments (each scored
+with its own statistics: documents, average length, documents per token) and the rows no
+segment covers (*flat* rows, tokenised on the fly and scored with the first segment's
+statistics plus their own, as pylance's flat search does; a column without an index is all flat
+rows, tokenised by the plain ``simple`` tokenizer). ``allowed`` drops rows (deleted ones, and a
+prefilter's misses) before anything is ranked.
+
+Scores follow Lance: a match query sums, over its tokens (repeats included), ``idf * (k1 + 1)
+* f / (f + k1 * (1 - b + b * len / avgdl))`` in float32, times its boost; AND needs every
+token; a phrase needs its tokens in order (the query's own gaps, left by removed stop words,
+included), each within ``slop`` positions; a multi-match keeps each row's best column; a
+boolean query sums its MUST and SHOULD clauses; a boost query subtracts ``negative_boost``
+times the negative query's score. A :class:`Hits` is rows and scores, ordered by row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import InvalidArgumentError
+from ._fuzzy import within_distance
+from ._postings import bm25_idf, bm25_weights
+from .build import is_list, string_values
+from .query import (BooleanQuery, BoostQuery, FullTextOperator, MatchQuery, MultiMatchQuery,
+                    Occur, PhraseQuery)
+from .tokenizer import Tokenizer, normalize_params
+
+#: the tokenizer of a column without an index, and of fuzzy query text (Lance's plain
+#: ``simple`` tokenizer: no filters at all)
+PLAIN = {"base_tokenizer": "simple", "lower_case": False, "stem": False,
+         "remove_stop_words": False, "ascii_folding": False, "max_token_length": None}
+
+
+@dataclass
+class Hits:
+    ids: np.ndarray      # uint64, ascending, unique
+    scores: np.ndarray   # float32
+
+    @classmethod
+    def empty(cls) -> "Hits":
+        return cls(np.empty(0, np.uint64), np.empty(0, np.float32))
+
+    @classmethod
+    def of(cls, ids, scores) -> "Hits":
+        ids = np.asarray(ids, dtype=np.uint64)
+        scores = np.asarray(scores, dtype=np.float32)
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
+            order = np.argsort(ids, kind="stable")
+            ids, scores = ids[order], scores[order]
+            keep = np.ones(ids.size, dtype=bool)
+            keep[1:] = ids[1:] != ids[:-1]
+            ids, scores = ids[keep], scores[keep]
+        return cls(ids, scores)
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def top(self, limit=None, offset=None) -> "Hits":
+        """By score, best first (ties by row id), after ``offset``, at most ``limit``."""
+        order = np.lexsort((self.ids, -self.scores.astype(np.float64)))
+        start = int(offset or 0)
+        stop = None if limit is None else start + int(limit)
+        order = order[start:stop]
+        return Hits(self.ids[order], self.scores[order])
+
+
+class FlatRows:
+    """Rows no segment covers: their ids and values, read when first needed."""
+
+    def __init__(self, read: Callable[[], tuple]):
+        self._read = read
+        self._data = None
+
+    def data(self) -> tuple:
+        if self._data is None:
+            self._data = self._read()
+        return self._data
+
+
+class ColumnSearch:
+    """What a query may read for one column (see module docstring)."""
+
+    def __init__(self, column: str, segments: list, flat: FlatRows | None = None,
+                 allowed: Callable | None = None):
+        self.column = column
+        self.segments = segments
+        self.flat = flat
+        self.allowed = allowed
+        self._flat_tokens: dict = {}
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        if self.segments:
+            return self.segments[0].tokenizer
+        return plain_tokenizer()
+
+    def keep(self, ids: np.ndarray) -> np.ndarray:
+        return np.ones(ids.size, dtype=bool) if self.allowed is None else self.allowed(ids)
+
+    # -- flat rows -------------------------------------------------------------------------
+    def flat_docs(self) -> tuple:
+        """(row ids, per document: {token: [positions]}) of the flat rows (cached)."""
+        if "docs" not in self._flat_tokens:
+            ids, values = self.flat.data() if self.flat is not None else (np.empty(0, np.uint64), None)
+            docs = []
+            if values is not None and len(values):
+                tok = self.tokenizer
+                for v in (values.to_pylist() if hasattr(values, "to_pylist") else values):
+                    texts = v if isinstance(v, list) else [v]
+                    d: dict = {}
+                    base = 0
+                    for text in texts:
+                        if text is None:
+                            continue
+                        pairs = tok.tokens(text)
+                        for t, p in pairs:
+                            d.setdefault(t, []).append(p + base)
+                        base += raw_count(tok, text)
+                    docs.append(d)
+            self._flat_tokens["docs"] = (np.asarray(ids, dtype=np.uint64), docs)
+        return self._flat_tokens["docs"]
+
+
+_PLAIN = None
+
+
+def plain_tokenizer() -> Tokenizer:
+    global _PLAIN
+    if _PLAIN is None:
+        _PLAIN = Tokenizer(normalize_params(PLAIN))
+    return _PLAIN
+
+
+def raw_count(tok: Tokenizer, text: str) -> int:
+    """How many base tokens ``text`` has (positions run on across list elements)."""
+    sp = tok.splitter()
+    docs, _, _ = sp.split(pa.array([text], pa.large_string()))
+    return int(docs.size)
+
+
+# -- statistics ----------------------------------------------------------------------------
+class Stats:
+    """BM25 statistics: documents, total tokens, documents per token."""
+
+    def __init__(self, num_docs: int, total_tokens: int, token_docs: Callable[[str], int]):
+        self.num_docs = int(num_docs)
+        self.total_tokens = int(total_tokens)
+        self.token_docs = token_docs
+
+    @property
+    def avgdl(self) -> float:
+        if not self.num_docs:
+            return 0.0
+        return float(np.float32(self.total_tokens) / np.float32(self.num_docs))
+
+    def idf(self, tokens: list) -> np.ndarray:
+        counts = [self.token_docs(t) for t in tokens]
+        out = bm25_idf(np.asarray(counts, np.uint32), self.num_docs) if tokens else np.empty(0, np.float32)
+        return np.where(np.asarray(counts) > 0, out, np.float32(0)).astype(np.float32)
+
+
+def segment_stats(seg) -> Stats:
+    return Stats(seg.num_docs, seg.total_tokens, seg.token_docs)
+
+
+# -- match and phrase ------------------------------------------------------------------------
+def query_tokens(src: ColumnSearch, q) -> list:
+    """``(token, position)`` of the query text (fuzzy queries: the plain tokenizer)."""
+    if isinstance(q, MatchQuery) and is_fuzzy(q):
+        return plain_tokenizer().tokens(q.query)
+    return src.tokenizer.tokens(q.query)
+
+
+def is_fuzzy(q: MatchQuery) -> bool:
+    """Lance expands terms only for a fuzziness given and not 0 (None, "automatic" in the
+    docs, matches exactly in pylance 14)."""
+    return q.fuzziness is not None and int(q.fuzziness) != 0
+
+
+def expand_fuzzy(src: ColumnSearch, q: MatchQuery, tokens: list) -> list:
+    """Each query token replaced by the index tokens within its edit distance (key order, at
+    most ``max_expansions`` each)."""
+    vocab = sorted({t for seg in src.segments for t in seg.vocabulary()})
+    out = []
+    for t in tokens:
+        k = int(q.fuzziness)
+        prefix = t[:q.prefix_length] if q.prefix_length else ""
+        for i in within_distance(t, vocab, int(k), prefix, q.max_expansions):
+            out.append(vocab[i])
+    return out
+
+
+def match(src: ColumnSearch, q, phrase: bool = False) -> Hits:
+    pairs = query_tokens(src, q)
+    tokens = [t for t, _ in pairs]
+    if not phrase and isinstance(q, MatchQuery) and is_fuzzy(q):
+        tokens = expand_fuzzy(src, q, tokens)
+        pairs = [(t, 0) for t in tokens]
+    if not tokens:
+        return Hits.empty()
+    require_all = phrase or (isinstance(q, MatchQuery) and q.operator == FullTextOperator.AND)
+    parts = []
+    stats = None
+    for seg in src.segments:
+        st = segment_stats(seg)
+        stats = stats or st
+        parts.append(_segment_match(src, seg, st, pairs, require_all, phrase, getattr(q, "slop", 0)))
+    parts.append(_flat_match(src, stats, pairs, require_all, phrase, getattr(q, "slop", 0)))
+    hits = union_max(parts)
+    boost = getattr(q, "boost", 1.0)
+    if boost != 1.0:
+        hits = Hits(hits.ids, (hits.scores * np.float32(boost)).astype(np.float32))
+    return hits
+
+
+def _segment_match(src, seg, st: Stats, pairs, require_all, phrase, slop) -> Hits:
+    tokens = [t for t, _ in pairs]
+    distinct = list(dict.fromkeys(tokens))
+    idf = dict(zip(distinct, st.idf(distinct)))
+    if require_all and any(idf[t] == 0 and st.token_docs(t) == 0 for t in distinct):
+        return Hits.empty()
+    mult = {t: tokens.count(t) for t in distinct}
+    avgdl = np.float32(st.avgdl)
+    out_ids, out_scores = [], []
+    for part in seg.partitions:
+        rows, lens, _ = part.docs()
+        n = rows.size
+        score = np.zeros(n, dtype=np.float64)
+        count = np.zeros(n, dtype=np.int32)
+        plists = {}
+        present = 0
+        for t in distinct:
+            got = [x for x in seg.postings(t, with_positions=phrase) if x[0] is part]
+            if not got:
+                continue
+            present += 1
+            _, docs, freqs, pos = got[0]
+            if docs.size and int(docs.max()) >= n:
+                from ...errors import CorruptFileError
+                raise CorruptFileError(f"posting list of {t!r} names document {int(docs.max())} "
+                                       f"of {n}", part.path)
+            w = bm25_weights(freqs, lens[docs], float(avgdl), float(idf[t]))
+            score += np.bincount(docs, weights=w.astype(np.float64), minlength=n) * mult[t]
+            count[docs] += 1
+            if phrase:
+                plists[t] = (docs, freqs, pos)
+        if require_all and present < len(distinct):
+            continue
+        hit = count >= len(distinct) if require_all else count > 0
+        docs_hit = np.nonzero(hit)[0]
+        if phrase and docs_hit.size:
+            docs_hit = docs_hit[_phrase_filter(docs_hit, pairs, plists, slop)]
+        ids = rows[docs_hit]
+        keep = src.keep(ids)
+        out_ids.append(ids[keep])
+        out_scores.append(score[docs_hit][keep].astype(np.float32))
+    if not out_ids:
+        return Hits.empty()
+    return Hits.of(np.concatenate(out_ids), np.concatenate(out_scores))
+
+
+def _positions_of(plist, doc_rank: np.ndarray) -> list:
+    """Each chosen document's positions of one token (``doc_rank``: index into its list)."""
+    docs, freqs, pos = plist
+    starts = np.concatenate(([0], np.cumsum(freqs, dtype=np.int64)))
+    return [pos[starts[i]:starts[i + 1]] for i in doc_rank.tolist()]
+
+
+def _phrase_filter(docs_hit: np.ndarray, pairs, plists: dict, slop: int) -> np.ndarray:
+    per_token = {}
+    for t, (docs, freqs, pos) in plists.items():
+        rank = np.searchsorted(docs, docs_hit)
+        per_token[t] = _positions_of((docs, freqs, pos), rank)
+    keep = np.zeros(docs_hit.size, dtype=bool)
+    for i in range(docs_hit.size):
+        lists = [(per_token[t][i], qp) for t, qp in pairs]
+        keep[i] = phrase_matches(lists, slop)
+    return keep
+
+
+def phrase_matches(lists, slop: int) -> bool:
+    """Lance's check: iterators over each query token's document positions, ordered by the
+    token's query position, advanced together until the relative positions (document
+    position - query position) are non-decreasing and each within ``slop`` of the one before."""
+    its = sorted(([np.asarray(p, dtype=np.int64), int(q), 0] for p, q in lists), key=lambda x: x[1])
+
+    def advance(it, least_rel):
+        it[2] = int(np.searchsorted(it[0], least_rel + it[1], side="left"))
+
+    for it in its:
+        advance(it, 0)
+    while True:
+        max_rel = None
+        all_same = True
+        for a, b in zip(its, its[1:]):
+            if a[2] >= a[0].size or b[2] >= b[0].size:
+                return False
+            last = int(a[0][a[2]]) - a[1]
+            nxt = int(b[0][b[2]]) - b[1]
+            move_to = last if last > nxt else max(last + 1, nxt - slop)
+            max_rel = move_to if max_rel is None else max(max_rel, move_to)
+            if not (last <= nxt <= last + slop):
+                all_same = False
+                break
+        if len(its) == 1:
+            return its[0][2] < its[0][0].size
+        if all_same:
+            return True
+        for it in its:
+            advance(it, max_rel)
+
+
+def _flat_match(src, stats: Stats | None, pairs, require_all, phrase, slop) -> Hits:
+    if src.flat is None:
+        return Hits.empty()
+    ids, docs = src.flat_docs()
+    if not docs:
+        return Hits.empty()
+    tokens = [t for t, _ in pairs]
+    distinct = list(dict.fromkeys(tokens))
+    lens = np.array([sum(len(p) for p in d.values()) for d in docs], dtype=np.uint32)
+    flat_docs = int(sum(1 for d in docs if d))
+    base = stats or Stats(0, 0, lambda t: 0)
+    counts = {t: base.token_docs(t) + sum(1 for d in docs if t in d) for t in distinct}
+    st = Stats(base.num_docs + flat_docs, base.total_tokens + int(lens.sum()), counts.get)
+    idf = dict(zip(distinct, st.idf(distinct)))
+    avgdl = float(np.float32(st.avgdl))
+    score = np.zeros(len(docs), dtype=np.float64)
+    hit = np.zeros(len(docs), dtype=bool)
+    for i, d in enumerate(docs):
+        if not d:
+            continue
+        have = [t for t in distinct if t in d]
+        if require_all and len(have) < len(distinct):
+            continue
+        if not have:
+            continue
+        if phrase and not phrase_matches([(d[t], qp) for t, qp in pairs], slop):
+            continue
+        s = 0.0
+        for t in tokens:
+            if t in d:
+                s += float(bm25_weights([len(d[t])], [lens[i]], avgdl, float(idf[t]))[0])
+        score[i] = s
+        hit[i] = s > 0
+    sel = np.nonzero(hit)[0]
+    out_ids = ids[sel]
+    keep = src.keep(out_ids)
+    return Hits.of(out_ids[keep], score[sel][keep].astype(np.float32))
+
+
+# -- combining -------------------------------------------------------------------------------
+def union_max(parts: list) -> Hits:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return Hits.empty()
+    if len(parts) == 1:
+        return parts[0]
+    ids = np.concatenate([p.ids for p in parts])
+    scores = np.concatenate([p.scores for p in parts])
+    order = np.lexsort((-scores.astype(np.float64), ids))
+    ids, scores = ids[order], scores[order]
+    first = np.ones(ids.size, dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]
+    return Hits(ids[first], scores[first])
+
+
+def _sum(a: Hits, b: Hits, keep_a_only: bool) -> Hits:
+    """``a`` plus ``b``'s scores where both hold a row; rows of ``b`` alone are added unless
+    ``keep_a_only``."""
+    ids = np.union1d(a.ids, b.ids) if not keep_a_only else a.ids
+    out = np.zeros(ids.size, dtype=np.float32)
+    ia = np.searchsorted(ids, a.ids)
+    out[ia] += a.scores
+    pos = np.searchsorted(ids, b.ids)
+    inside = pos < ids.size
+    inside[inside] = ids[pos[inside]] == b.ids[inside]
+    out[pos[inside]] += b.scores[inside]
+    return Hits(ids, out)
+
+
+def evaluate(q, sources: Callable[[str], ColumnSearch]) -> Hits:
+    """Every row ``q`` finds with its score (``sources(column)`` gives a column's search)."""
+    if isinstance(q, MatchQuery):
+        return match(sources(q.column), q)
+    if isinstance(q, PhraseQuery):
+        return match(sources(q.column), q, phrase=True)
+    if isinstance(q, MultiMatchQuery):
+        return union_max([evaluate(m, sources) for m in q.match_queries])
+    if isinstance(q, BoostQuery):
+        pos = evaluate(q.positive, sources)
+        neg = evaluate(q.negative, sources)
+        neg = Hits(neg.ids, (neg.scores * np.float32(q.negative_boost)).astype(np.float32))
+        return _sum(pos, Hits(neg.ids, -neg.scores), keep_a_only=True)
+    if isinstance(q, BooleanQuery):
+        must = [evaluate(c, sources) for o, c in q.clauses if o == Occur.MUST]
+        should = [evaluate(c, sources) for o, c in q.clauses if o == Occur.SHOULD]
+        must_not = [evaluate(c, sources) for o, c in q.clauses if o == Occur.MUST_NOT]
+        if not must and not should:
+            raise InvalidArgumentError(
+                "Invalid user input: boolean query must have at least one should/must query")
+        if must:
+            res = must[0]
+            for m in must[1:]:
+                both = np.intersect1d(res.ids, m.ids)
+                res = _sum(_restrict(res, both), _restrict(m, both), keep_a_only=True)
+            for s in should:
+                res = _sum(res, s, keep_a_only=True)
+        else:
+            res = Hits.empty()
+            for s in should:
+                res = _sum(res, s, keep_a_only=False)
+        for n in must_not:
+            keep = ~np.isin(res.ids, n.ids)
+            res = Hits(res.ids[keep], res.scores[keep])
+        return res
+    raise InvalidArgumentError(f"unknown full-text query {q!r}")
+
+
+def _restrict(h: Hits, ids: np.ndarray) -> Hits:
+    keep = np.isin(h.ids, ids)
+    return Hits(h.ids[keep], h.scores[keep])
+
+
+def values_of(arr) -> pa.Array:
+    """A column's values as the flat search reads them."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr if is_list(arr.type) else string_values(arr)
