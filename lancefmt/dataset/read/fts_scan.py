@@ -71,8 +71,22 @@ class LiveRows:
         self.snapshot = snapshot
         self.frag_ids = {int(f.id) for f in fragments}
         self.prefilter = prefilter_ids
+        self._cache: dict = {}
 
-    def __call__(self, ids: np.ndarray) -> np.ndarray:
+    def __call__(self, ids: np.ndarray, key=None) -> np.ndarray:
+        """The mask of ``ids`` (``key``: the same array is asked again; its live part is kept
+        for this version)."""
+        if key is not None:
+            live = self._cache.get(key)
+            if live is None:
+                live = self._cache[key] = self._live(ids)
+        else:
+            live = self._live(ids)
+        if self.prefilter is not None:
+            live = live & np.isin(np.asarray(ids, dtype=np.uint64), self.prefilter)
+        return live
+
+    def _live(self, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.uint64)
         if not ids.size:
             return np.zeros(0, dtype=bool)
@@ -95,9 +109,14 @@ class LiveRows:
             dv = load_deletions(snap.ctx, pb)
             if dv:
                 keep[sel] &= ~np.isin(offs[sel], dv.offsets)
-        if self.prefilter is not None:
-            keep &= np.isin(ids, self.prefilter)
         return keep
+
+
+def live_rows(snapshot, fragments) -> LiveRows:
+    """The version's :class:`LiveRows` of ``fragments`` (kept with the version, so a
+    partition's live documents are worked out once)."""
+    key = ("fts live rows", tuple(sorted(int(f.id) for f in fragments)))
+    return snapshot.memo(key, lambda: LiveRows(snapshot, fragments))
 
 
 def _choose_index(named: list, granularity):
@@ -152,6 +171,15 @@ def column_search(snapshot, column: str, fragments, allowed: LiveRows, granulari
     return ColumnSearch(name, segments, FlatRows(read_flat) if flat_frags else None, allowed)
 
 
+class _WithPrefilter:
+    def __init__(self, live: LiveRows, ids: np.ndarray):
+        self.live = live
+        self.ids = ids
+
+    def __call__(self, ids, key=None):
+        return self.live(ids, key) & np.isin(np.asarray(ids, dtype=np.uint64), self.ids)
+
+
 def prefilter_ids(snapshot, fragments, filter_text) -> np.ndarray:
     spec = ScanSpec.build(snapshot.schema, [], filter_text, True, False)
     parts = [b.column(ROW_ID).to_numpy() for b in scan_batches(snapshot.ctx, fragments, spec)]
@@ -181,7 +209,9 @@ class FtsPlan:
             pre = None
             if self.filter is not None and self.prefilter:
                 pre = prefilter_ids(self.snapshot, self.fragments, self.filter)
-            allowed = LiveRows(self.snapshot, self.fragments, pre)
+            allowed = live_rows(self.snapshot, self.fragments)
+            if pre is not None:
+                allowed = _WithPrefilter(allowed, pre)
             searches: dict = {}
 
             def source(column):
@@ -192,7 +222,8 @@ class FtsPlan:
                                                   self.filter if self.prefilter else None)
                 return searches[key]
 
-            hits = evaluate(self.query, source).top(self.limit, self.offset)
+            need = None if self.limit is None else int(self.limit) + int(self.offset or 0)
+            hits = evaluate(self.query, source, need).top(self.limit, self.offset)
             if self.filter is not None and not self.prefilter and len(hits):
                 ok = prefilter_ids(self.snapshot, self.fragments, self.filter)
                 keep = np.isin(hits.ids, ok)

@@ -336,15 +336,21 @@ class InvertedIndex(LoadedIndex):
         self._cache: OrderedDict = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
+        self._vocab = None
+        self._stats = None
 
     # -- statistics --------------------------------------------------------------------------
     @property
     def num_docs(self) -> int:
-        return sum(p.num_docs for p in self.partitions)
+        if self._stats is None:
+            self._stats = (sum(p.num_docs for p in self.partitions),
+                           sum(p.total_tokens for p in self.partitions))
+        return self._stats[0]
 
     @property
     def total_tokens(self) -> int:
-        return sum(p.total_tokens for p in self.partitions)
+        self.num_docs
+        return self._stats[1]
 
     @property
     def element_docs(self) -> bool:
@@ -363,10 +369,13 @@ class InvertedIndex(LoadedIndex):
         return n
 
     def vocabulary(self) -> list:
-        out = set()
-        for p in self.partitions:
-            out.update(k.decode("utf-8") for k in p.token_map.keys())
-        return sorted(out)
+        """Every token, in key order (cached)."""
+        if self._vocab is None:
+            out = set()
+            for p in self.partitions:
+                out.update(k.decode("utf-8") for k in p.token_map.keys())
+            self._vocab = sorted(out)
+        return self._vocab
 
     # -- postings ----------------------------------------------------------------------------
     def postings(self, token: str, with_positions: bool = False) -> list:
@@ -396,6 +405,32 @@ class InvertedIndex(LoadedIndex):
                         _, old = self._cache.popitem(last=False)
                         self._cached -= sum(a.nbytes for a in old if a is not None)
             out.append((p,) + tuple(hit))
+        return out
+
+    def weighted(self, token: str) -> list:
+        """Per partition holding ``token``: (partition, docs, BM25 weights) -- ``idf * (k1+1)
+        * f / (f + norm)`` with this segment's statistics, float32 (cached: they depend on
+        nothing else)."""
+        key = ("w", token)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        from ._postings import bm25_idf, bm25_weights
+
+        n = self.num_docs
+        avgdl = float(np.float32(self.total_tokens) / np.float32(n)) if n else 0.0
+        idf = float(bm25_idf([self.token_docs(token)], n)[0]) if n else 0.0
+        out = []
+        for part, docs, freqs, _ in self.postings(token):
+            rows, lens, _ = part.docs()
+            if docs.size and int(docs[-1]) >= rows.size:
+                raise CorruptFileError(f"posting list of {token!r} names document "
+                                       f"{int(docs[-1])} of {rows.size}", part.path)
+            out.append((part, docs, bm25_weights(freqs, lens[docs], avgdl, idf)))
+        with self._lock:
+            self._cache[key] = out
+            self._cached += sum(d.nbytes + w.nbytes for _, d, w in out)
         return out
 
     def search(self, query) -> SearchResult:

@@ -25,6 +25,7 @@ import pyarrow as pa
 from ...errors import InvalidArgumentError
 from ._fuzzy import within_distance
 from ._postings import bm25_idf, bm25_weights
+from ._score import score_lists
 from .build import is_list, string_values
 from .query import (BooleanQuery, BoostQuery, FullTextOperator, MatchQuery, MultiMatchQuery,
                     Occur, PhraseQuery)
@@ -62,8 +63,17 @@ class Hits:
 
     def top(self, limit=None, offset=None) -> "Hits":
         """By score, best first (ties by row id), after ``offset``, at most ``limit``."""
-        order = np.lexsort((self.ids, -self.scores.astype(np.float64)))
         start = int(offset or 0)
+        n = self.ids.size
+        idx = np.arange(n)
+        if limit is not None and start + int(limit) < n:
+            k = start + int(limit)
+            neg = -self.scores
+            idx = np.argpartition(neg, k - 1)[:k]
+            # rows tied with the k-th score outside the cut compete by row id
+            kth = neg[idx].max()
+            idx = np.union1d(idx, np.flatnonzero(neg == kth))
+        order = idx[np.lexsort((self.ids[idx], -self.scores[idx].astype(np.float64)))]
         stop = None if limit is None else start + int(limit)
         order = order[start:stop]
         return Hits(self.ids[order], self.scores[order])
@@ -99,8 +109,12 @@ class ColumnSearch:
             return self.segments[0].tokenizer
         return plain_tokenizer()
 
-    def keep(self, ids: np.ndarray) -> np.ndarray:
-        return np.ones(ids.size, dtype=bool) if self.allowed is None else self.allowed(ids)
+    def keep(self, ids: np.ndarray, key=None) -> np.ndarray:
+        """Which of the row ``ids`` may be returned (``key``: cache the answer under it, for
+        arrays that never change, such as a partition's row ids)."""
+        if self.allowed is None:
+            return np.ones(ids.size, dtype=bool)
+        return self.allowed(ids, key)
 
     # -- flat rows -------------------------------------------------------------------------
     def flat_docs(self) -> tuple:
@@ -185,7 +199,8 @@ def is_fuzzy(q: MatchQuery) -> bool:
 def expand_fuzzy(src: ColumnSearch, q: MatchQuery, tokens: list) -> list:
     """Each query token replaced by the index tokens within its edit distance (key order, at
     most ``max_expansions`` each)."""
-    vocab = sorted({t for seg in src.segments for t in seg.vocabulary()})
+    vocab = src.segments[0].vocabulary() if len(src.segments) == 1 else \
+        sorted({t for seg in src.segments for t in seg.vocabulary()})
     out = []
     for t in tokens:
         k = int(q.fuzziness)
@@ -195,7 +210,9 @@ def expand_fuzzy(src: ColumnSearch, q: MatchQuery, tokens: list) -> list:
     return out
 
 
-def match(src: ColumnSearch, q, phrase: bool = False) -> Hits:
+def match(src: ColumnSearch, q, phrase: bool = False, limit=None) -> Hits:
+    """A match or phrase query on one column (``limit``: only the best ``limit`` rows are
+    needed, as for a query at the root of a ranked search)."""
     pairs = query_tokens(src, q)
     tokens = [t for t, _ in pairs]
     if not phrase and isinstance(q, MatchQuery) and is_fuzzy(q):
@@ -204,82 +221,72 @@ def match(src: ColumnSearch, q, phrase: bool = False) -> Hits:
     if not tokens:
         return Hits.empty()
     require_all = phrase or (isinstance(q, MatchQuery) and q.operator == FullTextOperator.AND)
+    boost = np.float32(getattr(q, "boost", 1.0))
     parts = []
     stats = None
     for seg in src.segments:
-        st = segment_stats(seg)
-        stats = stats or st
-        parts.append(_segment_match(src, seg, st, pairs, require_all, phrase, getattr(q, "slop", 0)))
-    parts.append(_flat_match(src, stats, pairs, require_all, phrase, getattr(q, "slop", 0)))
-    hits = union_max(parts)
-    boost = getattr(q, "boost", 1.0)
+        stats = stats or segment_stats(seg)
+        parts.append(_segment_match(src, seg, pairs, require_all, phrase, getattr(q, "slop", 0),
+                                    limit, boost))
+    flat = _flat_match(src, stats, pairs, require_all, phrase, getattr(q, "slop", 0))
     if boost != 1.0:
-        hits = Hits(hits.ids, (hits.scores * np.float32(boost)).astype(np.float32))
-    return hits
+        flat = Hits(flat.ids, (flat.scores * boost).astype(np.float32))
+    parts.append(flat)
+    hits = union_max(parts)
+    return hits.top(limit) if limit is not None else hits
 
 
-def _segment_match(src, seg, st: Stats, pairs, require_all, phrase, slop) -> Hits:
+def _segment_match(src, seg, pairs, require_all, phrase, slop, limit, boost) -> Hits:
     tokens = [t for t, _ in pairs]
     distinct = list(dict.fromkeys(tokens))
-    idf = dict(zip(distinct, st.idf(distinct)))
-    if require_all and any(idf[t] == 0 and st.token_docs(t) == 0 for t in distinct):
+    if require_all and any(seg.token_docs(t) == 0 for t in distinct):
         return Hits.empty()
     mult = {t: tokens.count(t) for t in distinct}
-    avgdl = np.float32(st.avgdl)
+    by_part: dict = {}
+    for t in distinct:
+        for part, docs, w in seg.weighted(t):
+            by_part.setdefault(part.pid, (part, []))[1].append((t, docs, w))
     out_ids, out_scores = [], []
-    for part in seg.partitions:
-        rows, lens, _ = part.docs()
-        n = rows.size
-        score = np.zeros(n, dtype=np.float64)
-        count = np.zeros(n, dtype=np.int32)
-        plists = {}
-        present = 0
-        for t in distinct:
-            got = [x for x in seg.postings(t, with_positions=phrase) if x[0] is part]
-            if not got:
-                continue
-            present += 1
-            _, docs, freqs, pos = got[0]
-            if docs.size and int(docs.max()) >= n:
-                from ...errors import CorruptFileError
-                raise CorruptFileError(f"posting list of {t!r} names document {int(docs.max())} "
-                                       f"of {n}", part.path)
-            w = bm25_weights(freqs, lens[docs], float(avgdl), float(idf[t]))
-            score += np.bincount(docs, weights=w.astype(np.float64), minlength=n) * mult[t]
-            count[docs] += 1
-            if phrase:
-                plists[t] = (docs, freqs, pos)
-        if require_all and present < len(distinct):
+    for part, lists in by_part.values():
+        if require_all and len(lists) < len(distinct):
             continue
-        hit = count >= len(distinct) if require_all else count > 0
-        docs_hit = np.nonzero(hit)[0]
+        rows = part.docs()[0]
+        live = src.keep(rows, key=("rows", id(rows))).view(np.uint8)
+        need = len(distinct) if require_all else 1
+        k = -1 if (phrase or limit is None) else int(limit)
+        docs_hit, found = score_lists(rows.size, [(d, w, mult[t]) for t, d, w in lists], live,
+                                      need, k, float(boost))
         if phrase and docs_hit.size:
-            docs_hit = docs_hit[_phrase_filter(docs_hit, pairs, plists, slop)]
-        ids = rows[docs_hit]
-        keep = src.keep(ids)
-        out_ids.append(ids[keep])
-        out_scores.append(score[docs_hit][keep].astype(np.float32))
+            plists = {t: seg.postings(t, with_positions=True) for t in distinct}
+            plists = {t: next((d, f, p) for pp, d, f, p in v if pp is part) for t, v in plists.items()}
+            order = np.lexsort((docs_hit, -found.astype(np.float64)))
+            keep = _phrase_filter(docs_hit[order], pairs, plists, slop, limit)
+            docs_hit, found = docs_hit[order][keep], found[order][keep]
+        out_ids.append(rows[docs_hit])
+        out_scores.append(found)
     if not out_ids:
         return Hits.empty()
     return Hits.of(np.concatenate(out_ids), np.concatenate(out_scores))
 
 
-def _positions_of(plist, doc_rank: np.ndarray) -> list:
-    """Each chosen document's positions of one token (``doc_rank``: index into its list)."""
-    docs, freqs, pos = plist
-    starts = np.concatenate(([0], np.cumsum(freqs, dtype=np.int64)))
-    return [pos[starts[i]:starts[i + 1]] for i in doc_rank.tolist()]
-
-
-def _phrase_filter(docs_hit: np.ndarray, pairs, plists: dict, slop: int) -> np.ndarray:
-    per_token = {}
-    for t, (docs, freqs, pos) in plists.items():
-        rank = np.searchsorted(docs, docs_hit)
-        per_token[t] = _positions_of((docs, freqs, pos), rank)
+def _phrase_filter(docs_hit: np.ndarray, pairs, plists: dict, slop: int, limit=None) -> np.ndarray:
+    """Which candidates (best first) hold the phrase; with ``limit``, the check stops once
+    ``limit`` have been found (the rest are left out)."""
+    starts = {t: np.concatenate(([0], np.cumsum(f, dtype=np.int64))) for t, (d, f, p) in plists.items()}
+    ranks = {t: np.searchsorted(d, docs_hit) for t, (d, f, p) in plists.items()}
     keep = np.zeros(docs_hit.size, dtype=bool)
+    found = 0
     for i in range(docs_hit.size):
-        lists = [(per_token[t][i], qp) for t, qp in pairs]
-        keep[i] = phrase_matches(lists, slop)
+        lists = []
+        for t, qp in pairs:
+            d, f, p = plists[t]
+            r = ranks[t][i]
+            lists.append((p[starts[t][r]:starts[t][r + 1]], qp))
+        if phrase_matches(lists, slop):
+            keep[i] = True
+            found += 1
+            if limit is not None and found >= limit:
+                break
     return keep
 
 
@@ -350,7 +357,7 @@ def _flat_match(src, stats: Stats | None, pairs, require_all, phrase, slop) -> H
         hit[i] = s > 0
     sel = np.nonzero(hit)[0]
     out_ids = ids[sel]
-    keep = src.keep(out_ids)
+    keep = src.keep(out_ids, key=None)
     return Hits.of(out_ids[keep], score[sel][keep].astype(np.float32))
 
 
@@ -384,14 +391,15 @@ def _sum(a: Hits, b: Hits, keep_a_only: bool) -> Hits:
     return Hits(ids, out)
 
 
-def evaluate(q, sources: Callable[[str], ColumnSearch]) -> Hits:
-    """Every row ``q`` finds with its score (``sources(column)`` gives a column's search)."""
+def evaluate(q, sources: Callable[[str], ColumnSearch], limit=None) -> Hits:
+    """The rows ``q`` finds with their scores (``sources(column)`` gives a column's search);
+    with ``limit``, at least the best ``limit`` rows (for a ranked search's root)."""
     if isinstance(q, MatchQuery):
-        return match(sources(q.column), q)
+        return match(sources(q.column), q, limit=limit)
     if isinstance(q, PhraseQuery):
-        return match(sources(q.column), q, phrase=True)
+        return match(sources(q.column), q, phrase=True, limit=limit)
     if isinstance(q, MultiMatchQuery):
-        return union_max([evaluate(m, sources) for m in q.match_queries])
+        return union_max([evaluate(m, sources, limit) for m in q.match_queries])
     if isinstance(q, BoostQuery):
         pos = evaluate(q.positive, sources)
         neg = evaluate(q.negative, sources)
