@@ -25,8 +25,11 @@ from ...index.fts.search import ColumnSearch, FlatRows, Hits, evaluate, values_o
 from ...table.rowids import MISSING_ADDRESS
 from ..core.indices import index_catalog
 from .index_training import column_field
+from .direct_take import direct_plan
 from .row_lookup import row_id_index, take_row_ids
-from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, load_deletions, scan_batches
+from .row_offsets import RowOffsets
+from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, load_deletions, scan_batches
+from .take import take_from_fragments
 
 SCORE = "_score"
 
@@ -242,8 +245,10 @@ class FtsPlan:
     def table(self, projected: pa.Schema, columns: list) -> pa.Table:
         """The found rows' ``columns`` (stored names), ``_score`` and metadata columns."""
         hits = self.hits()
-        rows = take_row_ids(self.snapshot, hits.ids, columns, self.with_row_id,
-                            self.with_row_address)
+        rows = _direct_rows(self.snapshot, hits.ids, columns) if not self.with_row_address else None
+        if rows is None:
+            rows = take_row_ids(self.snapshot, hits.ids, columns, self.with_row_id,
+                                self.with_row_address)
         out = {c: rows.column(c) for c in columns}
         out[SCORE] = pa.array(hits.scores, pa.float32())
         if self.with_row_id:
@@ -260,6 +265,22 @@ class FtsPlan:
         cols = ",".join(q.columns())
         text = getattr(q, "query", "")
         return [f"{name}: column={cols}, query=[{text}]"]
+
+
+def _direct_rows(snapshot, ids: np.ndarray, columns: list):
+    """The rows' ``columns`` through the direct take (fixed-width columns of local files:
+    one gather over mapped files instead of a read per fragment), or None."""
+    if not columns or not ids.size:
+        return None
+    pbs = snapshot.fragment_pbs()
+    if direct_plan(snapshot.ctx, pbs, tuple(columns)) is None:
+        return None
+    addrs = row_id_index(snapshot).lookup(ids) if snapshot.has_stable_row_ids else ids
+    if (np.asarray(addrs) == MISSING_ADDRESS).any():
+        return None
+    offsets, counts = snapshot.memo("fts row offsets", lambda: (RowOffsets(snapshot.ctx, pbs),
+                                                                  live_counts(snapshot.ctx, pbs)))
+    return take_from_fragments(snapshot.ctx, pbs, counts, offsets.of(addrs), columns)
 
 
 def _granularity_of(query, column):

@@ -337,6 +337,7 @@ class InvertedIndex(LoadedIndex):
         self._cached = 0
         self._lock = threading.Lock()
         self._vocab = None
+        self._codes = None
         self._stats = None
 
     # -- statistics --------------------------------------------------------------------------
@@ -376,6 +377,14 @@ class InvertedIndex(LoadedIndex):
                 out.update(k.decode("utf-8") for k in p.token_map.keys())
             self._vocab = sorted(out)
         return self._vocab
+
+    def vocabulary_codes(self) -> tuple:
+        """The vocabulary as code points with offsets (fuzzy matching; cached)."""
+        if self._codes is None:
+            from ._fuzzy import code_points
+
+            self._codes = code_points(self.vocabulary())
+        return self._codes
 
     # -- postings ----------------------------------------------------------------------------
     def postings(self, token: str, with_positions: bool = False) -> list:
@@ -431,6 +440,24 @@ class InvertedIndex(LoadedIndex):
         with self._lock:
             self._cache[key] = out
             self._cached += sum(d.nbytes + w.nbytes for _, d, w in out)
+        return out
+
+    def positions(self, token: str) -> list:
+        """Per partition holding ``token``: (partition, docs, starts, positions) -- document
+        ``docs[r]`` has positions ``positions[starts[r]:starts[r+1]]`` (cached)."""
+        key = ("p", token)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        out = []
+        for part, docs, freqs, pos in self.postings(token, with_positions=True):
+            starts = np.zeros(freqs.size + 1, dtype=np.int64)
+            np.cumsum(freqs, out=starts[1:])
+            out.append((part, docs, starts, pos))
+        with self._lock:
+            self._cache[key] = out
+            self._cached += sum(s.nbytes for _, _, s, _ in out)
         return out
 
     def search(self, query) -> SearchResult:

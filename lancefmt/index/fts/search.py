@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import InvalidArgumentError
-from ._fuzzy import within_distance
+from ._fuzzy import code_points, within_distance
 from ._postings import bm25_idf, bm25_weights
-from ._score import score_lists
+from ._score import phrase_filter, score_lists, sorted_member, top_k_pruned
 from .build import is_list, string_values
 from .query import (BooleanQuery, BoostQuery, FullTextOperator, MatchQuery, MultiMatchQuery,
                     Occur, PhraseQuery)
@@ -199,20 +199,24 @@ def is_fuzzy(q: MatchQuery) -> bool:
 def expand_fuzzy(src: ColumnSearch, q: MatchQuery, tokens: list) -> list:
     """Each query token replaced by the index tokens within its edit distance (key order, at
     most ``max_expansions`` each)."""
-    vocab = src.segments[0].vocabulary() if len(src.segments) == 1 else \
-        sorted({t for seg in src.segments for t in seg.vocabulary()})
+    if len(src.segments) == 1:
+        vocab, (codes, offsets) = src.segments[0].vocabulary(), src.segments[0].vocabulary_codes()
+    else:
+        vocab = sorted({t for seg in src.segments for t in seg.vocabulary()})
+        codes, offsets = code_points(vocab)
     out = []
     for t in tokens:
         k = int(q.fuzziness)
         prefix = t[:q.prefix_length] if q.prefix_length else ""
-        for i in within_distance(t, vocab, int(k), prefix, q.max_expansions):
+        for i in within_distance(t, codes, offsets, int(k), prefix, q.max_expansions):
             out.append(vocab[i])
     return out
 
 
-def match(src: ColumnSearch, q, phrase: bool = False, limit=None) -> Hits:
+def match(src: ColumnSearch, q, phrase: bool = False, limit=None, within=None) -> Hits:
     """A match or phrase query on one column (``limit``: only the best ``limit`` rows are
-    needed, as for a query at the root of a ranked search)."""
+    needed, as for a query at the root of a ranked search; ``within``: only these rows, sorted
+    row ids, matter)."""
     pairs = query_tokens(src, q)
     tokens = [t for t, _ in pairs]
     if not phrase and isinstance(q, MatchQuery) and is_fuzzy(q):
@@ -227,8 +231,10 @@ def match(src: ColumnSearch, q, phrase: bool = False, limit=None) -> Hits:
     for seg in src.segments:
         stats = stats or segment_stats(seg)
         parts.append(_segment_match(src, seg, pairs, require_all, phrase, getattr(q, "slop", 0),
-                                    limit, boost))
+                                    limit, boost, within))
     flat = _flat_match(src, stats, pairs, require_all, phrase, getattr(q, "slop", 0))
+    if within is not None:
+        flat = Hits(flat.ids[member(flat.ids, within)[0]], flat.scores[member(flat.ids, within)[0]])
     if boost != 1.0:
         flat = Hits(flat.ids, (flat.scores * boost).astype(np.float32))
     parts.append(flat)
@@ -236,7 +242,7 @@ def match(src: ColumnSearch, q, phrase: bool = False, limit=None) -> Hits:
     return hits.top(limit) if limit is not None else hits
 
 
-def _segment_match(src, seg, pairs, require_all, phrase, slop, limit, boost) -> Hits:
+def _segment_match(src, seg, pairs, require_all, phrase, slop, limit, boost, within=None) -> Hits:
     tokens = [t for t, _ in pairs]
     distinct = list(dict.fromkeys(tokens))
     if require_all and any(seg.token_docs(t) == 0 for t in distinct):
@@ -251,17 +257,29 @@ def _segment_match(src, seg, pairs, require_all, phrase, slop, limit, boost) -> 
         if require_all and len(lists) < len(distinct):
             continue
         rows = part.docs()[0]
-        live = src.keep(rows, key=("rows", id(rows))).view(np.uint8)
+        live = src.keep(rows, key=("rows", id(rows)))
         need = len(distinct) if require_all else 1
-        k = -1 if (phrase or limit is None) else int(limit)
-        docs_hit, found = score_lists(rows.size, [(d, w, mult[t]) for t, d, w in lists], live,
-                                      need, k, float(boost))
-        if phrase and docs_hit.size:
-            plists = {t: seg.postings(t, with_positions=True) for t in distinct}
-            plists = {t: next((d, f, p) for pp, d, f, p in v if pp is part) for t, v in plists.items()}
-            order = np.lexsort((docs_hit, -found.astype(np.float64)))
-            keep = _phrase_filter(docs_hit[order], pairs, plists, slop, limit)
-            docs_hit, found = docs_hit[order][keep], found[order][keep]
+        scored = [(d, w, mult[t]) for t, d, w in lists]
+        if within is not None and not phrase and within.size * 8 < rows.size:
+            # few rows matter: probe the lists for them instead of walking the lists
+            inside, pos = member(np.asarray(within, dtype=np.uint64), rows)
+            docs_hit, found = _probe(pos[inside], scored, live, need, boost)
+            out_ids.append(rows[docs_hit])
+            out_scores.append(found)
+            continue
+        live = live.view(np.uint8)
+        if phrase:
+            plists = {t: next((d, s, p) for pp, d, s, p in seg.positions(t) if pp is part)
+                      for t in distinct}
+            docs_hit, found = _phrase_top(rows.size, scored, live, need, float(boost), pairs,
+                                          plists, slop, limit)
+        else:
+            if limit is None:
+                docs_hit, found = score_lists(rows.size, scored, live, need, -1, float(boost))
+            elif boost > 0 and (need == 1 or need == len(scored)):
+                docs_hit, found = top_k_pruned(rows.size, scored, live, need, int(limit), float(boost))
+            else:
+                docs_hit, found = score_lists(rows.size, scored, live, need, int(limit), float(boost))
         out_ids.append(rows[docs_hit])
         out_scores.append(found)
     if not out_ids:
@@ -269,25 +287,46 @@ def _segment_match(src, seg, pairs, require_all, phrase, slop, limit, boost) -> 
     return Hits.of(np.concatenate(out_ids), np.concatenate(out_scores))
 
 
+def _probe(docs: np.ndarray, scored, live, need, boost) -> tuple:
+    """Scores of the given documents (ascending) from the lists, by binary search."""
+    score = np.zeros(docs.size, dtype=np.float32)
+    count = np.zeros(docs.size, dtype=np.int32)
+    for d, w, m in scored:
+        if not d.size:
+            continue
+        p = np.searchsorted(d, docs)
+        ok = p < d.size
+        ok[ok] = d[p[ok]] == docs[ok]
+        for _ in range(int(m)):
+            score[ok] += w[p[ok]]
+        count[ok] += 1
+    hit = (count >= need) & (count > 0) & live[docs]
+    found = score[hit]
+    if boost != 1.0:
+        found = (found * np.float32(boost)).astype(np.float32)
+    return docs[hit], found
+
+
+def _phrase_top(n, scored, live, need, boost, pairs, plists, slop, limit) -> tuple:
+    """The phrase's documents with their scores: every one, or (with ``limit``) the best
+    ``limit``, checking candidates best first and asking for more only when too few match."""
+    k = -1 if limit is None else max(4 * int(limit), 64)
+    while True:
+        docs, scores = score_lists(n, scored, live, need, k, boost)
+        keep = _phrase_filter(docs, pairs, plists, slop, limit)   # best first when k >= 0
+        if k < 0 or docs.size < k or int(keep.sum()) >= int(limit):
+            return docs[keep], scores[keep]
+        k *= 8
+
+
 def _phrase_filter(docs_hit: np.ndarray, pairs, plists: dict, slop: int, limit=None) -> np.ndarray:
-    """Which candidates (best first) hold the phrase; with ``limit``, the check stops once
-    ``limit`` have been found (the rest are left out)."""
-    starts = {t: np.concatenate(([0], np.cumsum(f, dtype=np.int64))) for t, (d, f, p) in plists.items()}
-    ranks = {t: np.searchsorted(d, docs_hit) for t, (d, f, p) in plists.items()}
-    keep = np.zeros(docs_hit.size, dtype=bool)
-    found = 0
-    for i in range(docs_hit.size):
-        lists = []
-        for t, qp in pairs:
-            d, f, p = plists[t]
-            r = ranks[t][i]
-            lists.append((p[starts[t][r]:starts[t][r + 1]], qp))
-        if phrase_matches(lists, slop):
-            keep[i] = True
-            found += 1
-            if limit is not None and found >= limit:
-                break
-    return keep
+    """Which candidates (in the order given) hold the phrase; with ``limit``, the check stops
+    once ``limit`` have been found (the rest are left out)."""
+    order = sorted(range(len(pairs)), key=lambda i: pairs[i][1])
+    tokens = [plists[pairs[i][0]] for i in order]
+    qpos = [pairs[i][1] for i in order]
+    return phrase_filter(np.asarray(docs_hit, dtype=np.int64), tokens,
+                         np.asarray(qpos, dtype=np.int64), int(slop), -1 if limit is None else int(limit))
 
 
 def phrase_matches(lists, slop: int) -> bool:
@@ -377,62 +416,79 @@ def union_max(parts: list) -> Hits:
     return Hits(ids[first], scores[first])
 
 
+def member(a: np.ndarray, b: np.ndarray) -> tuple:
+    """For ascending unique ``a`` and ``b``: (mask of ``a`` in ``b``, their places in ``b``)."""
+    if not b.size or not a.size:
+        return np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int64)
+    if a.size * 32 < b.size:   # few probes: binary search
+        pos = np.searchsorted(b, a)
+        inside = pos < b.size
+        inside[inside] = b[pos[inside]] == a[inside]
+        return inside, pos
+    return sorted_member(np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64))
+
+
 def _sum(a: Hits, b: Hits, keep_a_only: bool) -> Hits:
     """``a`` plus ``b``'s scores where both hold a row; rows of ``b`` alone are added unless
     ``keep_a_only``."""
-    ids = np.union1d(a.ids, b.ids) if not keep_a_only else a.ids
+    if keep_a_only:
+        inside, pos = member(a.ids, b.ids)
+        out = a.scores.copy()
+        out[inside] += b.scores[pos[inside]]
+        return Hits(a.ids, out)
+    if not len(a):
+        return b
+    if not len(b):
+        return a
+    ids = np.union1d(a.ids, b.ids)
     out = np.zeros(ids.size, dtype=np.float32)
-    ia = np.searchsorted(ids, a.ids)
-    out[ia] += a.scores
-    pos = np.searchsorted(ids, b.ids)
-    inside = pos < ids.size
-    inside[inside] = ids[pos[inside]] == b.ids[inside]
-    out[pos[inside]] += b.scores[inside]
+    out[np.searchsorted(ids, a.ids)] += a.scores
+    out[np.searchsorted(ids, b.ids)] += b.scores
     return Hits(ids, out)
 
 
-def evaluate(q, sources: Callable[[str], ColumnSearch], limit=None) -> Hits:
+def evaluate(q, sources: Callable[[str], ColumnSearch], limit=None, within=None) -> Hits:
     """The rows ``q`` finds with their scores (``sources(column)`` gives a column's search);
-    with ``limit``, at least the best ``limit`` rows (for a ranked search's root)."""
+    with ``limit``, at least the best ``limit`` rows (for a ranked search's root); with
+    ``within`` (sorted row ids), only those rows."""
     if isinstance(q, MatchQuery):
-        return match(sources(q.column), q, limit=limit)
+        return match(sources(q.column), q, limit=limit, within=within)
     if isinstance(q, PhraseQuery):
-        return match(sources(q.column), q, phrase=True, limit=limit)
+        return match(sources(q.column), q, phrase=True, limit=limit, within=within)
     if isinstance(q, MultiMatchQuery):
-        return union_max([evaluate(m, sources, limit) for m in q.match_queries])
+        return union_max([evaluate(m, sources, limit, within) for m in q.match_queries])
     if isinstance(q, BoostQuery):
-        pos = evaluate(q.positive, sources)
-        neg = evaluate(q.negative, sources)
+        pos = evaluate(q.positive, sources, within=within)
+        neg = evaluate(q.negative, sources, within=pos.ids)
         neg = Hits(neg.ids, (neg.scores * np.float32(q.negative_boost)).astype(np.float32))
         return _sum(pos, Hits(neg.ids, -neg.scores), keep_a_only=True)
     if isinstance(q, BooleanQuery):
-        must = [evaluate(c, sources) for o, c in q.clauses if o == Occur.MUST]
-        should = [evaluate(c, sources) for o, c in q.clauses if o == Occur.SHOULD]
-        must_not = [evaluate(c, sources) for o, c in q.clauses if o == Occur.MUST_NOT]
-        if not must and not should:
+        kinds = [o for o, _ in q.clauses]
+        if Occur.MUST not in kinds and Occur.SHOULD not in kinds:
             raise InvalidArgumentError(
                 "Invalid user input: boolean query must have at least one should/must query")
-        if must:
-            res = must[0]
-            for m in must[1:]:
-                both = np.intersect1d(res.ids, m.ids)
-                res = _sum(_restrict(res, both), _restrict(m, both), keep_a_only=True)
-            for s in should:
-                res = _sum(res, s, keep_a_only=True)
+        musts = [c for o, c in q.clauses if o == Occur.MUST]
+        if musts:
+            res = evaluate(musts[0], sources, within=within)
+            for m in musts[1:]:
+                other = evaluate(m, sources, within=res.ids)
+                inside, _ = member(res.ids, other.ids)
+                res = _sum(Hits(res.ids[inside], res.scores[inside]), other, keep_a_only=True)
+            for o, c in q.clauses:
+                if o == Occur.SHOULD:
+                    res = _sum(res, evaluate(c, sources, within=res.ids), keep_a_only=True)
         else:
             res = Hits.empty()
-            for s in should:
-                res = _sum(res, s, keep_a_only=False)
-        for n in must_not:
-            keep = ~np.isin(res.ids, n.ids)
-            res = Hits(res.ids[keep], res.scores[keep])
+            for o, c in q.clauses:
+                if o == Occur.SHOULD:
+                    res = _sum(res, evaluate(c, sources, within=within), keep_a_only=False)
+        for o, c in q.clauses:
+            if o == Occur.MUST_NOT and len(res):
+                gone = evaluate(c, sources, within=res.ids)
+                keep = ~member(res.ids, gone.ids)[0]
+                res = Hits(res.ids[keep], res.scores[keep])
         return res
     raise InvalidArgumentError(f"unknown full-text query {q!r}")
-
-
-def _restrict(h: Hits, ids: np.ndarray) -> Hits:
-    keep = np.isin(h.ids, ids)
-    return Hits(h.ids[keep], h.scores[keep])
 
 
 def values_of(arr) -> pa.Array:
