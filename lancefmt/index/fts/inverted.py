@@ -416,20 +416,22 @@ class InvertedIndex(LoadedIndex):
             out.append((p,) + tuple(hit))
         return out
 
-    def weighted(self, token: str) -> list:
+    def weighted(self, token: str, stats=None) -> list:
         """Per partition holding ``token``: (partition, docs, BM25 weights) -- ``idf * (k1+1)
-        * f / (f + norm)`` with this segment's statistics, float32 (cached: they depend on
-        nothing else)."""
-        key = ("w", token)
+        * f / (f + norm)`` float32, with this segment's statistics or ``stats`` ``(documents,
+        tokens, documents holding the token)`` of all the index's segments (cached by them)."""
+        if stats is None:
+            stats = (self.num_docs, self.total_tokens, self.token_docs(token))
+        key = ("w", token, tuple(int(x) for x in stats))
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
         from ._postings import bm25_idf, bm25_weights
 
-        n = self.num_docs
-        avgdl = float(np.float32(self.total_tokens) / np.float32(n)) if n else 0.0
-        idf = float(bm25_idf([self.token_docs(token)], n)[0]) if n else 0.0
+        n, total, holding = (int(x) for x in stats)
+        avgdl = float(np.float32(total) / np.float32(n)) if n else 0.0
+        idf = float(bm25_idf([holding], n)[0]) if n and holding else 0.0
         out = []
         for part, docs, freqs, _ in self.postings(token):
             rows, lens, _ = part.docs()

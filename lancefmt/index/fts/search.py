@@ -178,8 +178,16 @@ class Stats:
         return np.where(np.asarray(counts) > 0, out, np.float32(0)).astype(np.float32)
 
 
-def segment_stats(seg) -> Stats:
-    return Stats(seg.num_docs, seg.total_tokens, seg.token_docs)
+def index_stats(segments: list):
+    """The statistics of all of an index's segments together (pylance scores a document of
+    any segment against them all), or None without segments."""
+    if not segments:
+        return None
+    if len(segments) == 1:
+        seg = segments[0]
+        return Stats(seg.num_docs, seg.total_tokens, seg.token_docs)
+    return Stats(sum(s.num_docs for s in segments), sum(s.total_tokens for s in segments),
+                 lambda t: sum(s.token_docs(t) for s in segments))
 
 
 # -- match and phrase ------------------------------------------------------------------------
@@ -227,11 +235,10 @@ def match(src: ColumnSearch, q, phrase: bool = False, limit=None, within=None) -
     require_all = phrase or (isinstance(q, MatchQuery) and q.operator == FullTextOperator.AND)
     boost = np.float32(getattr(q, "boost", 1.0))
     parts = []
-    stats = None
+    stats = index_stats(src.segments)
     for seg in src.segments:
-        stats = stats or segment_stats(seg)
-        parts.append(_segment_match(src, seg, pairs, require_all, phrase, getattr(q, "slop", 0),
-                                    limit, boost, within))
+        parts.append(_segment_match(src, seg, stats, pairs, require_all, phrase,
+                                    getattr(q, "slop", 0), limit, boost, within))
     flat = _flat_match(src, stats, pairs, require_all, phrase, getattr(q, "slop", 0))
     if within is not None:
         flat = Hits(flat.ids[member(flat.ids, within)[0]], flat.scores[member(flat.ids, within)[0]])
@@ -242,15 +249,16 @@ def match(src: ColumnSearch, q, phrase: bool = False, limit=None, within=None) -
     return hits.top(limit) if limit is not None else hits
 
 
-def _segment_match(src, seg, pairs, require_all, phrase, slop, limit, boost, within=None) -> Hits:
+def _segment_match(src, seg, stats: Stats, pairs, require_all, phrase, slop, limit, boost,
+                   within=None) -> Hits:
     tokens = [t for t, _ in pairs]
     distinct = list(dict.fromkeys(tokens))
-    if require_all and any(seg.token_docs(t) == 0 for t in distinct):
+    if require_all and any(stats.token_docs(t) == 0 for t in distinct):
         return Hits.empty()
     mult = {t: tokens.count(t) for t in distinct}
     by_part: dict = {}
     for t in distinct:
-        for part, docs, w in seg.weighted(t):
+        for part, docs, w in seg.weighted(t, (stats.num_docs, stats.total_tokens, stats.token_docs(t))):
             by_part.setdefault(part.pid, (part, []))[1].append((t, docs, w))
     out_ids, out_scores = [], []
     for part, lists in by_part.values():
