@@ -147,6 +147,12 @@ def column_search(snapshot, column: str, fragments, allowed: LiveRows, granulari
     except KeyError:
         raise FtsFieldError(f"FTS field path '{column}' does not exist in the dataset schema") from None
     name = ".".join(path)
+    value = field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) \
+        else field.type
+    if not (pa.types.is_string(value) or pa.types.is_large_string(value)
+            or getattr(pa.types, "is_string_view", lambda t: False)(value)):
+        raise FtsFieldError(f"Invalid user input: FTS field '{name}' must resolve to Utf8, "
+                            f"LargeUtf8, Utf8View, or JSON, got {value}")
     named = _choose_index(index_catalog(snapshot).get(name, []), granularity)
     segments, covered = [], set()
     if named is not None:
