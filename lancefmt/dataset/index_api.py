@@ -70,6 +70,12 @@ class DatasetIndexAPI:
                                            train=train, fragment_ids=fragment_ids,
                                            index_uuid=index_uuid, **kwargs)
 
+    def merge_index_metadata(self, index_uuid: str, index_type: str, batch_readhead=None,
+                             progress_callback=None):
+        """Join the parts a distributed INVERTED build staged under ``index_uuid`` (not
+        committed: commit a ``LanceOperation.CreateIndex`` afterwards, as with pylance)."""
+        _create.merge_index_metadata(self.snapshot, index_uuid, index_type)
+
     def merge_existing_index_segments(self, segments):
         return _create.merge_segments(self.snapshot, segments)
 

@@ -132,6 +132,9 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
     """Build and commit (see module docstring). Returns the committed snapshot, or with
     ``fragment_ids`` the uncommitted segment as an ``Index``."""
     req = plan_build(snapshot, column, index_type, name, params)
+    if fragment_ids is not None and _stages(req.itype):
+        stage_fragments(snapshot, req, fragment_ids, index_uuid)
+        return None
     if fragment_ids is not None:
         wanted = {int(f) for f in fragment_ids}
         pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
@@ -153,6 +156,42 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
 
     committed, _ = commit_retrying(snapshot, stage)
     return committed
+
+
+def _stages(itype: IndexType) -> bool:
+    return type(itype).stage is not IndexType.stage
+
+
+def stage_fragments(snapshot, req: BuildRequest, fragment_ids, index_uuid) -> str:
+    """Build fragments ``fragment_ids`` as a staged part of index ``index_uuid`` (pylance's
+    distributed INVERTED build; ``merge_index_metadata`` joins the parts). Returns the uuid."""
+    uid = str(index_uuid) if index_uuid is not None else new_uuid()
+    wanted = {int(f) for f in fragment_ids}
+    pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+    missing = wanted - {int(pb.id) for pb in pbs}
+    if missing:
+        raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
+    store = index_store_for(snapshot, uid)
+    data = training_data(snapshot, req.column, pbs)
+    stable = snapshot.has_stable_row_ids
+    if stable and req.itype.records_addresses(req.itype.index_version_for(stable, req.params), stable):
+        data = data.recording_addresses()
+    try:
+        req.itype.stage(data, store, req.params)
+    except BaseException:
+        delete_files([store.uri(n) for n, _ in store.written], store.storage_options)
+        raise
+    return uid
+
+
+def merge_index_metadata(snapshot, index_uuid: str, index_type: str) -> None:
+    """Join the parts staged under ``index_uuid`` (see :func:`stage_fragments`); nothing is
+    committed."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
+    itype = by_name("INVERTED" if kind == "FTS" else kind)
+    if not _stages(itype):
+        raise NotSupportedError(f"lancefmt merges staged parts of INVERTED indices only, not {kind}")
+    itype.merge_staged(index_store_for(snapshot, str(index_uuid)))
 
 
 def commit_segments(snapshot, name: str, column: str, segments):

@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 from ...errors import InvalidArgumentError
 from ...index.fts.inverted import INVERTED
 from ...index.fts.query import (DocumentGranularity, FullTextQuery, MatchQuery,
-                                MultiMatchQuery)
-from ...index.fts.search import ColumnSearch, FlatRows, Hits, evaluate, values_of
+                                MultiMatchQuery, PhraseQuery)
+from ...index.fts.search import BestOf, ColumnSearch, FlatRows, Hits, evaluate, values_of
 from ...table.rowids import MISSING_ADDRESS
 from ..core.indices import index_catalog
 from .index_training import column_field
@@ -55,12 +55,16 @@ def resolve_query(snapshot, query) -> FullTextQuery:
     if not isinstance(query, str):
         raise InvalidArgumentError(f"full_text_query must be a string, a dict or a query object, "
                                    f"not {type(query).__name__}")
+    phrase = len(query) >= 2 and query.startswith('"') and query.endswith('"')
     if columns is None:
         columns = inverted_columns(snapshot)
         if not columns:
             raise InvalidArgumentError("Cannot perform full text search unless an INVERTED index "
                                        "has been created on at least one column")
     columns = [columns] if isinstance(columns, str) else list(columns)
+    if phrase:  # a quoted string is a phrase, as in pylance
+        queries = [PhraseQuery(query[1:-1], c) for c in columns]
+        return queries[0] if len(queries) == 1 else BestOf(queries)
     if len(columns) == 1:
         return MatchQuery(query, columns[0])
     return MultiMatchQuery(query, columns)

@@ -19,7 +19,7 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import batch_decoder, user_schema
-from .fts_scan import FtsPlan
+from .fts_scan import SCORE, FtsPlan
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
@@ -67,8 +67,19 @@ class LanceScanner(pads.Scanner):
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
             if key in ("nearest", "index_segments") and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
+        fts_query = options.get("full_text_query")
+        if include_deleted_rows and fts_query is not None:
+            raise InvalidArgumentError("Cannot include deleted rows in a full text search")
         if include_deleted_rows:
             raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
+        self._fts_order = None
+        if fts_query is not None and isinstance(columns, (list, tuple)) and \
+                any(c in (SCORE, ROW_ID, ROW_ADDRESS) for c in columns):
+            # pylance lets a search name its _score (and _rowid) among the columns
+            self._fts_order = list(columns)
+            with_row_id = with_row_id or ROW_ID in columns
+            with_row_address = with_row_address or ROW_ADDRESS in columns
+            columns = [c for c in columns if c not in (SCORE, ROW_ID, ROW_ADDRESS)]
         if order_by:
             raise InvalidArgumentError("order_by is not supported by lancefmt scans")
         if isinstance(filter, dict):
@@ -158,7 +169,10 @@ class LanceScanner(pads.Scanner):
         base = self._projection.output_schema(()) if self._projection.computed else \
             ScanSpec.build(self._source.schema, list(self._projection.read_columns)) \
             .output_schema(self._source.schema)
-        return self._fts.schema(base)
+        schema = self._fts.schema(base)
+        if self._fts_order is not None:
+            schema = pa.schema([schema.field(c) for c in self._fts_order], metadata=schema.metadata)
+        return schema
 
     def _fts_batches(self) -> Iterator[pa.RecordBatch]:
         """The ranked rows (see :mod:`.fts_scan`), projected."""
@@ -173,6 +187,8 @@ class LanceScanner(pads.Scanner):
             for n in extras:
                 projected = projected.append_column(table.schema.field(n), table.column(n))
             table = projected
+        if self._fts_order is not None:
+            table = table.select(self._fts_order)
         table = table.cast(self._fts_schema())
         decode = batch_decoder(self._fts_schema())
         out = iter(table.to_batches(self._batch_size))

@@ -191,6 +191,22 @@ class IndexType:
     def default_params(self) -> dict:
         return {}
 
+    def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
+        """Build ``data`` (some fragments) into ``store`` as a part that
+        :meth:`merge_staged` later joins (pylance's distributed build of types that stage
+        parts in one shared directory). NotImplementedError: the type builds whole
+        segments instead."""
+        raise NotImplementedError
+
+    def merge_staged(self, store: IndexStore):
+        """Join every staged part in ``store`` into the index; returns its details."""
+        raise NotImplementedError
+
+    def recognizes(self, store: IndexStore) -> bool:
+        """Whether ``store`` holds an index of this type (for entries committed without
+        index details, as pylance's distributed builds commit them)."""
+        return False
+
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         """Write the index of ``data`` to ``store``; returns its details message."""
         raise NotImplementedError
@@ -245,6 +261,14 @@ def by_name(name: str) -> IndexType:
 def by_details(details: any_pb2.Any) -> IndexType | None:
     """The type that wrote ``details`` (by its type URL), or None when lancefmt lacks it."""
     return _BY_URL.get(details.type_url)
+
+
+def by_files(store: IndexStore) -> IndexType | None:
+    """The type whose files ``store`` holds (entries without details), or None."""
+    for itype in {id(t): t for t in _BY_NAME.values()}.values():
+        if itype.recognizes(store):
+            return itype
+    return None
 
 
 def known_types() -> list:

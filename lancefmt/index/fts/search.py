@@ -37,6 +37,17 @@ PLAIN = {"base_tokenizer": "simple", "lower_case": False, "stem": False,
          "remove_stop_words": False, "ascii_folding": False, "max_token_length": None}
 
 
+class BestOf:
+    """Several queries, each row keeping its best score (a quoted query string searched in
+    several columns)."""
+
+    def __init__(self, queries: list):
+        self.queries = list(queries)
+
+    def columns(self) -> list:
+        return [c for q in self.queries for c in q.columns()]
+
+
 @dataclass
 class Hits:
     ids: np.ndarray      # uint64, ascending, unique
@@ -465,6 +476,8 @@ def evaluate(q, sources: Callable[[str], ColumnSearch], limit=None, within=None)
         return match(sources(q.column), q, phrase=True, limit=limit, within=within)
     if isinstance(q, MultiMatchQuery):
         return union_max([evaluate(m, sources, limit, within) for m in q.match_queries])
+    if isinstance(q, BestOf):
+        return union_max([evaluate(m, sources, limit, within) for m in q.queries])
     if isinstance(q, BoostQuery):
         pos = evaluate(q.positive, sources, within=within)
         neg = evaluate(q.negative, sources, within=pos.ids)
