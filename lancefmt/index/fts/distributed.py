@@ -4,8 +4,8 @@ Each worker builds the fragments it is given into the shared index directory's `
 the partition files ``part_{id}_tokens/docs/invert.lance`` and ``part_{id}_metadata.lance`` (no
 columns; its schema metadata holds the parameters), the partition id being the first
 fragment's id shifted left by 32 bits, so workers never collide. ``merge_index_metadata``
-then unites every staged partition into one (documents in partition order, tokens numbered by
-first appearance), writes it and ``metadata.lance`` at the directory's root and removes the
+then unites every staged partition into one (smallest partition first, as pylance 14 orders
+them by the bytes of their files; tokens numbered by first appearance), writes it and ``metadata.lance`` at the directory's root and removes the
 staging files. The index is committed afterwards by the caller (``LanceOperation.CreateIndex``),
 often without index details: :func:`recognizes` tells an INVERTED directory by its files.
 """
@@ -70,6 +70,10 @@ def merge_staged(store: IndexStore):
         raise CorruptFileError(f"bad staged parameters ({e})",
                                staging.uri(f"part_{pids[0]}_metadata.lance")) from None
     params = normalize_params({k: v for k, v in stored.items() if k in fmt_params()})
+    # pylance 14 unites the staged partitions smallest first (by the bytes of their files)
+    sizes = dict(staging.list_files())
+    pids.sort(key=lambda p: (sum(sizes.get(n, 0) for n in (fmt.docs_file(p), fmt.invert_file(p),
+                                                           fmt.tokens_file(p))), p))
     parts = [PartitionReader(staging, pid).content(params["with_position"]) for pid in pids]
     merged = unite(parts)
     write_partition(store, merged, 0, params["with_position"])
