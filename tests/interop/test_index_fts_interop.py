@@ -94,3 +94,31 @@ def test_every_sampled_code_point_tokenised_alike(tmp_path):
         tok = Tokenizer(normalize_params(params))
         ours = {t for doc in docs for t, _ in tok.tokens(doc)}
         assert ours == theirs
+
+
+JIEBA_DICT = "我们 98740 r\n都 202780 d\n有 423765 v\n光明 1219 n\n的 318825 uj\n前途 1263 n\n前 62779 f\n途 857 n\n"
+
+
+@pytest.mark.parametrize("model", ["default", "user_dict"])
+def test_same_files_for_jieba(tmp_path, monkeypatch, model):
+    """A jieba language model (main and user dictionaries) tokenises as in pylance, spaces
+    and unknown words included."""
+    import json
+
+    home = tmp_path / "models"
+    (home / "jieba" / "default").mkdir(parents=True)
+    (home / "jieba" / "default" / "dict.txt").write_text(JIEBA_DICT)
+    (home / "jieba" / "user_dict").mkdir()
+    (home / "jieba" / "user_dict" / "config.json").write_text(
+        json.dumps({"main": "../default/dict.txt", "users": ["user.txt"]}))
+    (home / "jieba" / "user_dict" / "user.txt").write_text("光明的前途 318825 n\n")
+    monkeypatch.setenv("LANCE_LANGUAGE_MODEL_HOME", str(home))
+    uri = str(tmp_path / "ds")
+    texts = ["我们都有光明的前途", "光明的前途", "Hello World 我们", None, "他们拿着苹果手机 前途"]
+    lance.write_dataset(pa.table({"text": texts * 3}), uri)
+    params = {"base_tokenizer": f"jieba/{model}", "with_position": True}
+    lance.dataset(uri).create_scalar_index("text", "INVERTED", name="theirs", **params)
+    lancefmt.dataset(uri).create_scalar_index("text", "INVERTED", name="ours", **params)
+    assert_same_files(uri, "theirs", "ours")
+    with pytest.raises(OSError):
+        lancefmt.dataset(uri).create_scalar_index("text", "INVERTED", name="x", base_tokenizer="jieba/nope")

@@ -6,8 +6,8 @@ more, lower-case (per character), stem (Snowball, via PyStemmer, which gives Lan
 drop stop words (after stemming, as Lance does), fold to ASCII. A removed token keeps its
 position (positions count the base tokenizer's tokens), so phrase distances match pylance's.
 
-The base tokenizer is the Cython :class:`~._tokenize.Splitter`; the filters run once per
-distinct raw token (:meth:`Tokenizer.normalize`), so their cost grows with the vocabulary, not
+The base tokenizer is the Cython :class:`~._tokenize.Splitter` (or, for ``jieba/<model>``,
+:mod:`.jieba_tokenizer`); the filters run once per distinct raw token (:meth:`Tokenizer.normalize`), so their cost grows with the vocabulary, not
 with the text.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ...errors import InvalidArgumentError
 from ._tokenize import Splitter
+from .jieba_tokenizer import is_jieba
 from .unicode_tables import ALNUM_RANGES, FOLD, LOWER
 
 #: Lance's English stop words (pylance 14 removes exactly these; read from it word by word).
@@ -74,7 +75,7 @@ def normalize_params(given: dict) -> dict:
         params["language"] = next(k for k in LANGUAGES if k.lower() == lang.lower())
     else:
         raise InvalidArgumentError(f"unknown language {lang!r}")
-    if params["base_tokenizer"] not in BASE_TOKENIZERS:
+    if params["base_tokenizer"] not in BASE_TOKENIZERS and not is_jieba(str(params["base_tokenizer"])):
         raise InvalidArgumentError(f"unknown base tokenizer {params['base_tokenizer']}")
     if int(params["block_size"]) != 128:
         raise InvalidArgumentError("lancefmt writes FTS indices with block_size 128")
@@ -146,9 +147,21 @@ class Tokenizer:
                 raise InvalidArgumentError(
                     f"removing stop words for language {params['language']} is not supported by lancefmt")
         self.fold = params["ascii_folding"]
+        self._jieba = None
+        if is_jieba(self.base):
+            self.splitter()   # a missing model is an error at once, as in pylance
 
-    def splitter(self) -> Splitter:
+    def splitter(self):
+        """The base tokenizer: a :class:`~._tokenize.Splitter` (or a jieba one)."""
         p = self.params
+        if is_jieba(self.base):
+            from .jieba_tokenizer import JiebaSplitter
+
+            if self._jieba is None:
+                self._jieba = JiebaSplitter(self.base).jieba
+            sp = JiebaSplitter.__new__(JiebaSplitter)
+            sp.jieba, sp._ids, sp._tokens = self._jieba, {}, []
+            return sp
         return Splitter(self.base, alnum_bits(), int(p["min_ngram_length"]),
                         int(p["max_ngram_length"]), bool(p["prefix_only"]))
 
