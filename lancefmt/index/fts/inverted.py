@@ -24,12 +24,12 @@ import pyarrow as pa
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
 from ..core.registry import IndexType, LoadedIndex, TrainingData, register
-from ..core.stats import count
 from ..core.rowset import SearchResult
 from ..core.store import IndexStore
 from . import format as fmt
 from .build import LIST_ELEMENT, ROW, build_partition, write_metadata, write_partition
-from .partition import PartitionReader, details_of, drop_rows, text_metadata, unite
+from .partition import (LEGACY_TOKENS, LegacyPartition, PartitionReader, details_of, drop_rows,
+                        text_metadata, unite)
 from .tokenizer import DEFAULTS, Tokenizer, normalize_params
 
 #: decoded posting lists kept per loaded segment (bytes)
@@ -130,6 +130,9 @@ class InvertedIndex(LoadedIndex):
 
     def __init__(self, store: IndexStore):
         self.store = store
+        if not store.exists(fmt.METADATA_FILE) and store.exists(LEGACY_TOKENS):
+            self._init_legacy(store)
+            return
         meta = text_metadata(store, fmt.METADATA_FILE)
         path = store.uri(fmt.METADATA_FILE)
         try:
@@ -153,6 +156,26 @@ class InvertedIndex(LoadedIndex):
         self.tokenizer = Tokenizer(self.index_params)
         self.partitions = [PartitionReader(store, int(p)) for p in pids]
         self._cache: OrderedDict = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+        self._vocab = None
+        self._codes = None
+        self._stats = None
+
+    def _init_legacy(self, store: IndexStore) -> None:
+        """An index written before format version 1 (Lance 0.27: ``tokens.lance``,
+        ``docs.lance`` and ``invert.lance``, one partition, row ids in the postings)."""
+        part = LegacyPartition(store)
+        self.stored_params = {**DEFAULTS, **part.params, "with_position": part.has_positions}
+        try:
+            self.index_params = normalize_params({k: v for k, v in self.stored_params.items()
+                                                  if k in DEFAULTS})
+        except InvalidArgumentError as e:
+            raise CorruptFileError(f"{LEGACY_TOKENS}: {e}", store.uri(LEGACY_TOKENS)) from None
+        self.with_position = part.has_positions
+        self.tokenizer = Tokenizer(self.index_params)
+        self.partitions = [part]
+        self._cache = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
         self._vocab = None
@@ -223,10 +246,7 @@ class InvertedIndex(LoadedIndex):
                     raise InvalidArgumentError(
                         "position is not found but required for phrase queries, try recreating "
                         "the index with position")
-                if p._invert is None or (with_positions and fmt.POSITIONS not in p._invert.column_names):
-                    count("parts_loaded")
-                table = p.raw_rows([int(tid)], with_positions)
-                hit = p.decode(table.combine_chunks(), 0, with_positions)
+                hit = p.read_posting(int(tid), with_positions)
                 size = sum(a.nbytes for a in hit if a is not None)
                 with self._lock:
                     self._cache[key] = hit

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError
+from ..core.stats import count
 from ..core.store import IndexStore
 from . import format as fmt
 from ._postings import decode_positions, decode_posting
@@ -142,6 +143,13 @@ class PartitionReader:
         if with_positions and self.store.reader(name).schema.get_field_index(fmt.POSITIONS) >= 0:
             cols += [fmt.POSITIONS, fmt.POSITION_BLOCKS]
         self._invert = self.store.read_table(name, cols).combine_chunks()
+
+    def read_posting(self, tid: int, with_positions: bool) -> tuple:
+        """(docs, freqs, positions or None) of token ``tid``."""
+        if self._invert is None or (with_positions and fmt.POSITIONS not in self._invert.column_names):
+            count("parts_loaded")
+        table = self.raw_rows([tid], with_positions)
+        return self.decode(table.combine_chunks(), 0, with_positions)
 
     def decode(self, table: pa.Table, i: int, with_positions: bool) -> tuple:
         """(docs, freqs, positions or None) of row ``i`` of ``raw_rows``' table."""
@@ -278,3 +286,128 @@ def unite(parts: list) -> Partition:
     return Partition(tokens, np.concatenate([p.row_ids for p in parts]),
                      np.concatenate([p.num_tokens for p in parts]), elem, off,
                      docs[order].astype(np.uint32), freqs[order].astype(np.uint32), positions)
+
+
+LEGACY_TOKENS = "tokens.lance"
+LEGACY_DOCS = "docs.lance"
+LEGACY_INVERT = "invert.lance"
+
+
+class LegacyPartition:
+    """The one partition of a pre-format-1 index (Lance 0.27): ``tokens.lance`` (``_token``,
+    ``_token_id``; the tokenizer's JSON in the schema metadata), ``docs.lance`` (``_rowid``,
+    ``_num_tokens``: a document is its row) and ``invert.lance`` (``_rowid``, ``_frequency``,
+    optionally ``_position``, token after token; the metadata's ``offsets`` are where each
+    token's rows start). Answers what :class:`PartitionReader` answers, postings holding
+    document numbers."""
+
+    pid = 0
+
+    def __init__(self, store: IndexStore):
+        self.store = store
+        self.path = store.uri(LEGACY_INVERT)
+        meta = text_metadata(store, LEGACY_TOKENS)
+        try:
+            self.params = json.loads(meta.get("tokenizer", "{}"))
+        except ValueError as e:
+            raise CorruptFileError(f"bad tokenizer ({e})", store.uri(LEGACY_TOKENS)) from None
+        inv_meta = text_metadata(store, LEGACY_INVERT)
+        try:
+            self.offsets = np.asarray(json.loads(inv_meta["offsets"]), dtype=np.int64)
+        except (KeyError, ValueError) as e:
+            raise CorruptFileError(f"bad offsets ({e})", self.path) from None
+        self.has_positions = store.reader(LEGACY_INVERT).schema.get_field_index("_position") >= 0
+        self._tokens = None
+        self._docs = None
+        self._table = None
+        self._lock = threading.Lock()
+
+    def _token_table(self) -> dict:
+        if self._tokens is None:
+            t = self.store.read_table(LEGACY_TOKENS)
+            if "_token" not in t.column_names or "_token_id" not in t.column_names:
+                raise CorruptFileError(f"{LEGACY_TOKENS} has the schema {t.schema}",
+                                       self.store.uri(LEGACY_TOKENS))
+            self._tokens = dict(zip(t.column("_token").to_pylist(), t.column("_token_id").to_pylist()))
+            n = self.offsets.size
+            if any(not (isinstance(v, int) and 0 <= v < n) for v in self._tokens.values()):
+                raise CorruptFileError("token ids out of range", self.store.uri(LEGACY_TOKENS))
+        return self._tokens
+
+    @property
+    def token_map(self):
+        return {k.encode("utf-8"): v for k, v in self._token_table().items()}
+
+    def token_id(self, token: str):
+        return self._token_table().get(token)
+
+    def all_tokens(self) -> list:
+        items = sorted((v, k) for k, v in self._token_table().items())
+        return [k for _, k in items]
+
+    def docs(self) -> tuple:
+        """Documents in row-id order (the postings' row ids mapped to their numbers)."""
+        if self._docs is None:
+            t = self.store.read_table(LEGACY_DOCS)
+            rows = t.column(fmt.ROW_ID).to_numpy().astype(np.uint64)
+            counts = t.column(fmt.NUM_TOKENS).to_numpy().astype(np.uint32)
+            order = np.argsort(rows, kind="stable")
+            self._docs = (rows[order], counts[order], None)
+        return self._docs
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.docs()[0].size)
+
+    @property
+    def total_tokens(self) -> int:
+        return int(self.docs()[1].sum(dtype=np.uint64))
+
+    def _invert_table(self) -> pa.Table:
+        if self._table is None:
+            count("parts_loaded")
+            self._table = self.store.read_table(LEGACY_INVERT).combine_chunks()
+        return self._table
+
+    def lengths(self) -> np.ndarray:
+        n = self._invert_table().num_rows
+        bounds = np.append(self.offsets, n)
+        if (np.diff(bounds) < 0).any() or bounds[0] != 0:
+            raise CorruptFileError("offsets do not ascend", self.path)
+        return np.diff(bounds).astype(np.int64)
+
+    def read_posting(self, tid: int, with_positions: bool) -> tuple:
+        t = self._invert_table()
+        bounds = np.append(self.offsets, t.num_rows)
+        a, b = int(bounds[tid]), int(bounds[tid + 1])
+        rows = t.column(fmt.ROW_ID).to_numpy()[a:b].astype(np.uint64)
+        freqs = t.column("_frequency").to_numpy()[a:b].astype(np.uint32)
+        doc_rows = self.docs()[0]
+        docs = np.searchsorted(doc_rows, rows)
+        if docs.size and (docs.max() >= doc_rows.size or (doc_rows[docs] != rows).any()):
+            raise CorruptFileError("a posting names a row the docs file lacks", self.path)
+        order = np.argsort(docs, kind="stable")
+        positions = None
+        if with_positions:
+            lists = t.column("_position").to_pylist()[a:b]
+            positions = np.concatenate([np.asarray(lists[i], np.uint32) for i in order]) \
+                if order.size else np.empty(0, np.uint32)
+        return docs[order].astype(np.uint32), freqs[order], positions
+
+    def prewarm(self, with_positions: bool) -> None:
+        self._invert_table()
+
+    def content(self, with_positions: bool) -> Partition:
+        tokens = self.all_tokens()
+        rows, counts, _ = self.docs()
+        docs, freqs, pos = [], [], []
+        for tid in range(len(tokens)):
+            d, f, p = self.read_posting(tid, with_positions)
+            docs.append(d)
+            freqs.append(f)
+            pos.append(p)
+        off = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum([d.size for d in docs], out=off[1:])
+        cat = lambda xs, t: np.concatenate(xs).astype(t) if xs else np.empty(0, t)  # noqa: E731
+        return Partition(tokens, rows, counts, None, off, cat(docs, np.uint32), cat(freqs, np.uint32),
+                         cat(pos, np.uint32) if with_positions else None)

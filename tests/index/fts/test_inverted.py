@@ -169,3 +169,30 @@ def test_remap_and_update_keep_every_token(ds, tmp_path):
     grown = InvertedIndex(dest2)
     assert grown.num_docs == idx.num_docs + 1 and "zebra" in grown.vocabulary()
     assert grown.token_docs("fox") == idx.token_docs("fox") + 1
+
+
+def test_reads_the_legacy_format(tmp_path):
+    """Indices of Lance 0.27 (``tokens/docs/invert.lance``, row ids in flat postings)."""
+    from lancefmt.index.core.store import IndexStore
+    from lancefmt.index.fts.inverted import InvertedIndex
+
+    store = IndexStore(str(tmp_path / "legacy"))
+    store.write_table("tokens.lance", pa.table({"_token": ["puppy", "frodo", "happy"],
+                                                "_token_id": pa.array([0, 1, 2], pa.uint32())}),
+                      {"tokenizer": '{"base_tokenizer":"simple","language":"English",'
+                                    '"max_token_length":40,"lower_case":true,"stem":false,'
+                                    '"remove_stop_words":false,"ascii_folding":false}'})
+    store.write_table("docs.lance", pa.table({"_rowid": pa.array([2, 0, 1], pa.uint64()),
+                                              "_num_tokens": pa.array([3, 2, 2], pa.uint32())}))
+    store.write_table("invert.lance", pa.table({
+        "_rowid": pa.array([0, 1, 2, 0, 1, 2, 2], pa.uint64()),
+        "_frequency": pa.array([1, 1, 1, 1, 1, 1, 1], pa.float32())}),
+        {"offsets": "[0,3,6]", "max_scores": "[0.1,0.1,0.5]"})
+    idx = InvertedIndex(store)
+    assert idx.num_docs == 3 and idx.total_tokens == 7
+    assert idx.index_params["stem"] is False
+    (part, docs, freqs, _), = idx.postings("happy")
+    assert part.docs()[0][docs].tolist() == [2] and freqs.tolist() == [1]
+    assert idx.token_docs("puppy") == 3
+    content = idx.partition_contents()[0]
+    assert content.tokens == ["puppy", "frodo", "happy"]
