@@ -75,6 +75,7 @@ class DatasetIndexAPI:
         """Join the parts a distributed INVERTED build staged under ``index_uuid`` (not
         committed: commit a ``LanceOperation.CreateIndex`` afterwards, as with pylance)."""
         _create.merge_index_metadata(self.snapshot, index_uuid, index_type)
+        return None
 
     def merge_existing_index_segments(self, segments):
         return _create.merge_segments(self.snapshot, segments)

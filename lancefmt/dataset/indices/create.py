@@ -184,14 +184,31 @@ def stage_fragments(snapshot, req: BuildRequest, fragment_ids, index_uuid) -> st
     return uid
 
 
-def merge_index_metadata(snapshot, index_uuid: str, index_type: str) -> None:
+def merge_index_metadata(snapshot, index_uuid: str, index_type: str):
     """Join the parts staged under ``index_uuid`` (see :func:`stage_fragments`); nothing is
-    committed."""
+    committed. Returns the index's store and details."""
     kind = str(getattr(index_type, "value", index_type)).upper()
     itype = by_name("INVERTED" if kind == "FTS" else kind)
     if not _stages(itype):
         raise NotSupportedError(f"lancefmt merges staged parts of INVERTED indices only, not {kind}")
-    itype.merge_staged(index_store_for(snapshot, str(index_uuid)))
+    store = index_store_for(snapshot, str(index_uuid))
+    return store, itype.merge_staged(store)
+
+
+def commit_staged(snapshot, index_uuid: str, name: str, column: str, index_type, fragments):
+    """Merge the parts staged under ``index_uuid`` over ``fragments`` and commit them as the
+    index ``name`` on ``column`` (replacing an index of that name): the committed snapshot."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
+    itype = by_name("INVERTED" if kind == "FTS" else kind)
+    store, details = merge_index_metadata(snapshot, index_uuid, kind)
+    stable = snapshot.has_stable_row_ids
+    entry = new_metadata(index_uuid=str(index_uuid), name=name,
+                         field_ids=[_field_id(snapshot, ".".join(column_field(snapshot.schema, column)[1]))],
+                         dataset_version=snapshot.version, fragments=sorted(int(f) for f in fragments),
+                         details=itype.pack_details(details),
+                         index_version=itype.index_version_for(stable, {}),
+                         files=[(n, sz) for n, sz in store.list_files()])
+    return snapshot.commit(CreateIndex([entry], segments_named(snapshot, name))).run_after_commit()
 
 
 def commit_segments(snapshot, name: str, column: str, segments):
