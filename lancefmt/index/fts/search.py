@@ -26,7 +26,8 @@ from ...errors import InvalidArgumentError
 from ._fuzzy import code_points, within_distance
 from ._postings import bm25_idf, bm25_weights
 from ._score import phrase_filter, score_lists, sorted_member, top_k_pruned
-from .build import is_list, string_values
+from ..core.registry import ROW_ADDRESS, ROW_ID, VALUE, TrainingData
+from .build import LIST_ELEMENT, ROW, build_partition, is_list, string_values
 from .query import (BooleanQuery, BoostQuery, FullTextOperator, MatchQuery, MultiMatchQuery,
                     Occur, PhraseQuery)
 from .tokenizer import Tokenizer, normalize_params
@@ -112,7 +113,7 @@ class ColumnSearch:
         self.segments = segments
         self.flat = flat
         self.allowed = allowed
-        self._flat_tokens: dict = {}
+        self._flat_tokens: dict = {}   # the flat rows' partition, once built
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -128,27 +129,28 @@ class ColumnSearch:
         return self.allowed(ids, key)
 
     # -- flat rows -------------------------------------------------------------------------
-    def flat_docs(self) -> tuple:
-        """(row ids, per document: {token: [positions]}) of the flat rows (cached)."""
-        if "docs" not in self._flat_tokens:
+    def flat_partition(self):
+        """The flat rows as an in-memory partition, tokenised as the index does (positions
+        kept, for phrases), built once: (row ids by document, :class:`Partition`), or None."""
+        if "part" not in self._flat_tokens:
             ids, values = self.flat.data() if self.flat is not None else (np.empty(0, np.uint64), None)
-            docs = []
+            part = None
             if values is not None and len(values):
-                tok = self.tokenizer
-                for v in (values.to_pylist() if hasattr(values, "to_pylist") else values):
-                    texts = v if isinstance(v, list) else [v]
-                    d: dict = {}
-                    base = 0
-                    for text in texts:
-                        if text is None:
-                            continue
-                        pairs = tok.tokens(text)
-                        for t, p in pairs:
-                            d.setdefault(t, []).append(p + base)
-                        base += raw_count(tok, text)
-                    docs.append(d)
-            self._flat_tokens["docs"] = (np.asarray(ids, dtype=np.uint64), docs)
-        return self._flat_tokens["docs"]
+                ids = np.asarray(ids, dtype=np.uint64)
+                table = pa.table({VALUE: values, ROW_ID: pa.array(ids, pa.uint64()),
+                                  ROW_ADDRESS: pa.array(ids, pa.uint64())})
+                data = TrainingData(pa.field(self.column, values.type), [(0, len(values))],
+                                    lambda fid: iter(table.to_batches()))
+                tok = Tokenizer({**self.tokenizer.params, "with_position": True})
+                part = build_partition(data, tok, self.granularity)
+            self._flat_tokens["part"] = part
+        return self._flat_tokens["part"]
+
+    @property
+    def granularity(self) -> str:
+        if self.segments and self.segments[0].element_docs:
+            return LIST_ELEMENT
+        return ROW
 
 
 _PLAIN = None
@@ -159,13 +161,6 @@ def plain_tokenizer() -> Tokenizer:
     if _PLAIN is None:
         _PLAIN = Tokenizer(normalize_params(PLAIN))
     return _PLAIN
-
-
-def raw_count(tok: Tokenizer, text: str) -> int:
-    """How many base tokens ``text`` has (positions run on across list elements)."""
-    sp = tok.splitter()
-    docs, _, _ = sp.split(pa.array([text], pa.large_string()))
-    return int(docs.size)
 
 
 # -- statistics ----------------------------------------------------------------------------
@@ -381,42 +376,46 @@ def phrase_matches(lists, slop: int) -> bool:
 
 
 def _flat_match(src, stats: Stats | None, pairs, require_all, phrase, slop) -> Hits:
-    if src.flat is None:
-        return Hits.empty()
-    ids, docs = src.flat_docs()
-    if not docs:
+    """The flat rows' matches, scored against the index's statistics plus their own (as
+    pylance's flat search scores unindexed rows)."""
+    part = src.flat_partition() if src.flat is not None else None
+    if part is None or not part.num_docs:
         return Hits.empty()
     tokens = [t for t, _ in pairs]
     distinct = list(dict.fromkeys(tokens))
-    lens = np.array([sum(len(p) for p in d.values()) for d in docs], dtype=np.uint32)
-    flat_docs = int(sum(1 for d in docs if d))
+    where = {t: i for i, t in enumerate(part.tokens)}
+    lengths = np.diff(part.entry_off)
     base = stats or Stats(0, 0, lambda t: 0)
-    counts = {t: base.token_docs(t) + sum(1 for d in docs if t in d) for t in distinct}
-    st = Stats(base.num_docs + flat_docs, base.total_tokens + int(lens.sum()), counts.get)
+    counts = {t: base.token_docs(t) + (int(lengths[where[t]]) if t in where else 0) for t in distinct}
+    st = Stats(base.num_docs + part.num_docs, base.total_tokens + part.total_tokens, counts.get)
+    if require_all and any(t not in where for t in distinct):
+        return Hits.empty()
     idf = dict(zip(distinct, st.idf(distinct)))
     avgdl = float(np.float32(st.avgdl))
-    score = np.zeros(len(docs), dtype=np.float64)
-    hit = np.zeros(len(docs), dtype=bool)
-    for i, d in enumerate(docs):
-        if not d:
+    mult = {t: tokens.count(t) for t in distinct}
+    scored, plists = [], {}
+    starts_all = None
+    for t in distinct:
+        if t not in where:
             continue
-        have = [t for t in distinct if t in d]
-        if require_all and len(have) < len(distinct):
-            continue
-        if not have:
-            continue
-        if phrase and not phrase_matches([(d[t], qp) for t, qp in pairs], slop):
-            continue
-        s = 0.0
-        for t in tokens:
-            if t in d:
-                s += float(bm25_weights([len(d[t])], [lens[i]], avgdl, float(idf[t]))[0])
-        score[i] = s
-        hit[i] = s > 0
-    sel = np.nonzero(hit)[0]
-    out_ids = ids[sel]
-    keep = src.keep(out_ids, key=None)
-    return Hits.of(out_ids[keep], score[sel][keep].astype(np.float32))
+        k = where[t]
+        a, b = int(part.entry_off[k]), int(part.entry_off[k + 1])
+        docs, freqs = part.docs[a:b], part.freqs[a:b]
+        scored.append((docs, bm25_weights(freqs, part.num_tokens[docs], avgdl, float(idf[t])), mult[t]))
+        if phrase:
+            if starts_all is None:
+                starts_all = np.concatenate(([0], np.cumsum(part.freqs, dtype=np.int64)))
+            plists[t] = (docs, starts_all[a:b + 1] - starts_all[a],
+                         part.positions[starts_all[a]:starts_all[b]])
+    if not scored:
+        return Hits.empty()
+    live = src.keep(part.row_ids, key=None).view(np.uint8)
+    need = len(distinct) if require_all else 1
+    docs_hit, found = score_lists(part.num_docs, scored, live, need, -1, 1.0)
+    if phrase and docs_hit.size:
+        keep = _phrase_filter(docs_hit, pairs, plists, slop, None)
+        docs_hit, found = docs_hit[keep], found[keep]
+    return Hits.of(part.row_ids[docs_hit], found)
 
 
 # -- combining -------------------------------------------------------------------------------
