@@ -137,3 +137,30 @@ def test_column_without_index_is_searched_flat(tmp_path):
         ours.to_table(full_text_query=FQ.MatchQuery("x", "nope"))
     with pytest.raises(ValueError, match="at least one should/must"):
         ours.to_table(full_text_query=FQ.BooleanQuery([(FQ.Occur.MUST_NOT, FQ.MatchQuery("x", "text"))]))
+
+
+@pytest.mark.parametrize("builder", [lance, lancefmt])
+def test_list_element_documents(tmp_path, builder):
+    """With document_granularity=LIST_ELEMENT each element is a document: a row comes back
+    once per matching element, with its `_doc_index`, as in pylance."""
+    from lance.query import DocumentGranularity
+
+    uri = str(tmp_path / "ds")
+    write(uri, table(400))
+    builder.dataset(uri).create_scalar_index("tags", "INVERTED",
+                                             document_granularity=DocumentGranularity.LIST_ELEMENT)
+
+    def rows(ds, q):
+        t = ds.to_table(full_text_query=q, columns=["id"])
+        return sorted((i, tuple(d), round(s, 3)) for i, d, s in
+                      zip(t["id"].to_pylist(), t["_doc_index"].to_pylist(), t["_score"].to_pylist()))
+
+    theirs, ours = lance.dataset(uri), lancefmt.dataset(uri)
+    for mk in (lambda Q: Q.MatchQuery("quick", "tags"),
+               lambda Q: Q.MatchQuery("dog", "tags") | Q.MatchQuery("lazy", "tags")):
+        want, got = rows(theirs, mk(LQ)), rows(ours, mk(FQ))
+        assert want and got == want
+    assert ours.to_table(full_text_query=FQ.MatchQuery("quick", "tags"), limit=3).schema == \
+        theirs.to_table(full_text_query=LQ.MatchQuery("quick", "tags"), limit=3).schema
+    with pytest.raises(ValueError, match="INVERTED index"):
+        ours.to_table(full_text_query="quick")

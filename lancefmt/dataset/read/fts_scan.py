@@ -21,7 +21,8 @@ from ...errors import InvalidArgumentError
 from ...index.fts.inverted import INVERTED
 from ...index.fts.query import (DocumentGranularity, FullTextQuery, MatchQuery,
                                 MultiMatchQuery, PhraseQuery)
-from ...index.fts.search import BestOf, ColumnSearch, FlatRows, Hits, evaluate, values_of
+from ...index.fts.search import (BestOf, ColumnSearch, ElementDocs, FlatRows, Hits, evaluate,
+                                 values_of)
 from ...table.rowids import MISSING_ADDRESS
 from ..core.indices import index_catalog
 from .index_training import column_field
@@ -32,6 +33,7 @@ from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, load_deletions, sc
 from .take import take_from_fragments
 
 SCORE = "_score"
+DOC_INDEX = "_doc_index"
 
 
 class FtsFieldError(InvalidArgumentError):
@@ -39,9 +41,14 @@ class FtsFieldError(InvalidArgumentError):
 
 
 def inverted_columns(snapshot) -> list:
-    """Columns with an INVERTED index, in schema order."""
+    """Columns with a row-document INVERTED index (what a query string searches)."""
     cat = index_catalog(snapshot)
-    return [c for c in cat if any(n.itype is INVERTED for n in cat[c])]
+    return [c for c in cat if any(n.itype is INVERTED and not _element(n) for n in cat[c])]
+
+
+def _element(named) -> bool:
+    segs = [s for s in named.segments if len(s.fragments)]
+    return bool(segs) and segs[0].load().element_docs
 
 
 def resolve_query(snapshot, query) -> FullTextQuery:
@@ -133,10 +140,7 @@ def _choose_index(named: list, granularity):
         return None
     want = getattr(granularity, "value", granularity)
 
-    def element(n):
-        segs = [s for s in n.segments if len(s.fragments)]
-        return bool(segs) and segs[0].load().element_docs
-
+    element = _element
     if want is None:
         rows = [n for n in inv if not element(n)]
         return rows[0] if rows else inv[0]
@@ -145,7 +149,7 @@ def _choose_index(named: list, granularity):
 
 
 def column_search(snapshot, column: str, fragments, allowed: LiveRows, granularity=None,
-                  prefilter_text=None) -> ColumnSearch:
+                  prefilter_text=None, elements=None) -> ColumnSearch:
     try:
         field, path = column_field(snapshot.schema, column)
     except KeyError:
@@ -181,7 +185,8 @@ def column_search(snapshot, column: str, fragments, allowed: LiveRows, granulari
             return np.empty(0, np.uint64), None
         return np.concatenate(ids).astype(np.uint64), values_of(pa.chunked_array(vals, type=field.type))
 
-    return ColumnSearch(name, segments, FlatRows(read_flat) if flat_frags else None, allowed)
+    return ColumnSearch(name, segments, FlatRows(read_flat) if flat_frags else None, allowed,
+                        elements)
 
 
 class _WithPrefilter:
@@ -226,26 +231,50 @@ class FtsPlan:
             if pre is not None:
                 allowed = _WithPrefilter(allowed, pre)
             searches: dict = {}
+            self._elements = ElementDocs()
 
             def source(column):
                 key = column
                 if key not in searches:
                     searches[key] = column_search(self.snapshot, column, self.fragments, allowed,
                                                   _granularity_of(self.query, column),
-                                                  self.filter if self.prefilter else None)
+                                                  self.filter if self.prefilter else None,
+                                                  self._elements)
                 return searches[key]
 
             need = None if self.limit is None else int(self.limit) + int(self.offset or 0)
             hits = evaluate(self.query, source, need).top(self.limit, self.offset)
             if self.filter is not None and not self.prefilter and len(hits):
                 ok = prefilter_ids(self.snapshot, self.fragments, self.filter)
-                keep = np.isin(hits.ids, ok)
+                keep = np.isin(self._elements.resolve(hits.ids)[0], ok)
                 hits = Hits(hits.ids[keep], hits.scores[keep])
             self._hits = hits
         return self._hits
 
+    def rows(self) -> tuple:
+        """(row ids, element index or -1) of the ranked hits."""
+        return self._elements.resolve(self.hits().ids)
+
+    def element_results(self) -> bool:
+        """Whether the results name list elements (a ``_doc_index`` column)."""
+        if getattr(self, "_has_elements", None) is None:
+            self._has_elements = False
+            for c in set(self.query.columns()):
+                try:
+                    named = _choose_index(index_catalog(self.snapshot).get(c, []),
+                                          _granularity_of(self.query, c))
+                except Exception:  # noqa: BLE001 -- errors surface when the search runs
+                    named = None
+                if named is not None and _element(named):
+                    self._has_elements = True
+        return self._has_elements
+
     def schema(self, projected: pa.Schema) -> pa.Schema:
-        fields = list(projected) + [pa.field(SCORE, pa.float32())]
+        fields = list(projected)
+        if self.element_results():
+            fields.append(pa.field(DOC_INDEX, pa.list_(pa.field("item", pa.uint32(), nullable=False)),
+                                   nullable=False))
+        fields.append(pa.field(SCORE, pa.float32()))
         if self.with_row_id:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if self.with_row_address:
@@ -255,14 +284,19 @@ class FtsPlan:
     def table(self, projected: pa.Schema, columns: list) -> pa.Table:
         """The found rows' ``columns`` (stored names), ``_score`` and metadata columns."""
         hits = self.hits()
-        rows = _direct_rows(self.snapshot, hits.ids, columns) if not self.with_row_address else None
+        ids, elems = self.rows()
+        rows = _direct_rows(self.snapshot, ids, columns) if not self.with_row_address else None
         if rows is None:
-            rows = take_row_ids(self.snapshot, hits.ids, columns, self.with_row_id,
+            rows = take_row_ids(self.snapshot, ids, columns, self.with_row_id,
                                 self.with_row_address)
         out = {c: rows.column(c) for c in columns}
         out[SCORE] = pa.array(hits.scores, pa.float32())
+        if self.element_results():
+            offsets = np.arange(elems.size + 1, dtype=np.int32)
+            out[DOC_INDEX] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(
+                np.maximum(elems, 0).astype(np.uint32)), type=pa.list_(pa.field("item", pa.uint32(), nullable=False)))
         if self.with_row_id:
-            out[ROW_ID] = pa.array(hits.ids, pa.uint64())
+            out[ROW_ID] = pa.array(ids, pa.uint64())
         if self.with_row_address:
             out[ROW_ADDRESS] = rows.column(ROW_ADDRESS)
         schema = self.schema(projected)

@@ -80,7 +80,7 @@ def merge_staged(store: IndexStore):
     write_metadata(store, params, [0])
     for name, _ in staging.list_files():
         staging.store.delete(staging.uri(name))
-    return details_of(params)
+    return details_of(params, merged.doc_index is not None)
 
 
 def fmt_params() -> set:

@@ -85,7 +85,7 @@ class InvertedType(IndexType):
         part = build_partition(data, Tokenizer(params), granularity)
         write_partition(store, part, 0, params["with_position"])
         write_metadata(store, params, [0])
-        return details_of(params)
+        return details_of(params, granularity == LIST_ELEMENT)
 
     def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
         from .distributed import stage_partition
@@ -113,7 +113,7 @@ class InvertedType(IndexType):
         part = unite([p for s in segments for p in s.partition_contents()])
         write_partition(dest, part, 0, params["with_position"])
         write_metadata(dest, params, [0])
-        return details_of(params)
+        return details_of(params, part.doc_index is not None)
 
 
 def _granularity(value) -> str:
@@ -336,7 +336,7 @@ class InvertedIndex(LoadedIndex):
         part = unite(parts)
         write_partition(dest, part, 0, self.with_position)
         write_metadata(dest, self.index_params, [0])
-        return details_of(self.index_params)
+        return details_of(self.index_params, self.element_docs)
 
     def remap(self, mapping, dest: IndexStore):
         parts = []
@@ -347,7 +347,7 @@ class InvertedIndex(LoadedIndex):
         part = unite(parts)
         write_partition(dest, part, 0, self.with_position)
         write_metadata(dest, self.index_params, [0])
-        return details_of(self.index_params)
+        return details_of(self.index_params, self.element_docs)
 
 
 INVERTED = register(InvertedType())

@@ -19,7 +19,13 @@ from ._postings import decode_positions, decode_posting
 from .build import Partition
 
 
-def details_of(params: dict):
+#: what pylance 14 adds to the details of a list-element index: field 14 = 1 and field 15 = 2
+#: (newer than the details message lancefmt knows; kept as raw fields, as pylance reads them)
+ELEMENT_DETAILS = b"\x70\x01\x78\x02"
+
+
+def details_of(params: dict, element_docs: bool = False):
+    """The ``InvertedIndexDetails`` pylance 14 records for ``params``."""
     d = index_details_pb2.InvertedIndexDetails()
     d.base_tokenizer = params["base_tokenizer"]
     d.language = json.dumps(params["language"])
@@ -34,6 +40,8 @@ def details_of(params: dict):
     d.max_ngram_length = int(params["max_ngram_length"])
     d.prefix_only = params["prefix_only"]
     d.block_size = int(params["block_size"])
+    if element_docs:
+        d.MergeFromString(ELEMENT_DETAILS)
     return d
 
 

@@ -38,6 +38,43 @@ PLAIN = {"base_tokenizer": "simple", "lower_case": False, "stem": False,
          "remove_stop_words": False, "ascii_folding": False, "max_token_length": None}
 
 
+class ElementDocs:
+    """Ids for list-element documents, which share their row's id: ``ELEMENT | source << 40 |
+    document`` (a partition or the flat rows is a source), resolved back to (row id, element)
+    at the end. Scoped to one search, so every clause names a document alike."""
+
+    ELEMENT = np.uint64(1) << np.uint64(63)
+
+    def __init__(self):
+        self._sources: dict = {}
+        self._tables: list = []
+
+    def ids(self, source, rows: np.ndarray, doc_index: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        n = self._sources.get(id(source))
+        if n is None:
+            n = self._sources[id(source)] = len(self._tables)
+            self._tables.append((source, rows, doc_index))
+        return self.ELEMENT | (np.uint64(n) << np.uint64(40)) | np.asarray(docs, dtype=np.uint64)
+
+    def resolve(self, ids: np.ndarray) -> tuple:
+        """(row ids, element index or -1 for row documents) of result ``ids``."""
+        ids = np.asarray(ids, dtype=np.uint64)
+        rows = ids.copy()
+        elems = np.full(ids.size, -1, dtype=np.int64)
+        mark = (ids & self.ELEMENT) != 0
+        if mark.any():
+            src = ((ids[mark] & ~self.ELEMENT) >> np.uint64(40)).astype(np.int64)
+            doc = (ids[mark] & np.uint64((1 << 40) - 1)).astype(np.int64)
+            r, e = np.empty(src.size, np.uint64), np.empty(src.size, np.int64)
+            for n in np.unique(src).tolist():
+                sel = src == n
+                _, trow, telem = self._tables[n]
+                r[sel] = trow[doc[sel]]
+                e[sel] = telem[doc[sel]]
+            rows[mark], elems[mark] = r, e
+        return rows, elems
+
+
 class BestOf:
     """Several queries, each row keeping its best score (a quoted query string searched in
     several columns)."""
@@ -108,12 +145,20 @@ class ColumnSearch:
     """What a query may read for one column (see module docstring)."""
 
     def __init__(self, column: str, segments: list, flat: FlatRows | None = None,
-                 allowed: Callable | None = None):
+                 allowed: Callable | None = None, elements: "ElementDocs | None" = None):
         self.column = column
         self.segments = segments
         self.flat = flat
         self.allowed = allowed
+        self.elements = elements if elements is not None else ElementDocs()
         self._flat_tokens: dict = {}   # the flat rows' partition, once built
+
+    def hit_ids(self, source, rows: np.ndarray, doc_index, docs: np.ndarray) -> np.ndarray:
+        """The ids of documents ``docs`` of a partition: its rows' ids, or for list-element
+        documents their element ids (:class:`ElementDocs`)."""
+        if doc_index is None:
+            return rows[docs]
+        return self.elements.ids(source, rows, doc_index, docs)
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -270,15 +315,15 @@ def _segment_match(src, seg, stats: Stats, pairs, require_all, phrase, slop, lim
     for part, lists in by_part.values():
         if require_all and len(lists) < len(distinct):
             continue
-        rows = part.docs()[0]
+        rows, _, doc_index = part.docs()
         live = src.keep(rows, key=("rows", id(rows)))
         need = len(distinct) if require_all else 1
         scored = [(d, w, mult[t]) for t, d, w in lists]
-        if within is not None and not phrase and within.size * 8 < rows.size:
+        if within is not None and not phrase and doc_index is None and within.size * 8 < rows.size:
             # few rows matter: probe the lists for them instead of walking the lists
             inside, pos = member(np.asarray(within, dtype=np.uint64), rows)
             docs_hit, found = _probe(pos[inside], scored, live, need, boost)
-            out_ids.append(rows[docs_hit])
+            out_ids.append(src.hit_ids(part, rows, doc_index, docs_hit))
             out_scores.append(found)
             continue
         live = live.view(np.uint8)
@@ -294,7 +339,7 @@ def _segment_match(src, seg, stats: Stats, pairs, require_all, phrase, slop, lim
                 docs_hit, found = top_k_pruned(rows.size, scored, live, need, int(limit), float(boost))
             else:
                 docs_hit, found = score_lists(rows.size, scored, live, need, int(limit), float(boost))
-        out_ids.append(rows[docs_hit])
+        out_ids.append(src.hit_ids(part, rows, doc_index, docs_hit))
         out_scores.append(found)
     if not out_ids:
         return Hits.empty()
@@ -415,7 +460,7 @@ def _flat_match(src, stats: Stats | None, pairs, require_all, phrase, slop) -> H
     if phrase and docs_hit.size:
         keep = _phrase_filter(docs_hit, pairs, plists, slop, None)
         docs_hit, found = docs_hit[keep], found[keep]
-    return Hits.of(part.row_ids[docs_hit], found)
+    return Hits.of(src.hit_ids(part, part.row_ids, part.doc_index, docs_hit), found)
 
 
 # -- combining -------------------------------------------------------------------------------
