@@ -184,15 +184,16 @@ def stage_fragments(snapshot, req: BuildRequest, fragment_ids, index_uuid) -> st
     return uid
 
 
-def merge_index_metadata(snapshot, index_uuid: str, index_type: str):
+def merge_index_metadata(snapshot, index_uuid: str, index_type: str, field=None):
     """Join the parts staged under ``index_uuid`` (see :func:`stage_fragments`); nothing is
-    committed. Returns the index's store and details."""
+    committed (``field``: the indexed column, when known). Returns the index's store and
+    details."""
     kind = str(getattr(index_type, "value", index_type)).upper()
     itype = by_name("INVERTED" if kind == "FTS" else kind)
     if not _stages(itype):
         raise NotSupportedError(f"lancefmt merges staged parts of INVERTED indices only, not {kind}")
     store = index_store_for(snapshot, str(index_uuid))
-    return store, itype.merge_staged(store)
+    return store, itype.merge_staged(store, field)
 
 
 def commit_staged(snapshot, index_uuid: str, name: str, column: str, index_type, fragments):
@@ -200,7 +201,8 @@ def commit_staged(snapshot, index_uuid: str, name: str, column: str, index_type,
     index ``name`` on ``column`` (replacing an index of that name): the committed snapshot."""
     kind = str(getattr(index_type, "value", index_type)).upper()
     itype = by_name("INVERTED" if kind == "FTS" else kind)
-    store, details = merge_index_metadata(snapshot, index_uuid, kind)
+    store, details = merge_index_metadata(snapshot, index_uuid, kind,
+                                          column_field(snapshot.schema, column)[0])
     stable = snapshot.has_stable_row_ids
     entry = new_metadata(index_uuid=str(index_uuid), name=name,
                          field_ids=[_field_id(snapshot, ".".join(column_field(snapshot.schema, column)[1]))],

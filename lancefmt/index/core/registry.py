@@ -198,8 +198,9 @@ class IndexType:
         segments instead."""
         raise NotImplementedError
 
-    def merge_staged(self, store: IndexStore):
-        """Join every staged part in ``store`` into the index; returns its details."""
+    def merge_staged(self, store: IndexStore, field: pa.Field | None = None):
+        """Join every staged part in ``store`` into the index (of column ``field``, when
+        known); returns its details."""
         raise NotImplementedError
 
     def recognizes(self, store: IndexStore) -> bool:

@@ -56,9 +56,9 @@ def staged_partitions(store: IndexStore) -> list:
                   if (m := _PART.match(name)) is not None)
 
 
-def merge_staged(store: IndexStore):
+def merge_staged(store: IndexStore, field: pa.Field | None = None):
     """Unite the staged partitions into the index (see module docstring); returns the details
-    message. Staging files are removed afterwards."""
+    message (``field``: the indexed column, when known). Staging files are removed."""
     staging = staging_store(store)
     pids = staged_partitions(store)
     if not pids:
@@ -80,7 +80,8 @@ def merge_staged(store: IndexStore):
     write_metadata(store, params, [0])
     for name, _ in staging.list_files():
         staging.store.delete(staging.uri(name))
-    return details_of(params, merged.doc_index is not None)
+    list_column = field is not None and (pa.types.is_list(field.type) or pa.types.is_large_list(field.type))
+    return details_of(params, merged.doc_index is not None, list_column)
 
 
 def fmt_params() -> set:

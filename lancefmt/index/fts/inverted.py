@@ -85,17 +85,18 @@ class InvertedType(IndexType):
         part = build_partition(data, Tokenizer(params), granularity)
         write_partition(store, part, 0, params["with_position"])
         write_metadata(store, params, [0])
-        return details_of(params, granularity == LIST_ELEMENT)
+        return details_of(params, granularity == LIST_ELEMENT,
+                          pa.types.is_list(data.field.type) or pa.types.is_large_list(data.field.type))
 
     def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
         from .distributed import stage_partition
 
         stage_partition(data, store, params, _granularity(params.get("document_granularity")))
 
-    def merge_staged(self, store: IndexStore):
+    def merge_staged(self, store: IndexStore, field: pa.Field | None = None):
         from .distributed import merge_staged
 
-        return merge_staged(store)
+        return merge_staged(store, field)
 
     def recognizes(self, store: IndexStore) -> bool:
         from .distributed import recognizes
@@ -103,7 +104,7 @@ class InvertedType(IndexType):
         return recognizes(store)
 
     def load(self, store: IndexStore, details) -> "InvertedIndex":
-        return InvertedIndex(store)
+        return InvertedIndex(store, details)
 
     def merge(self, segments: list, dest: IndexStore):
         """Segments over disjoint fragments as one: their partitions' contents united."""
@@ -113,7 +114,7 @@ class InvertedType(IndexType):
         part = unite([p for s in segments for p in s.partition_contents()])
         write_partition(dest, part, 0, params["with_position"])
         write_metadata(dest, params, [0])
-        return details_of(params, part.doc_index is not None)
+        return segments[0].details_again()
 
 
 def _granularity(value) -> str:
@@ -128,8 +129,9 @@ def _granularity(value) -> str:
 class InvertedIndex(LoadedIndex):
     """One segment (see module docstring)."""
 
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexStore, details=None):
         self.store = store
+        self.details = details
         if not store.exists(fmt.METADATA_FILE) and store.exists(LEGACY_TOKENS):
             self._init_legacy(store)
             return
@@ -181,6 +183,15 @@ class InvertedIndex(LoadedIndex):
         self._vocab = None
         self._codes = None
         self._stats = None
+
+    def details_again(self):
+        """The details of a rewrite of this segment (remap, update, merge): the ones it was
+        loaded with, raw fields included, or its parameters' when it had none."""
+        if self.details is not None and self.details.ByteSize():
+            out = index_details_pb2.InvertedIndexDetails()
+            out.CopyFrom(self.details)
+            return out
+        return details_of(self.index_params, self.element_docs)
 
     # -- statistics --------------------------------------------------------------------------
     @property
@@ -336,7 +347,7 @@ class InvertedIndex(LoadedIndex):
         part = unite(parts)
         write_partition(dest, part, 0, self.with_position)
         write_metadata(dest, self.index_params, [0])
-        return details_of(self.index_params, self.element_docs)
+        return self.details_again()
 
     def remap(self, mapping, dest: IndexStore):
         parts = []
@@ -347,7 +358,7 @@ class InvertedIndex(LoadedIndex):
         part = unite(parts)
         write_partition(dest, part, 0, self.with_position)
         write_metadata(dest, self.index_params, [0])
-        return details_of(self.index_params, self.element_docs)
+        return self.details_again()
 
 
 INVERTED = register(InvertedType())

@@ -19,12 +19,14 @@ from ._postings import decode_positions, decode_posting
 from .build import Partition
 
 
-#: what pylance 14 adds to the details of a list-element index: field 14 = 1 and field 15 = 2
-#: (newer than the details message lancefmt knows; kept as raw fields, as pylance reads them)
-ELEMENT_DETAILS = b"\x70\x01\x78\x02"
+#: what pylance 14 adds to the details of an index of list-element documents (field 14 = 1) and
+#: of any index on a list column (field 15 = 2): fields newer than the details message lancefmt
+#: knows, written raw, as pylance reads them
+ELEMENT_DETAILS = b"\x70\x01"
+LIST_COLUMN_DETAILS = b"\x78\x02"
 
 
-def details_of(params: dict, element_docs: bool = False):
+def details_of(params: dict, element_docs: bool = False, list_column: bool = False):
     """The ``InvertedIndexDetails`` pylance 14 records for ``params``."""
     d = index_details_pb2.InvertedIndexDetails()
     d.base_tokenizer = params["base_tokenizer"]
@@ -42,6 +44,8 @@ def details_of(params: dict, element_docs: bool = False):
     d.block_size = int(params["block_size"])
     if element_docs:
         d.MergeFromString(ELEMENT_DETAILS)
+    if list_column or element_docs:
+        d.MergeFromString(LIST_COLUMN_DETAILS)
     return d
 
 
