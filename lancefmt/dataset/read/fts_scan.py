@@ -149,7 +149,7 @@ def _choose_index(named: list, granularity):
 
 
 def column_search(snapshot, column: str, fragments, allowed: LiveRows, granularity=None,
-                  prefilter_text=None, elements=None) -> ColumnSearch:
+                  prefilter_text=None, elements=None, fast_search=False) -> ColumnSearch:
     try:
         field, path = column_field(snapshot.schema, column)
     except KeyError:
@@ -168,7 +168,8 @@ def column_search(snapshot, column: str, fragments, allowed: LiveRows, granulari
             if len(seg.fragments):
                 segments.append(seg.load())
                 covered |= set(seg.fragments)
-    flat_frags = [f for f in fragments if int(f.id) not in covered]
+    flat_frags = [] if fast_search and segments else \
+        [f for f in fragments if int(f.id) not in covered]
 
     def read_flat():
         if not flat_frags:
@@ -208,7 +209,8 @@ class FtsPlan:
     """One scanner's full-text search (see module docstring)."""
 
     def __init__(self, snapshot, query, fragments, *, columns=None, filter=None, prefilter=False,
-                 limit=None, offset=None, with_row_id=False, with_row_address=False):
+                 limit=None, offset=None, with_row_id=False, with_row_address=False,
+                 fast_search=False, score=True):
         self.snapshot = snapshot
         self.query = resolve_query(snapshot, query)
         self.fragments = list(fragments)
@@ -219,6 +221,8 @@ class FtsPlan:
         self.offset = offset
         self.with_row_id = bool(with_row_id)
         self.with_row_address = bool(with_row_address)
+        self.fast_search = bool(fast_search)   # indexed fragments only
+        self.score = bool(score)               # a _score column (disable_scoring_autoprojection)
         self._hits = None
 
     def hits(self) -> Hits:
@@ -239,7 +243,7 @@ class FtsPlan:
                     searches[key] = column_search(self.snapshot, column, self.fragments, allowed,
                                                   _granularity_of(self.query, column),
                                                   self.filter if self.prefilter else None,
-                                                  self._elements)
+                                                  self._elements, self.fast_search)
                 return searches[key]
 
             need = None if self.limit is None else int(self.limit) + int(self.offset or 0)
@@ -274,7 +278,8 @@ class FtsPlan:
         if self.element_results():
             fields.append(pa.field(DOC_INDEX, pa.list_(pa.field("item", pa.uint32(), nullable=False)),
                                    nullable=False))
-        fields.append(pa.field(SCORE, pa.float32()))
+        if self.score:
+            fields.append(pa.field(SCORE, pa.float32()))
         if self.with_row_id:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if self.with_row_address:

@@ -131,7 +131,10 @@ class LanceScanner(pads.Scanner):
             self._fts = FtsPlan(snapshot, options["full_text_query"], self._fragments,
                                 filter=filter, prefilter=bool(options.get("prefilter")),
                                 limit=self._limit, offset=self._offset, with_row_id=bool(with_row_id),
-                                with_row_address=bool(with_row_address))
+                                with_row_address=bool(with_row_address),
+                                fast_search=bool(options.get("fast_search")),
+                                score=not options.get("disable_scoring_autoprojection")
+                                or self._fts_order is not None and SCORE in self._fts_order)
 
     # -- indices ------------------------------------------------------------------------------
     def index_selection(self):

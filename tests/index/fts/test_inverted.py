@@ -196,3 +196,17 @@ def test_reads_the_legacy_format(tmp_path):
     assert idx.token_docs("puppy") == 3
     content = idx.partition_contents()[0]
     assert content.tokens == ["puppy", "frodo", "happy"]
+
+
+def test_fast_search_and_score_projection(ds):
+    import pyarrow as pa
+
+    lancefmt.write_dataset(pa.table({"id": [10], "text": ["fox fox"], "n": [10]}), ds.uri, mode="append")
+    fresh = lancefmt.dataset(ds.uri)
+    assert 10 in ids(fresh.to_table(full_text_query="fox", columns=["id"]))
+    assert 10 not in ids(fresh.to_table(full_text_query="fox", columns=["id"], fast_search=True))
+    plain = fresh.to_table(full_text_query="fox", columns=["id"], disable_scoring_autoprojection=True)
+    assert plain.column_names == ["id"]
+    named = fresh.to_table(full_text_query="fox", columns=["_score", "id"],
+                           disable_scoring_autoprojection=True)
+    assert named.column_names == ["_score", "id"]
