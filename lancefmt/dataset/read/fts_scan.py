@@ -27,6 +27,7 @@ from ...table.rowids import MISSING_ADDRESS
 from ..core.indices import index_catalog
 from .index_training import column_field
 from .direct_take import direct_plan
+from .index_scan import index_selection, scan_maker
 from .row_lookup import row_id_index, take_row_ids
 from .row_offsets import RowOffsets
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, load_deletions, scan_batches
@@ -200,8 +201,13 @@ class _WithPrefilter:
 
 
 def prefilter_ids(snapshot, fragments, filter_text) -> np.ndarray:
+    """Row ids of ``fragments`` passing the filter (answered by scalar indices where they can)."""
     spec = ScanSpec.build(snapshot.schema, [], filter_text, True, False)
-    parts = [b.column(ROW_ID).to_numpy() for b in scan_batches(snapshot.ctx, fragments, spec)]
+    sel = index_selection(snapshot, filter_text)
+    if sel is not None:
+        fragments = [f for f in fragments if not sel.empty_for(int(f.id))]
+    parts = [b.column(ROW_ID).to_numpy() for b in scan_batches(
+        snapshot.ctx, fragments, spec, make_scan=scan_maker(sel) if sel is not None else None)]
     return np.sort(np.concatenate(parts).astype(np.uint64)) if parts else np.empty(0, np.uint64)
 
 
