@@ -124,3 +124,34 @@ def test_same_files_for_jieba(tmp_path, monkeypatch, model):
     assert_same_files(uri, "theirs", "ours")
     with pytest.raises(OSError):
         lancefmt.dataset(uri).create_scalar_index("text", "INVERTED", name="x", base_tokenizer="jieba/nope")
+
+
+def test_json_documents(tmp_path):
+    """A JSON column is indexed as path,type,value triplets (strings analysed, numbers printed
+    as Lance prints them): the same files and details as pylance, and the same answers to
+    triplet queries."""
+    import json
+
+    import lance.query as LQ
+
+    import lancefmt.query as FQ
+    from lancefmt.table.versions import load_manifest
+
+    docs = [{"b": 1, "a": "Hello World the", "c": [True, None, 2.5, "X y"],
+             "d": {"z": "deep", "e": 1e20, "f": 1e-7}},
+            {"a": "hello", "Title": "HarryPotter Chapter"}, None, {"Title": "The Hobbit", "b": 2}]
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": range(12), "j": pa.array(
+        [None if d is None else json.dumps(d) for d in docs] * 3, pa.json_())}), uri)
+    lance.dataset(uri).create_scalar_index("j", "INVERTED", name="theirs", with_position=True)
+    lancefmt.dataset(uri).create_scalar_index("j", "INVERTED", name="ours", with_position=True)
+    assert_same_files(uri, "theirs", "ours")
+    entries = {e.name: e for e in load_manifest(uri, None).indices}
+    assert entries["ours"].index_details == entries["theirs"].index_details
+    lancefmt.dataset(uri).drop_index("theirs")
+    for text in ("a,str,hello", "b,number,1;c,bool,true", "Title,str,hobbit", "d.e,number,1e+20"):
+        want = lance.dataset(uri).to_table(full_text_query=LQ.MatchQuery(text, "j"), columns=["id"])
+        got = lancefmt.dataset(uri).to_table(full_text_query=FQ.MatchQuery(text, "j"), columns=["id"])
+        assert sorted(got["id"].to_pylist()) == sorted(want["id"].to_pylist()) != []
+    with pytest.raises(ValueError, match="Invalid triple"):
+        lancefmt.dataset(uri).to_table(full_text_query=FQ.MatchQuery("nonsense", "j"))

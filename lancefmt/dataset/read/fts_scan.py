@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ...errors import InvalidArgumentError
 from ...index.fts.inverted import INVERTED
+from ...index.fts.json_tokenizer import is_json_field
 from ...index.fts.query import (DocumentGranularity, FullTextQuery, MatchQuery,
                                 MultiMatchQuery, PhraseQuery)
 from ...index.fts.search import (BestOf, ColumnSearch, ElementDocs, FlatRows, Hits, evaluate,
@@ -158,7 +159,7 @@ def column_search(snapshot, column: str, fragments, allowed: LiveRows, granulari
     name = ".".join(path)
     value = field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) \
         else field.type
-    if not (pa.types.is_string(value) or pa.types.is_large_string(value)
+    if not (pa.types.is_string(value) or pa.types.is_large_string(value) or is_json_field(field)
             or getattr(pa.types, "is_string_view", lambda t: False)(value)):
         raise FtsFieldError(f"Invalid user input: FTS field '{name}' must resolve to Utf8, "
                             f"LargeUtf8, Utf8View, or JSON, got {value}")

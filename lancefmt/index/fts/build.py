@@ -98,7 +98,7 @@ def build_partition(data: TrainingData, tokenizer: Tokenizer, granularity: str =
                 occ_doc.append(parent[d] + n_docs)
                 n_docs += len(values)
         else:
-            d, r, p = sp.split(string_values(values))
+            d, r, p = sp.split(values if tokenizer.json else string_values(values))
             doc_rows.append(rids)
             occ_doc.append(d.astype(np.int64) + n_docs)
             n_docs += len(values)

@@ -21,6 +21,7 @@ from ..core.registry import TrainingData
 from ..core.store import IndexStore
 from . import format as fmt
 from .build import build_partition, write_metadata, write_partition
+from .json_tokenizer import is_json_field
 from .partition import PartitionReader, details_of, text_metadata, unite
 from .tokenizer import Tokenizer, normalize_params, params_json
 
@@ -80,7 +81,8 @@ def merge_staged(store: IndexStore, field: pa.Field | None = None):
     write_metadata(store, params, [0])
     for name, _ in staging.list_files():
         staging.store.delete(staging.uri(name))
-    list_column = field is not None and (pa.types.is_list(field.type) or pa.types.is_large_list(field.type))
+    list_column = field is not None and (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)
+                                         or is_json_field(field))
     return details_of(params, merged.doc_index is not None, list_column)
 
 

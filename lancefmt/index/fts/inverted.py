@@ -30,6 +30,7 @@ from . import format as fmt
 from .build import LIST_ELEMENT, ROW, build_partition, write_metadata, write_partition
 from .partition import (LEGACY_TOKENS, LegacyPartition, PartitionReader, details_of, drop_rows,
                         text_metadata, unite)
+from .json_tokenizer import is_json_field
 from .tokenizer import DEFAULTS, Tokenizer, normalize_params
 
 #: decoded posting lists kept per loaded segment (bytes)
@@ -56,6 +57,8 @@ class InvertedType(IndexType):
     def check_field(self, field: pa.Field) -> None:
         t = field.type
         value = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
+        if is_json_field(field):
+            return
         if not text_type(value):
             raise UnsupportedColumnTypeError(
                 f"INVERTED index column {field.name} must be string, large string or list of "
@@ -81,12 +84,15 @@ class InvertedType(IndexType):
         fv = params.get("format_version")
         if fv is not None and str(fv).lower().lstrip("v") != "2":
             raise InvalidArgumentError(f"lancefmt writes FTS format version 2, not {fv}")
+        if is_json_field(data.field):
+            params = {**params, "lance_tokenizer": "json"}
         params = normalize_params(params)
         part = build_partition(data, Tokenizer(params), granularity)
         write_partition(store, part, 0, params["with_position"])
         write_metadata(store, params, [0])
         return details_of(params, granularity == LIST_ELEMENT,
-                          pa.types.is_list(data.field.type) or pa.types.is_large_list(data.field.type))
+                          pa.types.is_list(data.field.type) or pa.types.is_large_list(data.field.type)
+                          or is_json_field(data.field))
 
     def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
         from .distributed import stage_partition

@@ -20,8 +20,8 @@ from .build import Partition
 
 
 #: what pylance 14 adds to the details of an index of list-element documents (field 14 = 1) and
-#: of any index on a list column (field 15 = 2): fields newer than the details message lancefmt
-#: knows, written raw, as pylance reads them
+#: of any index on a list or JSON column (field 15 = 2): fields newer than the details message
+#: lancefmt knows, written raw, as pylance reads them
 ELEMENT_DETAILS = b"\x70\x01"
 LIST_COLUMN_DETAILS = b"\x78\x02"
 

@@ -560,4 +560,6 @@ def values_of(arr) -> pa.Array:
     """A column's values as the flat search reads them."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    return arr if is_list(arr.type) else string_values(arr)
+    if is_list(arr.type) or pa.types.is_large_binary(arr.type) or pa.types.is_binary(arr.type):
+        return arr   # lists, and JSON documents (JSONB bytes)
+    return string_values(arr)

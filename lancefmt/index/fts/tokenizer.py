@@ -70,6 +70,8 @@ def normalize_params(given: dict) -> dict:
         params["stem"] = False
         params["remove_stop_words"] = False
     params.update({k: v for k, v in given.items() if k in DEFAULTS})
+    if params["lance_tokenizer"] not in ("text", "json"):
+        raise InvalidArgumentError(f"unknown lance tokenizer {params['lance_tokenizer']}")
     lang = params["language"]
     if isinstance(lang, str) and lang.lower() in {k.lower() for k in LANGUAGES}:
         params["language"] = next(k for k in LANGUAGES if k.lower() == lang.lower())
@@ -147,6 +149,8 @@ class Tokenizer:
                 raise InvalidArgumentError(
                     f"removing stop words for language {params['language']} is not supported by lancefmt")
         self.fold = params["ascii_folding"]
+        self.json = params.get("lance_tokenizer") == "json"
+        self._analyzer = Tokenizer({**params, "lance_tokenizer": "text"}) if self.json else None
         self._jieba = None
         if is_jieba(self.base):
             self.splitter()   # a missing model is an error at once, as in pylance
@@ -154,6 +158,10 @@ class Tokenizer:
     def splitter(self):
         """The base tokenizer: a :class:`~._tokenize.Splitter` (or a jieba one)."""
         p = self.params
+        if self.json:
+            from .json_tokenizer import JsonSplitter
+
+            return JsonSplitter(self._analyzer)
         if is_jieba(self.base):
             from .jieba_tokenizer import JiebaSplitter
 
@@ -167,6 +175,8 @@ class Tokenizer:
 
     def normalize(self, raw: bytes):
         """The token a raw token becomes, or None when a filter removes it."""
+        if self.json:   # JSON triplets are made of tokens already normalised
+            return raw.decode("utf-8")
         if self.max_len is not None and len(raw) >= self.max_len:
             return None
         text = raw.decode("utf-8", "replace")
@@ -182,6 +192,10 @@ class Tokenizer:
 
     def tokens(self, text: str) -> list:
         """``(token, position)`` of one text, in order (queries)."""
+        if self.json:
+            from .json_tokenizer import query_tokens
+
+            return query_tokens(self._analyzer, text)
         sp = self.splitter()
         docs, ids, pos = sp.split(pa.array([text], pa.large_string()))
         raws = sp.raw_tokens()
