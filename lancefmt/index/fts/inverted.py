@@ -254,25 +254,36 @@ class InvertedIndex(LoadedIndex):
             if tid is None:
                 continue
             key = (p.pid, int(tid), with_positions)
-            with self._lock:
-                hit = self._cache.get(key)
-                if hit is not None:
-                    self._cache.move_to_end(key)
+            hit = self._recall(key)
             if hit is None:
                 if with_positions and not self.with_position:
                     raise InvalidArgumentError(
                         "position is not found but required for phrase queries, try recreating "
                         "the index with position")
                 hit = p.read_posting(int(tid), with_positions)
-                size = sum(a.nbytes for a in hit if a is not None)
-                with self._lock:
-                    self._cache[key] = hit
-                    self._cached += size
-                    while self._cached > CACHE_BYTES and len(self._cache) > 1:
-                        _, old = self._cache.popitem(last=False)
-                        self._cached -= sum(a.nbytes for a in old if a is not None)
+                self._remember(key, hit, sum(a.nbytes for a in hit if a is not None))
             out.append((p,) + tuple(hit))
         return out
+
+    def _remember(self, key, value, size: int) -> None:
+        """Cache ``value`` (``size`` bytes), dropping the least recently used entries beyond
+        :data:`CACHE_BYTES`."""
+        with self._lock:
+            if key in self._cache:
+                return
+            self._cache[key] = (value, size)
+            self._cached += size
+            while self._cached > CACHE_BYTES and len(self._cache) > 1:
+                _, (_, old) = self._cache.popitem(last=False)
+                self._cached -= old
+
+    def _recall(self, key):
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is None:
+                return None
+            self._cache.move_to_end(key)
+            return hit[0]
 
     def weighted(self, token: str, stats=None) -> list:
         """Per partition holding ``token``: (partition, docs, BM25 weights) -- ``idf * (k1+1)
@@ -281,8 +292,7 @@ class InvertedIndex(LoadedIndex):
         if stats is None:
             stats = (self.num_docs, self.total_tokens, self.token_docs(token))
         key = ("w", token, tuple(int(x) for x in stats))
-        with self._lock:
-            hit = self._cache.get(key)
+        hit = self._recall(key)
         if hit is not None:
             return hit
         from ._postings import bm25_idf, bm25_weights
@@ -297,17 +307,14 @@ class InvertedIndex(LoadedIndex):
                 raise CorruptFileError(f"posting list of {token!r} names document "
                                        f"{int(docs[-1])} of {rows.size}", part.path)
             out.append((part, docs, bm25_weights(freqs, lens[docs], avgdl, idf)))
-        with self._lock:
-            self._cache[key] = out
-            self._cached += sum(d.nbytes + w.nbytes for _, d, w in out)
+        self._remember(key, out, sum(d.nbytes + w.nbytes for _, d, w in out))
         return out
 
     def positions(self, token: str) -> list:
         """Per partition holding ``token``: (partition, docs, starts, positions) -- document
         ``docs[r]`` has positions ``positions[starts[r]:starts[r+1]]`` (cached)."""
         key = ("p", token)
-        with self._lock:
-            hit = self._cache.get(key)
+        hit = self._recall(key)
         if hit is not None:
             return hit
         out = []
@@ -315,9 +322,7 @@ class InvertedIndex(LoadedIndex):
             starts = np.zeros(freqs.size + 1, dtype=np.int64)
             np.cumsum(freqs, out=starts[1:])
             out.append((part, docs, starts, pos))
-        with self._lock:
-            self._cache[key] = out
-            self._cached += sum(s.nbytes for _, _, s, _ in out)
+        self._remember(key, out, sum(x.nbytes for _, _, x, _ in out))
         return out
 
     def search(self, query) -> SearchResult:

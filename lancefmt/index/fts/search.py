@@ -316,7 +316,7 @@ def _segment_match(src, seg, stats: Stats, pairs, require_all, phrase, slop, lim
         if require_all and len(lists) < len(distinct):
             continue
         rows, _, doc_index = part.docs()
-        live = src.keep(rows, key=("rows", id(rows)))
+        live = src.keep(rows, key=("rows", seg.store.dir_uri, part.pid))
         need = len(distinct) if require_all else 1
         scored = [(d, w, mult[t]) for t, d, w in lists]
         if within is not None and not phrase and doc_index is None and within.size * 8 < rows.size:
