@@ -509,8 +509,12 @@ def decode_posting(const int64_t[::1] offsets, const uint8_t[::1] data, Py_ssize
             if used < 0:
                 raise ValueError(f"posting block {blk} is short")
             o += 5 + used
+            if got and first <= dv[got - 1]:
+                raise ValueError(f"posting block {blk} does not continue after the last one")
             prev = first
             for i in range(BLOCK):
+                if i and vals[i] == 0:
+                    raise ValueError(f"posting block {blk} repeats a document")
                 prev = prev + vals[i]
                 dv[got + i] = prev
             if o >= end:
@@ -526,7 +530,11 @@ def decode_posting(const int64_t[::1] offsets, const uint8_t[::1] data, Py_ssize
             for i in range(want):
                 if read_varint(p, end, &o, &v) < 0 or v > 0xFFFFFFFF:
                     raise ValueError(f"posting block {blk} has a bad varint")
+                if i and v == 0:
+                    raise ValueError(f"posting block {blk} repeats a document")
                 prev = <uint32_t>v if i == 0 else prev + <uint32_t>v
+                if (i and prev < dv[got + i - 1]) or (i == 0 and got and prev <= dv[got - 1]):
+                    raise ValueError(f"posting block {blk} has documents out of order")
                 dv[got + i] = prev
             for i in range(want):
                 if read_varint(p, end, &o, &v) < 0 or v > 0xFFFFFFFF:
@@ -553,6 +561,9 @@ def decode_positions(const uint8_t[::1] stream, const uint32_t[::1] block_offset
     total = 0
     for i in range(n):
         total += freqs[i]
+    # a group of 128 positions takes at least one byte, a varint one: no more can be stored
+    if total > BLOCK * (stream.shape[0] + 1):
+        raise ValueError(f"{total} positions cannot fit in {stream.shape[0]} bytes")
     out = np.empty(total, dtype=np.uint32)
     cdef uint32_t[::1] ov = out
     deltas_arr = np.empty(BLOCK * 0 + 1, dtype=np.uint32)

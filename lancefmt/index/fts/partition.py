@@ -158,6 +158,9 @@ class PartitionReader:
 
     def read_posting(self, tid: int, with_positions: bool) -> tuple:
         """(docs, freqs, positions or None) of token ``tid``."""
+        if not 0 <= tid < self.lengths().size:
+            raise self._bad(fmt.tokens_file(self.pid), f"token id {tid} is beyond the "
+                                                       f"{self.lengths().size} posting lists")
         if self._invert is None or (with_positions and fmt.POSITIONS not in self._invert.column_names):
             count("parts_loaded")
         table = self.raw_rows([tid], with_positions)

@@ -104,3 +104,13 @@ def test_corrupt_positions_are_value_errors():
         decode_positions(enc["positions"][:-1], enc["position_block_offsets"], freqs)
     with pytest.raises(ValueError):
         decode_positions(enc["positions"], enc["position_block_offsets"], freqs[:5] * 3)
+
+
+def test_repeated_or_unordered_documents_are_value_errors():
+    enc = one_token([3, 7, 9], [1, 1, 1], np.full(10, 5))
+    data = enc["posting"].copy()
+    data[6] = 0          # second varint delta 4 -> 0: document 3 twice
+    with pytest.raises(ValueError, match="repeats"):
+        decode_posting(enc["posting_offsets"], data, 3)
+    with pytest.raises(ValueError, match="cannot fit"):
+        decode_positions(np.zeros(1, np.uint8), np.zeros(1, np.uint32), np.array([10_000], np.uint32))
