@@ -210,3 +210,35 @@ def test_fast_search_and_score_projection(ds):
     named = fresh.to_table(full_text_query="fox", columns=["_score", "id"],
                            disable_scoring_autoprojection=True)
     assert named.column_names == ["_score", "id"]
+
+
+def test_flipped_bytes_are_lance_errors(tmp_path):
+    """Bytes flipped anywhere in the index files: a search succeeds or raises a LanceError
+    (a corrupt file named), never anything else."""
+    import random
+    import shutil
+
+    from lancefmt.errors import LanceError
+
+    rng = random.Random(3)
+    words = "quick brown fox lazy dog the cat search index".split()
+    src = str(tmp_path / "src")
+    d = lancefmt.write_dataset(pa.table({"text": [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30)))
+                                                  for _ in range(300)]}), src)
+    d.create_scalar_index("text", "INVERTED", with_position=True)
+    names = [os.path.basename(f) for f in glob.glob(src + "/_indices/*/*")]
+    for i in range(30):
+        dst = str(tmp_path / f"c{i}")
+        shutil.copytree(src, dst)
+        (path,) = glob.glob(os.path.join(dst, "_indices", "*", rng.choice(names)))
+        data = bytearray(open(path, "rb").read())
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        open(path, "wb").write(bytes(data))
+        LOADED.clear()
+        try:
+            fresh = lancefmt.dataset(dst)
+            fresh.to_table(full_text_query=PhraseQuery("quick fox", "text"))
+            fresh.to_table(full_text_query=MatchQuery("lazy dgo", "text", fuzziness=1), limit=5)
+        except LanceError:
+            pass
