@@ -40,6 +40,9 @@ def queries(Q) -> dict:
         "fuzzy": Q.MatchQuery("quikc lazzy", "text", fuzziness=2, max_expansions=3),
         "fuzzy_prefix": Q.MatchQuery("runer", "text", fuzziness=1, prefix_length=2),
         "multi": Q.MultiMatchQuery("quick data", ["text", "tags"], boosts=[1.0, 2.0]),
+        "combined": Q.CombinedFieldsQuery("quick data dog", ["text", "tags"], boosts=[1.0, 1.5]),
+        "combined_and": Q.CombinedFieldsQuery("lazy dog", ["text", "tags"],
+                                              operator=Q.FullTextOperator.AND),
         "boost": Q.BoostQuery(Q.MatchQuery("dog", "text"), Q.MatchQuery("lazy", "text"), negative_boost=0.4),
         "boolean": Q.BooleanQuery([(Q.Occur.MUST, Q.MatchQuery("fox", "text")),
                                    (Q.Occur.SHOULD, Q.MatchQuery("search index", "text")),
@@ -93,7 +96,7 @@ def test_unindexed_rows_and_deletions(tmp_path):
     lance.dataset(uri).delete("id % 5 = 0")
     theirs, ours = lance.dataset(uri), lancefmt.dataset(uri)
     ql, qf = queries(LQ), queries(FQ)
-    for name in ("match", "and", "phrase", "multi", "boolean", "string"):
+    for name in ("match", "and", "phrase", "multi", "combined", "boolean", "string"):
         want, got = results(theirs, ql[name]), results(ours, qf[name])
         assert_same(want, got)
         assert not any(k % 5 == 0 for k in got)

@@ -158,6 +158,32 @@ class MultiMatchQuery(FullTextQuery):
         return [q.column for q in self.match_queries]
 
 
+class CombinedFieldsQuery(FullTextQuery):
+    def __init__(self, query: str, columns: list, *, boosts: Optional[list] = None,
+                 operator: FullTextOperator = FullTextOperator.OR):
+        """BM25F over several columns as one virtual field: a term's frequency and a row's
+        length are the columns' weighted sums, document counts and document frequencies
+        their maximum (pylance's ``combined_fields``); each weight must be at least 1."""
+        columns = list(columns)
+        if not columns:
+            raise InvalidArgumentError("CombinedFieldsQuery needs at least one column")
+        boosts = [1.0] * len(columns) if boosts is None else [float(b) for b in boosts]
+        if len(boosts) != len(columns):
+            raise InvalidArgumentError("The number of boosts must match the number of columns")
+        if any(not b >= 1.0 for b in boosts):
+            raise InvalidArgumentError("combined_fields boosts must be >= 1")
+        self.query = str(query)
+        self.fields = columns
+        self.boosts = boosts
+        self.operator = _operator(operator)
+
+    def query_type(self) -> FullTextQueryType:
+        return FullTextQueryType.COMBINED_FIELDS
+
+    def columns(self) -> list:
+        return list(self.fields)
+
+
 class BooleanQuery(FullTextQuery):
     def __init__(self, queries: list):
         """MUST clauses must all match and add their scores; SHOULD clauses add theirs (and,

@@ -28,8 +28,8 @@ from ._postings import bm25_idf, bm25_weights
 from ._score import phrase_filter, score_lists, sorted_member, top_k_pruned
 from ..core.registry import ROW_ADDRESS, ROW_ID, VALUE, TrainingData
 from .build import LIST_ELEMENT, ROW, build_partition, is_list, string_values
-from .query import (BooleanQuery, BoostQuery, FullTextOperator, MatchQuery, MultiMatchQuery,
-                    Occur, PhraseQuery)
+from .query import (BooleanQuery, BoostQuery, CombinedFieldsQuery, FullTextOperator, MatchQuery,
+                    MultiMatchQuery, Occur, PhraseQuery)
 from .tokenizer import Tokenizer, normalize_params
 
 #: the tokenizer of a column without an index, and of fuzzy query text (Lance's plain
@@ -520,6 +520,8 @@ def evaluate(q, sources: Callable[[str], ColumnSearch], limit=None, within=None)
         return match(sources(q.column), q, phrase=True, limit=limit, within=within)
     if isinstance(q, MultiMatchQuery):
         return union_max([evaluate(m, sources, limit, within) for m in q.match_queries])
+    if isinstance(q, CombinedFieldsQuery):
+        return combined_fields(q, sources, within)
     if isinstance(q, BestOf):
         return union_max([evaluate(m, sources, limit, within) for m in q.queries])
     if isinstance(q, BoostQuery):
@@ -554,6 +556,101 @@ def evaluate(q, sources: Callable[[str], ColumnSearch], limit=None, within=None)
                 res = Hits(res.ids[keep], res.scores[keep])
         return res
     raise InvalidArgumentError(f"unknown full-text query {q!r}")
+
+
+def _column_sources(src: ColumnSearch) -> list:
+    """(row ids, token counts, postings of a token -> (docs, freqs)) of every partition of a
+    column's index and of its flat rows."""
+    out = []
+    for seg in src.segments:
+        for part in seg.partitions:
+            rows, lens, _ = part.docs()
+
+            def postings(t, seg=seg, part=part):
+                got = [(d, f) for pp, d, f, _ in seg.postings(t) if pp is part]
+                return got[0] if got else None
+            out.append((rows, lens, postings))
+    flat = src.flat_partition() if src.flat is not None else None
+    if flat is not None and flat.num_docs:
+        where = {t: i for i, t in enumerate(flat.tokens)}
+
+        def flat_postings(t):
+            k = where.get(t)
+            if k is None:
+                return None
+            a, b = int(flat.entry_off[k]), int(flat.entry_off[k + 1])
+            return flat.docs[a:b], flat.freqs[a:b]
+        out.append((flat.row_ids, flat.num_tokens, flat_postings))
+    return out
+
+
+def combined_fields(q: CombinedFieldsQuery, sources: Callable, within=None) -> Hits:
+    """BM25F (see :class:`CombinedFieldsQuery`): per term ``tf' = sum w_c tf_c``, per row
+    ``dl' = sum w_c dl_c``; ``docCount'`` and ``docFreq'`` the columns' maxima, ``avgdl =
+    sum w_c tokens_c / docCount'``."""
+    srcs = [sources(c) for c in q.fields]
+    terms = list(dict.fromkeys(t for t, _ in srcs[0].tokenizer.tokens(q.query)))
+    if not terms:
+        return Hits.empty()
+    parts = [_column_sources(s) for s in srcs]
+    doc_count, total, df = 0, 0.0, dict.fromkeys(terms, 0)
+    for w, col in zip(q.boosts, parts):
+        n = sum(int(rows.size) for rows, _, _ in col)
+        tokens = sum(int(lens.sum(dtype=np.uint64)) for _, lens, _ in col)
+        doc_count = max(doc_count, n)
+        total += w * tokens
+        for t in terms:
+            df[t] = max(df[t], sum(int(p[0].size) for _, _, post in col if (p := post(t)) is not None))
+    if not doc_count:
+        return Hits.empty()
+    avgdl = np.float32(total / doc_count)
+    idf = dict(zip(terms, bm25_idf([df[t] for t in terms], doc_count)))
+    # candidate rows: any term in any column
+    found = []
+    for col in parts:
+        for rows, _, post in col:
+            for t in terms:
+                p = post(t)
+                if p is not None:
+                    found.append(rows[p[0]])
+    if not found:
+        return Hits.empty()
+    cand = np.unique(np.concatenate(found).astype(np.uint64))
+    if within is not None:
+        cand = cand[member(cand, np.asarray(within, dtype=np.uint64))[0]]
+    dl = np.zeros(cand.size, dtype=np.float32)
+    tf = {t: np.zeros(cand.size, dtype=np.float32) for t in terms}
+    for w, col in zip(q.boosts, parts):
+        w = np.float32(w)
+        for rows, lens, post in col:
+            order = np.argsort(rows, kind="stable")
+            srows = rows[order]
+            pos = np.searchsorted(srows, cand)
+            ok = pos < srows.size
+            ok[ok] = srows[pos[ok]] == cand[ok]
+            dl[ok] += w * lens[order][pos[ok]].astype(np.float32)
+            for t in terms:
+                p = post(t)
+                if p is None:
+                    continue
+                trows = rows[p[0]]
+                tord = np.argsort(trows, kind="stable")
+                tpos = np.searchsorted(trows[tord], cand)
+                hit = tpos < trows.size
+                hit[hit] = trows[tord][tpos[hit]] == cand[hit]
+                tf[t][hit] += w * p[1][tord][tpos[hit]].astype(np.float32)
+    score = np.zeros(cand.size, dtype=np.float32)
+    present = np.zeros(cand.size, dtype=np.int32)
+    k1, b = np.float32(1.2), np.float32(0.75)
+    for t in terms:
+        f = tf[t]
+        norm = k1 * ((np.float32(1) - b) + b * dl / avgdl)
+        weight = np.where(f > 0, (k1 + np.float32(1)) * f / (f + norm), np.float32(0))
+        score += np.float32(idf[t] if idf[t] > 0 else 0) * weight.astype(np.float32)
+        present += (f > 0)
+    need = len(terms) if q.operator == FullTextOperator.AND else 1
+    keep = (present >= need) & srcs[0].keep(cand, key=None)
+    return Hits.of(cand[keep], score[keep])
 
 
 def values_of(arr) -> pa.Array:
