@@ -105,7 +105,7 @@ def build_partition(data: TrainingData, tokenizer: Tokenizer, granularity: str =
         occ_raw.append(r)
         occ_pos.append(p)
     raws = sp.raw_tokens()
-    final = [tokenizer.normalize(t) for t in raws]
+    final = tokenizer.normalize_all(raws)
     token_id: dict = {}
     raw_to_final = np.full(len(raws) + 1, -1, dtype=np.int32)
     for i, t in enumerate(final):

@@ -190,6 +190,32 @@ class Tokenizer:
             text = fold(text)
         return text
 
+    def normalize_all(self, raws: list) -> list:
+        """:meth:`normalize` of many raw tokens (the stemmer called once for all)."""
+        if self.json or self.stemmer is None:
+            return [self.normalize(r) for r in raws]
+        texts = []
+        keep = []
+        for r in raws:
+            if self.max_len is not None and len(r) >= self.max_len:
+                keep.append(False)
+                continue
+            keep.append(True)
+            t = r.decode("utf-8", "replace")
+            texts.append(lower(t) if self.lower else t)
+        stems = iter(self.stemmer.stemWords(texts))
+        out = []
+        for k in keep:
+            if not k:
+                out.append(None)
+                continue
+            t = next(stems)
+            if self.stop is not None and t in self.stop:
+                out.append(None)
+            else:
+                out.append(fold(t) if self.fold else t)
+        return out
+
     def tokens(self, text: str) -> list:
         """``(token, position)`` of one text, in order (queries)."""
         if self.json:

@@ -105,3 +105,10 @@ def test_split_interns_raw_tokens_by_first_appearance():
     sliced = pa.array(["zz", "b q"], pa.large_string()).slice(1)
     docs, ids, _ = sp.split(sliced, 7)
     assert docs.tolist() == [7, 7] and sp.raw_tokens(3) == [b"q"]
+
+
+def test_normalize_all_is_normalize_of_each():
+    raws = [b"Running", b"the", b"x" * 45, "Caf\u00e9s".encode(), b"WERE", b"dogs"]
+    for params in ({}, {"stem": False}, {"custom_stop_words": ["dog"]}, {"ascii_folding": False}):
+        t = Tokenizer(normalize_params(params))
+        assert t.normalize_all(raws) == [t.normalize(r) for r in raws]
