@@ -80,7 +80,7 @@ def plan_build(snapshot, column: str, index_type, name=None, params=None) -> Bui
     itype.check_field(storage_field(field))
     column = ".".join(path)
     merged = {**itype.default_params(), **config, **(params or {})}
-    return BuildRequest(column, itype, name or f"{column}_idx", merged)
+    return BuildRequest(column, itype, name or itype.default_name(column, merged), merged)
 
 
 def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index_uuid=None,
@@ -93,7 +93,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
         TrainingData.empty(storage_field(field), stable)
-    version = req.itype.index_version_for(stable)
+    version = req.itype.index_version_for(stable, req.params)
     if stable and req.itype.records_addresses(version, stable):
         data = data.recording_addresses()
     try:
@@ -134,18 +134,19 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
                         train: bool = True, fragment_ids=None, index_uuid=None,
                         staged: bool = False, **params):
     """Build and commit (see module docstring). Returns the committed snapshot, or with
-    ``fragment_ids`` the uncommitted segment as an ``Index`` (None when ``staged`` and the
-    type stages parts: the older distributed shape)."""
+    ``fragment_ids`` the uncommitted segment as an ``Index``, or None when the type stages
+    parts instead (INVERTED always; BTREE when ``staged``: pylance's ``create_scalar_index``,
+    the older distributed shape)."""
     req = plan_build(snapshot, column, index_type, name, params)
+    if fragment_ids is not None and _stages(req.itype) and (staged or req.itype.stages_by_default):
+        stage_fragments(snapshot, req, fragment_ids, index_uuid, train)
+        return None
     if fragment_ids is not None:
         wanted = {int(f) for f in fragment_ids}
         pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
         missing = wanted - {int(pb.id) for pb in pbs}
         if missing:
             raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
-        if staged and len(fragment_ids) and _stages(req.itype):
-            stage_fragments(snapshot, req, pbs, index_uuid, train)
-            return None
         entry, _ = build_segment(snapshot, req, pbs, train=train, index_uuid=index_uuid)
         return from_pb(entry)
 
@@ -167,17 +168,23 @@ def _stages(itype: IndexType) -> bool:
     return type(itype).stage is not IndexType.stage
 
 
-def stage_fragments(snapshot, req: BuildRequest, pbs, index_uuid=None, train: bool = True) -> str:
-    """One worker's part of an index in the older distributed shape (see module docstring),
-    trained as a segment of the type's base ``index_version`` (what the caller's hand-made
-    ``Index`` commits: stable row ids, when the dataset has them). Returns the uuid."""
+def stage_fragments(snapshot, req: BuildRequest, fragment_ids, index_uuid, train: bool = True) -> str:
+    """Build fragments ``fragment_ids`` as a staged part of index ``index_uuid`` (pylance's
+    distributed INVERTED build, and the older BTREE one; ``merge_index_metadata`` joins the
+    parts), recording what a segment of ``staged_index_version`` records. Returns the uuid."""
     uid = str(index_uuid) if index_uuid is not None else new_uuid()
+    wanted = {int(f) for f in fragment_ids}
+    pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+    missing = wanted - {int(pb.id) for pb in pbs}
+    if missing:
+        raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
     store = index_store_for(snapshot, uid)
-    field, _ = column_field(snapshot.schema, req.column)
     stable = snapshot.has_stable_row_ids
-    data = training_data(snapshot, req.column, pbs) if train and pbs else \
-        TrainingData.empty(storage_field(field), stable)
-    if stable and req.itype.records_addresses(req.itype.index_version, stable):
+    if train and pbs:
+        data = training_data(snapshot, req.column, pbs)
+    else:
+        data = TrainingData.empty(storage_field(column_field(snapshot.schema, req.column)[0]), stable)
+    if stable and req.itype.records_addresses(req.itype.staged_index_version(stable, req.params), stable):
         data = data.recording_addresses()
     try:
         req.itype.stage(data, store, req.params)
@@ -187,24 +194,43 @@ def stage_fragments(snapshot, req: BuildRequest, pbs, index_uuid=None, train: bo
     return uid
 
 
-DISTRIBUTED_MERGES = ("BTREE", "INVERTED", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "VECTOR")
+DISTRIBUTED_MERGES = ("BTREE", "INVERTED", "FTS", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "VECTOR")
 
 
 def merge_index_metadata(snapshot, index_uuid: str, index_type: str, field=None):
-    """Join the parts staged under ``index_uuid``; nothing is committed. Returns the index's
-    store and details."""
+    """Join the parts staged under ``index_uuid`` (see :func:`stage_fragments`); nothing is
+    committed (``field``: the indexed column, when known). Returns the index's store and
+    details."""
     kind = str(getattr(index_type, "value", index_type)).upper()
     if kind not in DISTRIBUTED_MERGES:
-        raise NotImplementedError(f"Only {', '.join(sorted(DISTRIBUTED_MERGES))} are supported, "
-                                  f"received {index_type}")
+        names = ", ".join(sorted(k for k in DISTRIBUTED_MERGES if k != "FTS"))
+        raise NotImplementedError(f"Only {names} are supported, received {index_type}")
     try:
-        itype = by_name(kind)
+        itype = by_name("INVERTED" if kind == "FTS" else kind)
     except InvalidArgumentError:
         itype = None
     if itype is None or not _stages(itype):
-        raise NotSupportedError(f"lancefmt cannot merge {kind} index files yet")
+        raise NotSupportedError(f"lancefmt merges staged parts of BTREE and INVERTED indices only, "
+                                f"not {kind}")
     store = index_store_for(snapshot, str(index_uuid))
     return store, itype.merge_staged(store, field)
+
+
+def commit_staged(snapshot, index_uuid: str, name: str, column: str, index_type, fragments):
+    """Merge the parts staged under ``index_uuid`` over ``fragments`` and commit them as the
+    index ``name`` on ``column`` (replacing an index of that name): the committed snapshot."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
+    itype = by_name("INVERTED" if kind == "FTS" else kind)
+    store, details = merge_index_metadata(snapshot, index_uuid, kind,
+                                          column_field(snapshot.schema, column)[0])
+    stable = snapshot.has_stable_row_ids
+    entry = new_metadata(index_uuid=str(index_uuid), name=name,
+                         field_ids=[_field_id(snapshot, ".".join(column_field(snapshot.schema, column)[1]))],
+                         dataset_version=snapshot.version, fragments=sorted(int(f) for f in fragments),
+                         details=itype.pack_details(details),
+                         index_version=itype.index_version_for(stable, {}),
+                         files=[(n, sz) for n, sz in store.list_files()])
+    return snapshot.commit(CreateIndex([entry], segments_named(snapshot, name))).run_after_commit()
 
 
 def commit_segments(snapshot, name: str, column: str, segments):

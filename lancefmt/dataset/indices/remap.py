@@ -14,11 +14,11 @@ import numpy as np
 
 from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, new_uuid, uuid_text
-from ...index.core.registry import RowIdMapping, by_details
+from ...index.core.registry import RowIdMapping
 from ...table.rowids import load_row_ids
 from ...table.transaction import Rewrite, RewrittenIndex
 from ..core.files import delete_files
-from ..core.indices import index_store_for, resolved_entries, segment_of
+from ..core.indices import entry_type, index_entries, index_store_for, segment_of
 from ..read.scan import load_deletions
 
 
@@ -64,7 +64,7 @@ def _mapping(snapshot, groups, use_ids: bool) -> RowIdMapping | None:
 def segment_key(snapshot):
     """``fragment id -> the uuids of the segments covering it`` (None without indices): the
     compaction planner keeps fragments of different keys in different groups."""
-    entries = [pb for pb in resolved_entries(snapshot) if not is_system(pb)]
+    entries = [pb for pb in index_entries(snapshot) if not is_system(pb)]
     if not entries:
         return None
     covers = [(uuid_text(pb), fragment_ids(pb)) for pb in entries]
@@ -74,8 +74,8 @@ def segment_key(snapshot):
 def needs_remap(snapshot, op: Rewrite) -> bool:
     """Whether a segment lancefmt can remap covers a fragment ``op`` rewrites."""
     rewritten = {int(f.pb.id) for g in op.groups for f in g.old_fragments}
-    return any(not is_system(pb) and by_details(pb.index_details) is not None
-               and set(fragment_ids(pb)) & rewritten for pb in resolved_entries(snapshot))
+    return any(not is_system(pb) and entry_type(snapshot, pb) is not None
+               and set(fragment_ids(pb)) & rewritten for pb in index_entries(snapshot))
 
 
 def attach_index_remap(snapshot, op: Rewrite) -> list:
@@ -89,10 +89,10 @@ def attach_index_remap(snapshot, op: Rewrite) -> list:
     mappings: dict = {}
     written = []
     try:
-        for pb in resolved_entries(snapshot):
+        for pb in index_entries(snapshot):
             if is_system(pb):
                 continue
-            itype = by_details(pb.index_details)
+            itype = entry_type(snapshot, pb)
             covered = fragment_ids(pb)
             if itype is None or not (set(covered) & rewritten):
                 continue

@@ -14,7 +14,7 @@ from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
-from ..core.indices import field_paths, index_entries, resolved_entries, segment_of
+from ..core.indices import entry_type, field_paths, index_entries, segment_of
 from .scan import live_counts
 
 
@@ -65,19 +65,17 @@ class IndexDescription:
                 f"total_size_bytes={self.total_size_bytes})")
 
 
-def index_groups(snapshot, resolved: bool = False) -> dict:
-    """Index name -> its segments (user indices only), names sorted as pylance lists them;
-    ``resolved``: entries without details given those Lance infers (not what pylance's
-    descriptions show, which name no type for them)."""
+def index_groups(snapshot) -> dict:
+    """Index name -> its segments (user indices only), names sorted as pylance lists them."""
     out: dict = {}
-    for pb in (resolved_entries(snapshot) if resolved else index_entries(snapshot)):
+    for pb in index_entries(snapshot):
         if not is_system(pb):
             out.setdefault(pb.name, []).append(pb)
     return dict(sorted(out.items()))
 
 
-def type_name_of(pb) -> str:
-    itype = by_details(pb.index_details)
+def type_name_of(pb, itype=None) -> str:
+    itype = itype or by_details(pb.index_details)
     if itype is not None:
         return itype.type_name
     url = pb.index_details.type_url
@@ -86,12 +84,13 @@ def type_name_of(pb) -> str:
     return url.rsplit(".", 1)[-1].replace("IndexDetails", "") or "Unknown"
 
 
-def stats_type_name_of(pb) -> str:
-    """What ``stats.index_stats`` calls a segment's type (pylance: "BTree" for a JSON index)."""
-    itype = by_details(pb.index_details)
+def stats_type_name_of(pb, itype=None) -> str:
+    """What ``stats.index_stats`` calls a segment's type (pylance: "BTree" for a JSON index;
+    the inferred type for an entry without details)."""
+    itype = itype or by_details(pb.index_details)
     if itype is not None and itype.stats_type_name:
         return itype.stats_type_name
-    return type_name_of(pb)
+    return type_name_of(pb, itype)
 
 
 def _rows_of(snapshot) -> dict:
@@ -134,7 +133,7 @@ class IndexNameNotFound(InvalidArgumentError, KeyError):
 
 def index_stats(snapshot, name: str) -> dict:
     """pylance's ``stats.index_stats(name)``; KeyError when the version has no such index."""
-    pbs = index_groups(snapshot, resolved=True).get(name)
+    pbs = index_groups(snapshot).get(name)
     if not pbs:
         raise IndexNameNotFound(f'Index "{name}" not found')
     rows = _rows_of(snapshot)
@@ -146,14 +145,14 @@ def index_stats(snapshot, name: str) -> dict:
         per_segment.append(sum(rows[f] for f in frags))
     stats = []
     for pb in pbs:
-        itype = by_details(pb.index_details)
+        itype = entry_type(snapshot, pb)
         if itype is None or not len(fragment_ids(pb)):
             stats.append({})
             continue
         seg = segment_of(snapshot, pb, itype)
         stats.append(guarded(seg, lambda: seg.load().statistics()))
     trained = [pb for pb in pbs if len(fragment_ids(pb))]
-    kind = stats_type_name_of(trained[0]) if trained else "N/A"
+    kind = stats_type_name_of(trained[0], entry_type(snapshot, trained[0])) if trained else "N/A"
     unindexed = [f for f in rows if f not in covered]
     created = [int(pb.created_at) for pb in pbs if pb.HasField("created_at")]
     return {

@@ -11,10 +11,8 @@ reports the inferred type.
 """
 from __future__ import annotations
 
-from google.protobuf import any_pb2
-
 from ...errors import InvalidArgumentError
-from .registry import by_name
+from .registry import IndexType, by_name
 from .store import IndexStore
 
 BITMAP_LOOKUP = "bitmap_page_lookup.lance"
@@ -36,13 +34,13 @@ def inferred_type_name(logical_type: str, store: IndexStore) -> str | None:
     return "BTREE"
 
 
-def inferred_details(logical_type: str, store: IndexStore) -> any_pb2.Any | None:
-    """The details of :func:`inferred_type_name` (None when lancefmt lacks that type)."""
+def inferred_type(logical_type: str, store: IndexStore) -> IndexType | None:
+    """The type of :func:`inferred_type_name` (None when lancefmt lacks it); a segment of it
+    loads with the type's default details, which is what Lance does."""
     name = inferred_type_name(logical_type, store)
     if name is None:
         return None
     try:
-        itype = by_name(name)
+        return by_name(name)
     except InvalidArgumentError:
         return None
-    return itype.pack_details(itype.details_class() if itype.details_class is not None else None)

@@ -88,6 +88,11 @@ class SortedPage:
         self.kind = order_kind(values.type)
         self.keys = order_keys(self.values, self.kind) if self.kind is not None else None
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.values.nbytes +
+                   (self.keys.nbytes if self.keys is not None else 0))
+
     def null_ids(self) -> np.ndarray:
         return self.ids[: self.nulls]
 

@@ -77,7 +77,9 @@ def test_merge_errors(tmp_path):
     ds = lancefmt.dataset(uri)
     with pytest.raises(NotImplementedError, match="received BITMAP"):
         ds.merge_index_metadata(str(uuid.uuid4()), "BITMAP")
-    with pytest.raises(NotImplementedError, match="INVERTED"):
+    with pytest.raises(NotImplementedError, match="BTREE and INVERTED indices only"):
+        ds.merge_index_metadata(str(uuid.uuid4()), "IVF_PQ")
+    with pytest.raises(ValueError, match="no staged INVERTED partitions"):
         ds.merge_index_metadata(str(uuid.uuid4()), "INVERTED")
     with pytest.raises(ValueError, match="No partition metadata files found"):
         ds.merge_index_metadata(str(uuid.uuid4()), "BTREE")
