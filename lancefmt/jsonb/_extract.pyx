@@ -3,7 +3,7 @@
 decoding the documents: the walk reads only the headers and JEntries on the way down (see
 :mod:`lancefmt.jsonb.codec` for the format). Every offset is checked against the document's
 bounds; a document that does not hold together stops the walk with its row number."""
-from libc.stdint cimport int8_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
 import numpy as np
@@ -262,7 +262,7 @@ def gather(const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1
     out_a = np.empty(total, dtype=np.uint8)
     offs_a = np.empty(n + 1, dtype=np.int32)
     cdef uint8_t[::1] out = out_a
-    cdef int32_t_arr offs = offs_a
+    cdef int32_t[::1] offs = offs_a
     cdef int64_t at = 0
     with nogil:
         offs[0] = 0
@@ -270,8 +270,6 @@ def gather(const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1
             if keep[i] and lengths[i]:
                 memcpy(&out[at], &data[starts[i]], lengths[i])
                 at += lengths[i]
-            offs[i + 1] = <int>at
+            offs[i + 1] = <int32_t>at
     return out_a, offs_a
 
-
-ctypedef int[::1] int32_t_arr
