@@ -27,8 +27,11 @@ def _plan(tmp_path, target: str, stamps: tuple) -> list[str]:
             (venv / name).unlink()
     for s in stamps:
         (venv / STAMPS[s]).touch()
-    out = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True,
-                         text=True, check=True)
+    # run as a top-level make even when the suite itself runs under `make test` (CI): a nested
+    # make prints "Entering/Leaving directory" lines and inherits the outer make's flags
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    out = subprocess.run(["make", "--no-print-directory", "-n", target, f"VENV={venv}"], cwd=ROOT,
+                         capture_output=True, text=True, check=True, env=env)
     return [line for line in out.stdout.splitlines() if line.strip()]
 
 
