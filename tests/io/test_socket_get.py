@@ -1,0 +1,139 @@
+"""The blocking-socket ranged GET (lancefmt/io/socket_get.py) against a scripted HTTP server:
+connections kept and reused, a connection the server closed while idle replaced without an
+error, bodies received whole as ``bytes``, cut bodies reported with the prefix that arrived,
+chunked error answers read. The store-level fault tests (tests/io/test_s3_remote.py, the
+fault proxy) run every ranged read through it too."""
+import socket
+import threading
+
+import pytest
+
+from lancefmt.io.retry import ShortBody, classify
+from lancefmt.io.socket_get import SocketGets
+
+
+class Server:
+    """Answers each request with the next scripted answer (bytes, or a callable of the
+    connection); counts connections."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.answers = []
+        self.connections = 0
+        self.requests = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        buf = b""
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                self.requests.append(head.decode())
+                answer = self.answers.pop(0)
+                if callable(answer):
+                    if answer(conn) is False:
+                        return
+                else:
+                    conn.sendall(answer)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.close()
+
+
+def ok(body: bytes, status=b"206 Partial Content", extra=b""):
+    return (b"HTTP/1.1 " + status + b"\r\nContent-Length: " + str(len(body)).encode() +
+            b"\r\nContent-Range: bytes 0-%d/999\r\n" % (len(body) - 1) + extra + b"\r\n" + body)
+
+
+def test_bodies_come_whole_and_connections_are_reused(server):
+    gets = SocketGets(5, 5)
+    url = f"http://127.0.0.1:{server.port}/b/k?X-Amz-Signature=abc%2Fdef"
+    big = bytes(range(256)) * 40_000  # 10 MB: received in many pieces
+    server.answers = [ok(b"hello"), ok(big), ok(b"")]
+    status, fields, body = gets.get(url, {"Range": "bytes=0-4", "User-Agent": "ua/1"})
+    assert (status, body, fields["content-range"]) == (206, b"hello", "bytes 0-4/999")
+    assert type(body) is bytes
+    assert gets.get(url, {"Range": "bytes=0-"})[2] == big
+    assert gets.get(url, {"Range": "bytes=0-0"})[2] == b""
+    assert server.connections == 1
+    first = server.requests[0].split("\r\n")
+    assert first[0] == "GET /b/k?X-Amz-Signature=abc%2Fdef HTTP/1.1"  # sent as signed
+    assert f"Host: 127.0.0.1:{server.port}" in first and "Range: bytes=0-4" in first
+    assert "User-Agent: ua/1" in first
+
+
+def test_a_connection_closed_while_idle_is_replaced(server):
+    gets = SocketGets(5, 5)
+    url = f"http://127.0.0.1:{server.port}/b/k"
+    server.answers = [ok(b"one", extra=b""), lambda conn: False, ok(b"two")]
+    assert gets.get(url, {})[2] == b"one"
+    # the server drops the kept connection at the next request: sent again on a new one
+    assert gets.get(url, {})[2] == b"two"
+    assert server.connections == 2
+
+
+def test_a_body_cut_short_keeps_what_arrived(server):
+    gets = SocketGets(5, 5)
+    url = f"http://127.0.0.1:{server.port}/b/k"
+    head = b"HTTP/1.1 206 Partial Content\r\nContent-Length: 1000\r\n\r\n"
+
+    def cut(conn):
+        conn.sendall(head + b"x" * 300)
+        return False  # closed: 700 bytes never come
+
+    server.answers = [cut]
+    with pytest.raises(ShortBody) as e:
+        gets.get(url, {})
+    assert (e.value.got, e.value.expected, e.value.data) == (300, 1000, b"x" * 300)
+    assert classify(e.value) == "body"
+
+
+def test_a_new_connection_closed_before_an_answer_is_a_connection_error(server):
+    gets = SocketGets(5, 5)
+    server.answers = [lambda conn: False]
+    with pytest.raises(ConnectionError) as e:
+        gets.get(f"http://127.0.0.1:{server.port}/b/k", {})
+    assert classify(e.value) == "request"
+
+
+def test_a_chunked_error_answer_is_read(server):
+    gets = SocketGets(5, 5)
+    xml = b"<Error><Code>SlowDown</Code></Error>"
+    chunked = (b"HTTP/1.1 503 Slow Down\r\nTransfer-Encoding: chunked\r\n\r\n" +
+               b"%x\r\n" % 10 + xml[:10] + b"\r\n" + b"%x\r\n" % (len(xml) - 10) + xml[10:] +
+               b"\r\n0\r\n\r\n")
+    server.answers = [chunked, ok(b"after")]
+    status, _, body = gets.get(f"http://127.0.0.1:{server.port}/b/k", {})
+    assert (status, body) == (503, xml)
+    assert gets.get(f"http://127.0.0.1:{server.port}/b/k", {})[2] == b"after"
+    assert server.connections == 1
+
+
+def test_a_silent_server_times_out(server):
+    gets = SocketGets(5, 0.2)
+    server.answers = [lambda conn: None]  # reads the request, never answers
+    with pytest.raises(TimeoutError) as e:
+        gets.get(f"http://127.0.0.1:{server.port}/b/k", {})
+    assert classify(e.value) == "request"
