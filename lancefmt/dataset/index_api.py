@@ -26,9 +26,14 @@ class DatasetIndexAPI:
                             train: bool = True, fragment_ids=None, index_uuid=None,
                             progress_callback=None, format_version=None,
                             document_granularity=None, **kwargs):
-        """Build a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM) on
-        ``column`` and commit it; with ``fragment_ids``, build one segment over those
+        """Build a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM,
+        INVERTED) on ``column`` and commit it; with ``fragment_ids``, build one segment over those
         fragments and return it uncommitted (pylance's distributed shape)."""
+        if document_granularity is not None:
+            kwargs["document_granularity"] = getattr(document_granularity, "value",
+                                                     document_granularity)
+        if format_version is not None:
+            kwargs["format_version"] = format_version
         out = _create.create_scalar_index(self.snapshot, column, index_type, name, replace=replace,
                                           train=train, fragment_ids=fragment_ids,
                                           index_uuid=index_uuid, **kwargs)
@@ -64,6 +69,13 @@ class DatasetIndexAPI:
         return _create.create_scalar_index(self.snapshot, column, index_type, name,
                                            train=train, fragment_ids=fragment_ids,
                                            index_uuid=index_uuid, **kwargs)
+
+    def merge_index_metadata(self, index_uuid: str, index_type: str, batch_readhead=None,
+                             progress_callback=None):
+        """Join the parts a distributed INVERTED build staged under ``index_uuid`` (not
+        committed: commit a ``LanceOperation.CreateIndex`` afterwards, as with pylance)."""
+        _create.merge_index_metadata(self.snapshot, index_uuid, index_type)
+        return None
 
     def merge_existing_index_segments(self, segments):
         return _create.merge_segments(self.snapshot, segments)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...index.core.catalog import Segment, build_catalog
 from ...index.core.metadata import fragment_ids, uuid_text
-from ...index.core.registry import by_details
+from ...index.core.registry import by_details, by_files
 from ...index.core.store import IndexStore
 
 
@@ -62,10 +62,21 @@ def index_catalog(snapshot) -> dict:
     return snapshot.memo("index catalog", build)
 
 
+def entry_type(snapshot, entry):
+    """The type of manifest entry ``entry``: by its details, or, for an entry committed
+    without them (pylance's distributed builds), by the files in its directory; None when
+    lancefmt does not know it."""
+    itype = by_details(entry.index_details)
+    if itype is None and not entry.index_details.type_url:
+        key = ("index type by files", uuid_text(entry))
+        itype = snapshot.memo(key, lambda: by_files(index_store(snapshot, entry)))
+    return itype
+
+
 def segment_of(snapshot, entry, itype=None) -> Segment | None:
     """Manifest entry ``entry`` as a segment of ``snapshot``'s session (None when lancefmt does
     not know its type)."""
-    itype = itype or by_details(entry.index_details)
+    itype = itype or entry_type(snapshot, entry)
     if itype is None:
         return None
     return Segment(entry, itype, fragment_ids(entry), index_store(snapshot, entry),

@@ -77,7 +77,7 @@ def plan_build(snapshot, column: str, index_type, name=None, params=None) -> Bui
     itype.check_field(field)
     column = ".".join(path)
     merged = {**itype.default_params(), **config, **(params or {})}
-    return BuildRequest(column, itype, name or f"{column}_idx", merged)
+    return BuildRequest(column, itype, name or itype.default_name(column, merged), merged)
 
 
 def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index_uuid=None,
@@ -90,7 +90,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
         TrainingData.empty(field, stable)
-    version = req.itype.index_version_for(stable)
+    version = req.itype.index_version_for(stable, req.params)
     if stable and req.itype.records_addresses(version, stable):
         data = data.recording_addresses()
     try:
@@ -132,6 +132,9 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
     """Build and commit (see module docstring). Returns the committed snapshot, or with
     ``fragment_ids`` the uncommitted segment as an ``Index``."""
     req = plan_build(snapshot, column, index_type, name, params)
+    if fragment_ids is not None and _stages(req.itype):
+        stage_fragments(snapshot, req, fragment_ids, index_uuid)
+        return None
     if fragment_ids is not None:
         wanted = {int(f) for f in fragment_ids}
         pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
@@ -153,6 +156,61 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
 
     committed, _ = commit_retrying(snapshot, stage)
     return committed
+
+
+def _stages(itype: IndexType) -> bool:
+    return type(itype).stage is not IndexType.stage
+
+
+def stage_fragments(snapshot, req: BuildRequest, fragment_ids, index_uuid) -> str:
+    """Build fragments ``fragment_ids`` as a staged part of index ``index_uuid`` (pylance's
+    distributed INVERTED build; ``merge_index_metadata`` joins the parts). Returns the uuid."""
+    uid = str(index_uuid) if index_uuid is not None else new_uuid()
+    wanted = {int(f) for f in fragment_ids}
+    pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+    missing = wanted - {int(pb.id) for pb in pbs}
+    if missing:
+        raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
+    store = index_store_for(snapshot, uid)
+    data = training_data(snapshot, req.column, pbs)
+    stable = snapshot.has_stable_row_ids
+    if stable and req.itype.records_addresses(req.itype.index_version_for(stable, req.params), stable):
+        data = data.recording_addresses()
+    try:
+        req.itype.stage(data, store, req.params)
+    except BaseException:
+        delete_files([store.uri(n) for n, _ in store.written], store.storage_options)
+        raise
+    return uid
+
+
+def merge_index_metadata(snapshot, index_uuid: str, index_type: str, field=None):
+    """Join the parts staged under ``index_uuid`` (see :func:`stage_fragments`); nothing is
+    committed (``field``: the indexed column, when known). Returns the index's store and
+    details."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
+    itype = by_name("INVERTED" if kind == "FTS" else kind)
+    if not _stages(itype):
+        raise NotSupportedError(f"lancefmt merges staged parts of INVERTED indices only, not {kind}")
+    store = index_store_for(snapshot, str(index_uuid))
+    return store, itype.merge_staged(store, field)
+
+
+def commit_staged(snapshot, index_uuid: str, name: str, column: str, index_type, fragments):
+    """Merge the parts staged under ``index_uuid`` over ``fragments`` and commit them as the
+    index ``name`` on ``column`` (replacing an index of that name): the committed snapshot."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
+    itype = by_name("INVERTED" if kind == "FTS" else kind)
+    store, details = merge_index_metadata(snapshot, index_uuid, kind,
+                                          column_field(snapshot.schema, column)[0])
+    stable = snapshot.has_stable_row_ids
+    entry = new_metadata(index_uuid=str(index_uuid), name=name,
+                         field_ids=[_field_id(snapshot, ".".join(column_field(snapshot.schema, column)[1]))],
+                         dataset_version=snapshot.version, fragments=sorted(int(f) for f in fragments),
+                         details=itype.pack_details(details),
+                         index_version=itype.index_version_for(stable, {}),
+                         files=[(n, sz) for n, sz in store.list_files()])
+    return snapshot.commit(CreateIndex([entry], segments_named(snapshot, name))).run_after_commit()
 
 
 def commit_segments(snapshot, name: str, column: str, segments):

@@ -20,7 +20,7 @@ from pyroaring import BitMap
 
 from ...errors import CorruptFileError, LanceError, LanceWarning
 from .metadata import fragment_ids, is_system, uuid_text
-from .registry import IndexType, LoadedIndex, by_details
+from .registry import IndexType, LoadedIndex, by_details, by_files
 from .stats import count
 from .store import IndexStore
 
@@ -142,6 +142,8 @@ def build_catalog(entries, column_of: Callable[[int], str | None],
         if is_system(pb) or len(pb.fields) != 1:
             continue
         itype = by_details(pb.index_details)
+        if itype is None and not pb.index_details.type_url:
+            itype = by_files(store_of(pb))   # committed without details (distributed builds)
         if itype is None:
             key = (pb.name, pb.index_details.type_url)
             if key not in _WARNED:

@@ -172,10 +172,14 @@ class IndexType:
     def check_field(self, field: pa.Field) -> None:
         """Refuse a column this type cannot index (pylance's error types)."""
 
-    def index_version_for(self, stable_row_ids: bool) -> int:
-        """``index_version`` of a segment built now (pylance writes some types at a higher
-        version on datasets with stable row ids)."""
+    def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
+        """``index_version`` of a segment built now with ``params`` (pylance writes some types
+        at a higher version on datasets with stable row ids, or for some parameters)."""
         return self.index_version
+
+    def default_name(self, column: str, params: dict) -> str:
+        """The name pylance gives an index of this type on ``column`` built with ``params``."""
+        return f"{column}_idx"
 
     def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
         """Whether a segment records row addresses (else stable row ids). Without stable row
@@ -186,6 +190,23 @@ class IndexType:
 
     def default_params(self) -> dict:
         return {}
+
+    def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
+        """Build ``data`` (some fragments) into ``store`` as a part that
+        :meth:`merge_staged` later joins (pylance's distributed build of types that stage
+        parts in one shared directory). NotImplementedError: the type builds whole
+        segments instead."""
+        raise NotImplementedError
+
+    def merge_staged(self, store: IndexStore, field: pa.Field | None = None):
+        """Join every staged part in ``store`` into the index (of column ``field``, when
+        known); returns its details."""
+        raise NotImplementedError
+
+    def recognizes(self, store: IndexStore) -> bool:
+        """Whether ``store`` holds an index of this type (for entries committed without
+        index details, as pylance's distributed builds commit them)."""
+        return False
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         """Write the index of ``data`` to ``store``; returns its details message."""
@@ -241,6 +262,14 @@ def by_name(name: str) -> IndexType:
 def by_details(details: any_pb2.Any) -> IndexType | None:
     """The type that wrote ``details`` (by its type URL), or None when lancefmt lacks it."""
     return _BY_URL.get(details.type_url)
+
+
+def by_files(store: IndexStore) -> IndexType | None:
+    """The type whose files ``store`` holds (entries without details), or None."""
+    for itype in {id(t): t for t in _BY_NAME.values()}.values():
+        if itype.recognizes(store):
+            return itype
+    return None
 
 
 def known_types() -> list:

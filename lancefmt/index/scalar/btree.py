@@ -34,7 +34,9 @@ from .pages import SortedPage, as_numpy, numpy_kind, scalar_as
 PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
 DEFAULT_BATCH_SIZE = 4096
-MAX_CACHED_PAGES = 1024
+# Pages a loaded BTREE keeps decoded (about 16 bytes a row for 8-byte values): enough for the
+# whole of a 10M-row index, as pylance's index cache holds it.
+MAX_CACHED_PAGE_BYTES = 256 << 20
 
 
 def orderable(t: pa.DataType) -> bool:
@@ -65,7 +67,7 @@ class BTreeType(IndexType):
     queries = (Equals, Range, IsIn, IsNull)
     exact = True
 
-    def index_version_for(self, stable_row_ids: bool) -> int:
+    def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
         return 1 if stable_row_ids else 0  # version 1: row addresses (pylance 14)
 
     def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
@@ -177,6 +179,7 @@ class BTreeIndex(LoadedIndex):
         if self.page_idx.size and (self.page_idx.min() < 0 or self.page_idx.max() >= max(pages, 1)):
             raise CorruptFileError(f"page_idx outside the {pages} pages of {PAGE_DATA}", path)
         self._pages: OrderedDict = OrderedDict()
+        self._cached_bytes = 0
         self._lock = threading.Lock()
 
     # -- pages ---------------------------------------------------------------------------------
@@ -197,10 +200,14 @@ class BTreeIndex(LoadedIndex):
         if ids.null_count:
             raise CorruptFileError(f"page {k} has null row ids", self.store.uri(PAGE_DATA))
         page = SortedPage(t.column("values"), ids.to_numpy())
+        size = page.nbytes
         with self._lock:
-            self._pages[k] = page
-            while len(self._pages) > MAX_CACHED_PAGES:
-                self._pages.popitem(last=False)
+            if k not in self._pages:
+                self._pages[k] = page
+                self._cached_bytes += size
+            while self._cached_bytes > MAX_CACHED_PAGE_BYTES and len(self._pages) > 1:
+                _, old = self._pages.popitem(last=False)
+                self._cached_bytes -= old.nbytes
         return page
 
     def _candidates(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:

@@ -58,6 +58,11 @@ class SortedPage:
         self.kind = numpy_kind(values.type)
         self.keys = as_numpy(self.values, self.kind) if self.kind is not None else None
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.values.nbytes +
+                   (self.keys.nbytes if self.keys is not None else 0))
+
     def null_ids(self) -> np.ndarray:
         return self.ids[: self.nulls]
 
