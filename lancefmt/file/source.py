@@ -179,6 +179,12 @@ class ByteSource:
         finally:
             os.close(fd)
 
+    @property
+    def remote(self) -> bool:
+        """Whether reads are requests to an object store (each costs a round trip and client
+        CPU of its own), not slices or local reads."""
+        return self._local is None and self._file is None and self._whole is None
+
     def mapped(self) -> pa.Buffer | None:
         """The whole local file memory-mapped (once) as one zero-copy buffer; None for other
         stores. Random access gathers rows straight from it."""

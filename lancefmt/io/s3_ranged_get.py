@@ -145,6 +145,7 @@ class RangedGets:
         if self._sockets is None:
             ssl = _ssl_context(client) if url.startswith("https:") else None
             self._sockets = SocketGets(*self._timeouts, ssl)
+            weakref.finalize(self, self._sockets.close)
         return self._sockets
 
     async def get(self, client, bucket: str, key: str, range_header: str, user_agent: str):

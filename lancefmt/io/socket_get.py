@@ -70,6 +70,14 @@ class SocketGets:
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
+    def close(self) -> None:
+        """Close the idle connections (the store is going away)."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for socks in idle.values():
+            for sock in socks:
+                sock.close()
+
     def _connect(self, scheme, host, port):
         sock = socket.create_connection((host, port), timeout=self._connect_timeout)
         try:

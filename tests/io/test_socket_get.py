@@ -137,3 +137,13 @@ def test_a_silent_server_times_out(server):
     with pytest.raises(TimeoutError) as e:
         gets.get(f"http://127.0.0.1:{server.port}/b/k", {})
     assert classify(e.value) == "request"
+
+
+def test_close_drops_the_idle_connections(server):
+    gets = SocketGets(5, 5)
+    server.answers = [ok(b"a"), ok(b"b")]
+    url = f"http://127.0.0.1:{server.port}/b/k"
+    assert gets.get(url, {})[2] == b"a"
+    gets.close()
+    assert gets.get(url, {})[2] == b"b"  # a new connection: the kept one was closed
+    assert server.connections == 2
