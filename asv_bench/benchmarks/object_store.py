@@ -400,6 +400,40 @@ def byte_path(env: "S3Env", objects: int = 10, size: int = 4 << 20, repeat: int 
     return out
 
 
+def http_clients(env: "S3Env", version: str, repeat: int = 9) -> dict:
+    """Client CPU (median) of lancefmt's take and scans with ranged GETs on blocking sockets
+    and on aiohttp (a second view, opened and warmed with ``LANCEFMT_S3_HTTP=aiohttp``: its
+    readers keep that store), interleaved."""
+    import statistics
+    import time
+
+    import lancefmt
+
+    uri, opts = env.uris[version], env.options
+    idx = random_rows(min(TAKE_ROWS, env.rows), env.rows)
+    views = {"sockets": lancefmt.dataset(uri, storage_options=opts)}
+    os.environ["LANCEFMT_S3_HTTP"] = "aiohttp"
+    try:
+        views["aiohttp"] = lancefmt.dataset(uri, storage_options=opts)
+        ops = {"take 1,000 rows": lambda ds: ds.take(idx), "full scan": lambda ds: ds.to_table(),
+               "one-column scan": lambda ds: ds.to_table(columns=["f64"])}
+        for op in ops.values():
+            op(views["aiohttp"])
+    finally:
+        del os.environ["LANCEFMT_S3_HTTP"]
+    out = {}
+    for name, op in ops.items():
+        cpu = {k: [] for k in views}
+        for _ in range(repeat):
+            for k, ds in views.items():
+                op(ds)
+                c = time.process_time()
+                op(ds)
+                cpu[k].append(time.process_time() - c)
+        out[name] = {k: statistics.median(v) for k, v in cpu.items()}
+    return out
+
+
 ROUND_TRIPS = {"open": 2}  # serial requests an operation needs at least (others: 1)
 
 
@@ -504,6 +538,10 @@ def main():  # pragma: no cover - a one-shot report
     if args.bytes:
         for name, per_mb in byte_path(env).items():
             print(f"byte path, 10 x 4 MB at once: {name:>18}: {per_mb:5.2f} ms of client CPU per MB")
+        for version in versions:
+            for name, cpu in http_clients(env, version).items():
+                print(f"{version} {name:>16}: lancefmt client CPU (median) on sockets "
+                      f"{cpu['sockets'] * 1e3:5.1f} ms, on aiohttp {cpu['aiohttp'] * 1e3:5.1f} ms")
     for version in versions:
         w = Workload(env, version)
         for name, pair in w.ops().items():

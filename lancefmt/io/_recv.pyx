@@ -14,11 +14,13 @@ cdef extern from "Python.h":
     int PyBUF_WRITE
 
 
-def recv_body(sock, Py_ssize_t n, bytes head):
+def recv_body(sock, Py_ssize_t n, bytes head, int flags=0):
     """``(body, got)``: a new bytes object of ``n`` bytes starting with ``head`` (body bytes
-    that came with the headers), the rest received from ``sock``; ``got`` < ``n`` when the
-    peer closed first (the body is then cut to what arrived). Socket errors propagate with
-    the bytes received so far in ``err.received`` (a prefix of the body)."""
+    that came with the headers), the rest received from ``sock`` (``recv_into`` with
+    ``flags``: ``MSG_WAITALL`` on a blocking socket receives the whole rest in one call, the
+    kernel waking no thread for each segment); ``got`` < ``n`` when the peer closed first (the
+    body is then cut to what arrived). Socket errors propagate with the bytes received so far
+    in ``err.received`` (a prefix of the body)."""
     if n < 0:
         raise ValueError("negative body length")
     cdef Py_ssize_t h = min(len(head), n), got = h, k
@@ -28,7 +30,7 @@ def recv_body(sock, Py_ssize_t n, bytes head):
         view[:h] = head[:h]
         while got < n:
             try:
-                k = sock.recv_into(view[got:])
+                k = sock.recv_into(view[got:], n - got, flags)
             except OSError as e:
                 e.received = bytes(view[:got])
                 raise

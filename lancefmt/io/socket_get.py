@@ -18,8 +18,10 @@ before the answer is a ``ConnectionError`` or ``TimeoutError``, which :mod:`.ret
 """
 from __future__ import annotations
 
+import errno
 import os
 import socket
+import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
@@ -84,7 +86,16 @@ class SocketGets:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if scheme == "https":
                 sock = self._ssl.wrap_socket(sock, server_hostname=host)
-            sock.settimeout(self._read_timeout)
+                sock.settimeout(self._read_timeout)
+            else:
+                # blocking, the read timeout kept by the kernel (SO_RCVTIMEO): a body is then
+                # received by one MSG_WAITALL call instead of a poll and a recv per segment
+                sock.settimeout(None)
+                if self._read_timeout:
+                    whole, frac = divmod(float(self._read_timeout), 1.0)
+                    tv = struct.pack("ll", int(whole), int(frac * 1e6))
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
         except BaseException:
             sock.close()
             raise
@@ -131,9 +142,10 @@ class SocketGets:
             try:
                 sock.sendall(request)
             except OSError as e:
+                e = _timeout(e)
                 if reused and not isinstance(e, TimeoutError):
                     raise _Stale() from e
-                raise
+                raise e from None
             try:
                 status, fields, rest = _read_head(sock)
             except _Stale:
@@ -149,6 +161,16 @@ class SocketGets:
                 sock.close()
 
 
+_WAITALL = getattr(socket, "MSG_WAITALL", 0)
+
+
+def _timeout(e: OSError) -> OSError:
+    """A read that ran past SO_RCVTIMEO (EAGAIN on a blocking socket) as a TimeoutError."""
+    if isinstance(e, BlockingIOError) or e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+        return TimeoutError(errno.ETIMEDOUT, "timed out")
+    return e
+
+
 def _read_head(sock):
     """Status, lower-cased header fields, and the bytes after the head."""
     buf = b""
@@ -156,9 +178,10 @@ def _read_head(sock):
         try:
             chunk = sock.recv(RECV)
         except OSError as e:
+            e = _timeout(e)
             if not buf and not isinstance(e, TimeoutError):
                 raise _Stale() from e
-            raise
+            raise e from None
         if not chunk:
             if not buf:
                 raise _Stale()
@@ -198,19 +221,27 @@ def _read_body(sock, status, fields, rest):
     if len(rest) > n:  # more than the answer: the connection's framing cannot be trusted
         return rest[:n], False
     ranged = status == 206  # what arrived of a 206 is a prefix of the range, kept
+    flags = _WAITALL if sock.gettimeout() is None else 0
     try:
-        body, got = recv_body(sock, n, rest)
+        body, got = recv_body(sock, n, rest, flags)
     except OSError as e:
         got = getattr(e, "received", b"")
-        raise ShortBody(len(got), n, got if ranged else None) from e
+        raise ShortBody(len(got), n, got if ranged else None) from _timeout(e)
     if got < n:
         raise ShortBody(got, n, body if ranged else None)
     return body, not closing
 
 
+def _recv(sock) -> bytes:
+    try:
+        return sock.recv(RECV)
+    except OSError as e:
+        raise _timeout(e) from None
+
+
 def _read_to_close(sock, rest):
     parts = [rest]
-    while chunk := sock.recv(RECV):
+    while chunk := _recv(sock):
         parts.append(chunk)
     return b"".join(parts)
 
@@ -222,7 +253,7 @@ def _read_chunked(sock, rest):
     def need(n):
         nonlocal buf
         while len(buf) < n:
-            chunk = sock.recv(RECV)
+            chunk = _recv(sock)
             if not chunk:
                 raise ShortBody(sum(map(len, out)), None)
             buf += chunk
