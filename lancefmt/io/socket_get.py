@@ -221,7 +221,8 @@ def _read_body(sock, status, fields, rest):
     if len(rest) > n:  # more than the answer: the connection's framing cannot be trusted
         return rest[:n], False
     ranged = status == 206  # what arrived of a 206 is a prefix of the range, kept
-    flags = _WAITALL if sock.gettimeout() is None else 0
+    # MSG_WAITALL on plain blocking sockets only (TLS sockets take no flags)
+    flags = _WAITALL if type(sock) is socket.socket and sock.gettimeout() is None else 0
     try:
         body, got = recv_body(sock, n, rest, flags)
     except OSError as e:

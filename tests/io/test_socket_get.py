@@ -16,8 +16,10 @@ class Server:
     """Answers each request with the next scripted answer (bytes, or a callable of the
     connection); counts connections."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
         self.sock = socket.create_server(("127.0.0.1", 0))
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_side=True)
         self.port = self.sock.getsockname()[1]
         self.answers = []
         self.connections = 0
@@ -147,3 +149,47 @@ def test_close_drops_the_idle_connections(server):
     gets.close()
     assert gets.get(url, {})[2] == b"b"  # a new connection: the kept one was closed
     assert server.connections == 2
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """The scripted server behind TLS, with a self-signed certificate for localhost."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert_path, key_path)
+    s = Server(server_ctx)
+    yield s, ssl.create_default_context(cafile=str(cert_path))
+    s.close()
+
+
+@pytest.mark.parametrize("read_timeout", [None, 5])
+def test_https_bodies_come_whole_on_a_kept_connection(tls_server, read_timeout):
+    server, client_ctx = tls_server
+    gets = SocketGets(5, read_timeout, client_ctx)
+    url = f"https://localhost:{server.port}/b/k?X-Amz-Signature=s"
+    big = bytes(range(256)) * 20_000  # 5 MB over many TLS records
+    server.answers = [ok(big), ok(b"again")]
+    assert gets.get(url, {"Range": "bytes=0-"})[2] == big
+    assert gets.get(url, {})[2] == b"again"
+    assert server.connections == 1
