@@ -24,7 +24,7 @@ from ..core.reader_cache import cached_value
 from .remote_take import RemoteTakePlan
 from .scan import is_remote
 from .take_plan import (
-    MAX_FRAGMENTS, Ineligible, TakePlan, leaf_column, v20_page_offset, v21_chunks,
+    MAX_FRAGMENTS, MAX_REMOTE_FRAGMENTS, Ineligible, TakePlan, leaf_column, v20_page_offset, v21_chunks,
 )
 
 
@@ -128,6 +128,8 @@ def direct_plan(ctx, fragments, columns):
     if len(fragments) > MAX_FRAGMENTS or not ctx.uri:
         return None
     remote = "://" in ctx.uri and not ctx.uri.startswith("file://") or is_remote(ctx)
+    if remote and len(fragments) > MAX_REMOTE_FRAGMENTS:
+        return None
     kind = RemoteTakePlan if remote else DirectTakePlan
     key = ("direct take", tuple(pb.id for pb in fragments), tuple(columns))
 

@@ -30,6 +30,10 @@ HELPER_SPIN_SECONDS = 0.002
 # Views with more fragments than this take the general path (the plan opens every data file
 # on the first take; the general path opens only the files a take touches).
 MAX_FRAGMENTS = 2048
+# ... and views in an object store with more than this many (the plan's first take opens every
+# file and loads the chunk tables of 2.1/2.2 pages: rounds of requests a small take of the
+# general path would not send).
+MAX_REMOTE_FRAGMENTS = 512
 # The 2.1/2.2 chunk-table roles of a mini-block page: its metadata and its value buffer.
 MINI_ROLES = (0, 1)
 
