@@ -12,8 +12,19 @@ lancefmt faster); ``track_*_requests`` = requests the proxy served for one run o
 Run directly for a one-shot table (``--rows`` smaller for a quick run):
 ``cd asv_bench && PYTHONPATH=.. ../.venv/bin/python -m benchmarks.object_store [--rows 200000]``
 
-``--split`` adds lancefmt's client CPU per operation split between the thread running the HTTP
-client's event loop (requests and their bodies) and all others (planning, decoding).
+Every row reports wall time, requests, bytes and client CPU (this process's CPU time per
+operation, best of ``--repeat``; the store and the proxy run in other processes, so it is the
+client's alone): on a shared machine CPU time is the trustworthy number.
+
+``--split`` adds lancefmt's client CPU per operation split between the thread running the
+store's event loop, the threads receiving bodies (``lancefmt-http``) and all others (planning,
+decoding).
+
+``--gb`` adds a scan of a 1 GB dataset (50M rows, 50 files) at 0 ms latency: bytes moved per
+second of client CPU, lancefmt and pylance (target: at least pylance's).
+
+``--bytes`` adds the byte path alone: ten 4 MB ranged GETs at once, client CPU per MB through
+lancefmt's store (blocking sockets, and aiohttp) and through ``pyarrow.fs.S3FileSystem``.
 
 ``--floor`` adds, per operation, the CPU the rig itself (proxy and moto) spends serving each
 library, and the floor that puts under any client on this machine: the serial round trips times
@@ -151,6 +162,24 @@ class Workload:
                 "one-column scan": self.projected}
 
 
+def client_cpu(fn, repeat: int = 5) -> float:
+    """Best client CPU seconds (this process, every thread) of one ``fn()``."""
+    import time
+
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        c = time.process_time()
+        fn()
+        best = min(best, time.process_time() - c)
+    return best
+
+
+def cpu_ratio(pair, repeat: int = 5) -> float:
+    """pylance's client CPU / lancefmt's for one operation (above 1: lancefmt spends less)."""
+    return client_cpu(pair["pylance"], repeat) / max(client_cpu(pair["lancefmt"], repeat), 1e-9)
+
+
 class ObjectStoreRead:
     params = VERSIONS
     param_names = ["data_storage_version"]
@@ -212,6 +241,17 @@ class ObjectStoreRead:
     def track_scan_requests_pylance(self, version):
         return self.w.env.requests(self.w.scan["pylance"])
 
+    def track_take_cpu_ratio(self, version):
+        return cpu_ratio(self.w.take)
+
+    def track_scan_cpu_ratio(self, version):
+        return cpu_ratio(self.w.scan)
+
+    def track_projected_scan_cpu_ratio(self, version):
+        return cpu_ratio(self.w.projected)
+
+    track_take_cpu_ratio.unit = "pylance client CPU / lancefmt client CPU"
+    track_scan_cpu_ratio.unit = track_projected_scan_cpu_ratio.unit = track_take_cpu_ratio.unit
     track_open_ratio.unit = track_take_ratio.unit = "pylance time / lancefmt time"
     track_scan_ratio.unit = track_projected_scan_ratio.unit = "pylance time / lancefmt time"
     track_take_requests_lancefmt.unit = track_take_requests_pylance.unit = "requests"
@@ -257,6 +297,141 @@ class ScanMemory:
         return scan_peak_bytes(self.env.uris["2.2"], self.env.options) / 1e6
 
     track_scan_peak_mb.unit = "MB"
+
+
+GB_ROWS = 50_000_000  # 20 bytes a row: 1 GB
+GB_FRAGMENTS = 50
+
+
+def gb_scan(version: str, repeat: int = 3, env: "S3Env | None" = None) -> dict:
+    """A full scan of the 1 GB dataset at 0 ms latency, per library: bytes the proxy sent,
+    best client CPU seconds and wall seconds."""
+    import time
+
+    import lance
+
+    import lancefmt
+
+    env = env or S3Env(GB_ROWS, [version], 0.0, fragments=GB_FRAGMENTS)
+    uri, opts = env.uris[version], env.options
+    out = {}
+    for name, ds in (("lancefmt", lancefmt.dataset(uri, storage_options=opts)),
+                     ("pylance", lance.dataset(uri, storage_options=opts))):
+        _, nbytes = env.traffic(ds.to_table)
+        cpu = wall = float("inf")
+        for _ in range(repeat):
+            c, w = time.process_time(), time.perf_counter()
+            assert ds.to_table().num_rows == GB_ROWS
+            cpu, wall = min(cpu, time.process_time() - c), min(wall, time.perf_counter() - w)
+        out[name] = {"bytes": nbytes, "cpu": cpu, "wall": wall}
+    return out
+
+
+class GigabyteScan:
+    """Bytes per second of client CPU scanning 1 GB at 0 ms latency, lancefmt / pylance."""
+
+    params = ["2.0"]
+    param_names = ["data_storage_version"]
+    timeout = 3600
+    number = 1
+    repeat = 1
+
+    def setup(self, version):
+        self.env = S3Env(GB_ROWS, [version], 0.0, fragments=GB_FRAGMENTS)
+
+    def teardown(self, version):
+        self.env.proxy.stop()
+
+    def track_bytes_per_cpu_second_ratio(self, version):
+        got = gb_scan(version, env=self.env)
+        per = {k: v["bytes"] / v["cpu"] for k, v in got.items()}
+        return per["lancefmt"] / per["pylance"]
+
+    track_bytes_per_cpu_second_ratio.unit = "lancefmt bytes per CPU second / pylance's"
+
+
+def byte_path(env: "S3Env", objects: int = 10, size: int = 4 << 20, repeat: int = 8) -> dict:
+    """Client CPU per MB of ``objects`` ranged GETs of ``size`` bytes sent at once: through
+    lancefmt's store on blocking sockets and on aiohttp, and through pyarrow.fs (a thread
+    each)."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.fs as pafs
+    from s3_proxy import create_bucket
+
+    from lancefmt.io import open_store
+
+    bucket = create_bucket(env.proxy.upstream)
+    store = open_store(f"s3://{bucket}/x", env.options)
+    os.environ["LANCEFMT_S3_HTTP"] = "aiohttp"  # a second store that sends through aiohttp
+    try:
+        aiohttp_store = open_store(f"s3://{bucket}/x", env.options)
+    finally:
+        del os.environ["LANCEFMT_S3_HTTP"]
+    blob = np.random.default_rng(0).integers(0, 255, size + 64, dtype=np.uint8).tobytes()
+    uris = [f"s3://{bucket}/blob{i}" for i in range(objects)]
+    for u in uris:
+        store.put(u, blob)
+    requests = [(u, 64, size) for u in uris]
+    arrow = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
+                              endpoint_override=env.options["aws_endpoint"], scheme="http")
+    pool = ThreadPoolExecutor(objects)
+
+    def through_store(which):
+        return lambda: which.read_many(requests)
+
+    def through_arrow():
+        return list(pool.map(lambda r: arrow.open_input_file(r[0][5:]).read_at(r[2], r[1]),
+                             requests))
+
+    out = {}
+    for name, fn in (("lancefmt, sockets", through_store(store)),
+                     ("lancefmt, aiohttp", through_store(aiohttp_store)),
+                     ("pyarrow.fs", through_arrow)):
+        assert all(bytes(b) == blob[64:64 + size] for b in fn())
+        best = float("inf")
+        for _ in range(repeat):
+            c = time.process_time()
+            fn()
+            best = min(best, time.process_time() - c)
+        out[name] = best * 1e3 / (objects * size / 1e6)
+    pool.shutdown()
+    return out
+
+
+def http_clients(env: "S3Env", version: str, repeat: int = 9) -> dict:
+    """Client CPU (median) of lancefmt's take and scans with ranged GETs on blocking sockets
+    and on aiohttp (a second view, opened and warmed with ``LANCEFMT_S3_HTTP=aiohttp``: its
+    readers keep that store), interleaved."""
+    import statistics
+    import time
+
+    import lancefmt
+
+    uri, opts = env.uris[version], env.options
+    idx = random_rows(min(TAKE_ROWS, env.rows), env.rows)
+    views = {"sockets": lancefmt.dataset(uri, storage_options=opts)}
+    os.environ["LANCEFMT_S3_HTTP"] = "aiohttp"
+    try:
+        views["aiohttp"] = lancefmt.dataset(uri, storage_options=opts)
+        ops = {"take 1,000 rows": lambda ds: ds.take(idx), "full scan": lambda ds: ds.to_table(),
+               "one-column scan": lambda ds: ds.to_table(columns=["f64"])}
+        for op in ops.values():
+            op(views["aiohttp"])
+    finally:
+        del os.environ["LANCEFMT_S3_HTTP"]
+    out = {}
+    for name, op in ops.items():
+        cpu = {k: [] for k in views}
+        for _ in range(repeat):
+            for k, ds in views.items():
+                op(ds)
+                c = time.process_time()
+                op(ds)
+                cpu[k].append(time.process_time() - c)
+        out[name] = {k: statistics.median(v) for k, v in cpu.items()}
+    return out
 
 
 ROUND_TRIPS = {"open": 2}  # serial requests an operation needs at least (others: 1)
@@ -315,10 +490,10 @@ def thread_cpu() -> dict:
     return out
 
 
-def client_cpu_split(fn, runs: int = 10) -> tuple[float, float]:
-    """Seconds of client CPU per ``fn()``: in the thread running fsspec's event loop (the HTTP
-    client: lancefmt's requests and their bodies) and in all other threads (planning,
-    decoding). pylance's client has no such loop: all of its CPU counts as other."""
+def client_cpu_split(fn, runs: int = 10) -> tuple[float, float, float]:
+    """Seconds of client CPU per ``fn()``: in the thread running fsspec's event loop (the
+    store's requests), in the threads receiving bodies (``lancefmt-http``), and in all other
+    threads (planning, decoding). pylance's client has no such threads."""
     import threading
     import time
 
@@ -333,8 +508,10 @@ def client_cpu_split(fn, runs: int = 10) -> tuple[float, float]:
     for _ in range(runs):
         fn()
     after, total = thread_cpu(), time.process_time() - cpu
+    http_ids = {t.native_id for t in threading.enumerate() if t.name.startswith("lancefmt-http")}
     io = after.get(ident[0], 0.0) - before.get(ident[0], 0.0)
-    return io / runs, max(0.0, total - io) / runs
+    http = sum(after.get(t, 0.0) - before.get(t, 0.0) for t in http_ids)
+    return io / runs, http / runs, max(0.0, total - io - http) / runs
 
 
 def main():  # pragma: no cover - a one-shot report
@@ -347,16 +524,30 @@ def main():  # pragma: no cover - a one-shot report
     ap.add_argument("--memory", action="store_true", help="also the scan-memory check")
     ap.add_argument("--floor", action="store_true", help="also the rig's CPU and the floor it sets")
     ap.add_argument("--split", action="store_true",
-                    help="also lancefmt's client CPU split: HTTP event loop / other threads")
+                    help="also lancefmt's client CPU split: event loop / HTTP threads / others")
+    ap.add_argument("--gb", action="store_true", help="also the 1 GB scan at 0 ms latency")
+    ap.add_argument("--bytes", action="store_true", help="also the byte path alone (CPU per MB)")
+    ap.add_argument("--ops", default="", help="only these operations (comma-separated: open, "
+                    "take, full, one-column)")
     args = ap.parse_args()
     versions = args.versions.split(",")
     env = S3Env(args.rows, versions, args.latency, args.bandwidth)
     print(f"{args.rows:,} rows, {args.latency * 1e3:.0f} ms per request"
           + (f", {args.bandwidth / 1e6:.0f} MB/s per bucket" if args.bandwidth else "")
-          + f"; best of {args.repeat}, interleaved")
+          + f"; best of {args.repeat}, interleaved; store and proxy in other processes")
+    if args.bytes:
+        for name, per_mb in byte_path(env).items():
+            print(f"byte path, 10 x 4 MB at once: {name:>18}: {per_mb:5.2f} ms of client CPU per MB")
+        for version in versions:
+            for name, cpu in http_clients(env, version).items():
+                print(f"{version} {name:>16}: lancefmt client CPU (median) on sockets "
+                      f"{cpu['sockets'] * 1e3:5.1f} ms, on aiohttp {cpu['aiohttp'] * 1e3:5.1f} ms")
     for version in versions:
         w = Workload(env, version)
         for name, pair in w.ops().items():
+            if args.ops and not any(name.startswith(o.strip()) or o.strip() in name
+                                    for o in args.ops.split(",")):
+                continue
             ratio = speedup(pair["lancefmt"], pair["pylance"], repeat=args.repeat)
             ours = best_time(pair["lancefmt"], repeat=args.repeat)
             peer = best_time(pair["pylance"], repeat=args.repeat)
@@ -364,6 +555,10 @@ def main():  # pragma: no cover - a one-shot report
             print(f"{version} {name:>16}: lancefmt {ours * 1e3:8.1f} ms ({n_ours:4d} req, "
                   f"{b_ours / 1e6:6.1f} MB)  pylance {peer * 1e3:8.1f} ms ({n_peer:4d} req, "
                   f"{b_peer / 1e6:6.1f} MB)  | ratio {ratio:5.2f}")
+            c_ours = client_cpu(pair["lancefmt"], args.repeat)
+            c_peer = client_cpu(pair["pylance"], args.repeat)
+            print(f"{'':>21} client CPU: lancefmt {c_ours * 1e3:6.1f} ms, pylance "
+                  f"{c_peer * 1e3:6.1f} ms | ratio {c_peer / max(c_ours, 1e-9):5.2f}")
             if args.floor:
                 (rig_o, cli_o), (rig_p, cli_p) = rig_cpu(pair["lancefmt"]), rig_cpu(pair["pylance"])
                 floor = ROUND_TRIPS.get(name, 1) * args.latency + min(rig_o, rig_p) / os.cpu_count()
@@ -371,10 +566,18 @@ def main():  # pragma: no cover - a one-shot report
                       f"{cli_o * 1e3:6.1f} / {cli_p * 1e3:6.1f} ms (lancefmt / pylance); floor "
                       f"{floor * 1e3:6.1f} ms vs pylance / 1.5 = {peer / 1.5 * 1e3:6.1f} ms")
             if args.split:
-                io, rest = client_cpu_split(pair["lancefmt"])
-                print(f"{'':>21} lancefmt client CPU: HTTP event loop {io * 1e3:6.1f} ms, other "
-                      f"threads {rest * 1e3:6.1f} ms")
+                loop, http, rest = client_cpu_split(pair["lancefmt"])
+                print(f"{'':>21} lancefmt client CPU: event loop {loop * 1e3:6.1f} ms, HTTP "
+                      f"threads {http * 1e3:6.1f} ms, other threads {rest * 1e3:6.1f} ms")
     env.proxy.stop()
+    if args.gb:
+        for version in versions:
+            got = gb_scan(version)
+            per = {k: v["bytes"] / v["cpu"] / 1e6 for k, v in got.items()}
+            print(f"{version} 1 GB scan, 0 ms: " + "  ".join(
+                f"{k} {v['bytes'] / 1e6:.0f} MB in {v['wall']:.2f} s, {v['cpu']:.2f} s CPU "
+                f"({per[k]:.0f} MB per CPU second)" for k, v in got.items())
+                + f" | ratio {per['lancefmt'] / per['pylance']:.2f}")
     if args.memory:
         for rows in MEMORY_ROWS:
             menv = S3Env(rows, ["2.2"], args.latency, args.bandwidth, fragments=rows // 100_000)

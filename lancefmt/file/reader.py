@@ -30,6 +30,11 @@ from .schema import field_tree
 from .source import ByteSource
 
 DEFAULT_BATCH_SIZE = 8192
+# A streaming read of an object store fetches the pages of the windows ahead with the current
+# one, up to this many bytes a round (one request at most: the stores' max_iop_size): small
+# pages (pylance writes 2.0 pages of ~650 KB) then cost a request per 16 MiB, not several per
+# window.
+READAHEAD_BYTES = 16 << 20
 # Projections whose field readers a reader keeps (the per-projection memo is reset beyond).
 READERS_MEMO = 32
 
@@ -267,7 +272,15 @@ class LanceFileReader:
                      start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
         """Stream rows ``[start, stop)`` as RecordBatches of ``batch_size`` rows (the last may be
         shorter). Each page is fetched and decoded once; memory holds the current pages only."""
-        if batch_size <= 0:
+        return map(combine_batch, self.read_windows(batch_size, columns, start=start, stop=stop))
+
+    def read_windows(self, window: int, columns=None, *, start: int = 0,
+                     stop: int | None = None) -> Iterator[pa.Table]:
+        """:meth:`read_batches` as tables whose columns keep one chunk per page they cross
+        (zero-copy slices): a scan cuts its batches from them, copying only a batch that
+        straddles pages, where one RecordBatch per window copied every window whose rows lie
+        on several pages (all of them, for files of small pages)."""
+        if window <= 0:
             raise InvalidArgumentError("batch_size must be positive")
         proj = self._resolve(columns)
         stop = self.num_rows if stop is None else int(stop)
@@ -275,15 +288,42 @@ class LanceFileReader:
             raise InvalidArgumentError(f"row range [{start}, {stop}) outside the file")
         readers = self.field_readers(proj)
         source = self._page_source()
+        remote = self._source.remote
+        ahead = start
         pos = start
         while pos < stop:
-            end = min(pos + batch_size, stop)
+            end = min(pos + window, stop)
+            if remote and end > ahead:
+                ahead = self._read_ahead(readers, source, pos, end, stop, window)
             table = self._read_with(readers, proj, source, pos, end)
             if end < stop:
                 for r in readers:
                     self._guard(r.evict_before, source, end)
-            yield combine_batch(table)
+            yield table
             pos = end
+
+    def _read_ahead(self, readers, source, pos, end, stop, window) -> int:
+        """Fetch the pages of rows ``[pos, ahead)`` in one round, ``ahead`` (returned) the end
+        of the last window whose pages keep the round within READAHEAD_BYTES (at least
+        ``end``)."""
+        wanted: dict = {}
+
+        def add(lo, hi) -> int:
+            for r in readers:
+                for p in r.pages_for(lo, hi):
+                    wanted.setdefault((p.column, p.index), p)
+            return sum(int(s) for p in wanted.values() for s in p.buffer_sizes)
+
+        add(pos, end)
+        ahead = end
+        while ahead < stop:
+            before = dict(wanted)
+            if add(ahead, min(ahead + window, stop)) > READAHEAD_BYTES:
+                wanted = before
+                break
+            ahead = min(ahead + window, stop)
+        source.prefetch(list(wanted.values()))
+        return ahead
 
     # -- misc -------------------------------------------------------------------------------------
     def __repr__(self):

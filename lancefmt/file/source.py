@@ -179,6 +179,12 @@ class ByteSource:
         finally:
             os.close(fd)
 
+    @property
+    def remote(self) -> bool:
+        """Whether reads are requests to an object store (each costs a round trip and client
+        CPU of its own), not slices or local reads."""
+        return self._local is None and self._file is None and self._whole is None
+
     def mapped(self) -> pa.Buffer | None:
         """The whole local file memory-mapped (once) as one zero-copy buffer; None for other
         stores. Random access gathers rows straight from it."""
@@ -259,3 +265,39 @@ class ByteSource:
                 s, n = ranges[i]
                 out[i] = data.slice(s - gs, n)
         return out
+
+
+def fetch_many(requests) -> list[pa.Buffer]:
+    """The bytes of ``(ByteSource, offset, size)`` ranges of many files, each exactly as
+    long as asked (a short read is a CorruptFileError naming its file): ranges of object
+    stores go out in one ``read_many`` per store (one round of requests, all in flight
+    together), files already in memory or mapped are sliced. What a take of many files
+    and columns needs, planned in one pass, without a read unit per file."""
+    out: list = [None] * len(requests)
+    by_store: dict = {}
+    for i, (src, start, n) in enumerate(requests):
+        if src._whole is not None or src._local is not None or src._file is not None:
+            out[i] = src.fetch_scattered([(start, n)])[0] if src._file is None \
+                else src.fetch_now([(start, n)])[0]
+        else:
+            by_store.setdefault(id(src.store), (src.store, []))[1].append(i)
+
+    def read(group):
+        store, idx = group
+        record_io(len(idx), sum(requests[i][2] for i in idx))
+        got = requests[idx[0]][0]._wrap(store.read_many,
+                                        [(requests[i][0].uri, requests[i][1], requests[i][2])
+                                         for i in idx])
+        for i, data in zip(idx, got):
+            src, start, n = requests[i]
+            if len(data) != n:
+                raise CorruptFileError(f"short read: {len(data)} of {n} bytes at {start} "
+                                       f"(file truncated?)", src.path)
+            out[i] = pa.py_buffer(data)
+
+    groups = list(by_store.values())
+    if len(groups) == 1:
+        read(groups[0])
+    elif groups:  # several buckets: their rounds overlap
+        list(_read_pool().map(read, groups))
+    return out

@@ -228,7 +228,7 @@ def env_fingerprint(protocol: str, environ: Mapping[str, str] | None = None) -> 
     kind = family(protocol)
     if kind not in ("s3", "gcs", "azure"):  # local stores read three names: no scan (hot path)
         return tuple(env.get(k) for k in _LOCAL_ENV)
-    prefixes = {"s3": ("AWS_",), "gcs": ("GOOGLE_",), "azure": ("AZURE_",)}[kind]
+    prefixes = {"s3": ("AWS_", "LANCEFMT_S3_HTTP"), "gcs": ("GOOGLE_",), "azure": ("AZURE_",)}[kind]
     prefixes = prefixes + ("OBJECT_STORE_",) + _LOCAL_ENV
     return tuple(sorted((k, v) for k, v in env.items() if k.startswith(prefixes)))
 

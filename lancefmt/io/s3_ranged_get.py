@@ -1,4 +1,7 @@
-"""Ranged GETs of S3 objects sent straight through aiohttp, with URLs presigned by botocore.
+"""Ranged GETs of S3 objects sent past the full client, with URLs presigned by botocore: on
+a blocking keep-alive socket that receives the body straight into its bytes (:mod:`.socket_get`,
+half aiohttp's client CPU per MB), or through aiohttp where its connector was configured
+(``connector_args``) or ``LANCEFMT_S3_HTTP=aiohttp`` asks for it.
 
 Why: a ``GetObject`` through aiobotocore costs about 3 ms of client CPU besides moving its bytes
 (endpoint rules, event hooks, parsing every header, the ``Last-Modified`` date). Ten 4 MB ranges
@@ -31,6 +34,8 @@ import weakref
 from collections import OrderedDict
 
 from yarl import URL
+
+from .socket_get import SocketGets, executor
 
 URL_LIFETIME = 900        # seconds a presigned URL is valid
 URL_REUSE = 300           # seconds one is used for
@@ -97,7 +102,12 @@ class RangedGets:
         self._urls: OrderedDict = OrderedDict()
         self._session = None
         self._loop = None
+        self._sockets = None
         self.disabled = False
+        # the body straight into its bytes on a blocking socket (.socket_get), unless aiohttp
+        # is asked for (LANCEFMT_S3_HTTP=aiohttp) or its connector was configured
+        self.use_sockets = not self._connector_args and \
+            os.environ.get("LANCEFMT_S3_HTTP", "sockets") != "aiohttp"
 
     def _session_for_loop(self, client, url: str):
         import aiohttp
@@ -131,6 +141,13 @@ class RangedGets:
             self._urls.popitem(last=False)
         return url
 
+    def _sockets_for(self, client, url: str):
+        if self._sockets is None:
+            ssl = _ssl_context(client) if url.startswith("https:") else None
+            self._sockets = SocketGets(*self._timeouts, ssl)
+            weakref.finalize(self, self._sockets.close)
+        return self._sockets
+
     async def get(self, client, bucket: str, key: str, range_header: str, user_agent: str):
         """``(status, body, Content-Range)`` of a 206, 200 or 416 answer; :data:`NOT_HANDLED`
         for an answer the full client should give; botocore's ``ClientError`` for a retryable error
@@ -139,6 +156,10 @@ class RangedGets:
         if url is None:
             return NOT_HANDLED
         headers = {"Range": range_header, "User-Agent": user_agent}
+        if self.use_sockets:
+            status, fields, body = await asyncio.get_running_loop().run_in_executor(
+                executor(), self._sockets_for(client, url).get, url, headers)
+            return self._answer(bucket, key, status, body, fields.get("content-range"))
         # sent as signed: requoting the path or query (yarl's default) could break the signature
         async with self._session_for_loop(client, url).get(URL(url, encoded=True), headers=headers,
                                                 allow_redirects=False) as resp:
@@ -161,15 +182,22 @@ class RangedGets:
                     raise ShortBody(len(body), announced,
                                     body if status == 206 and len(body) < announced else None)
                 return status, body, resp.headers.get("Content-Range")
-            if status == 416:
-                return status, b"", None
-            if status >= 500 or status in (408, 429):
-                from botocore.exceptions import ClientError
+            body = await resp.read() if status >= 500 or status in (408, 429) else b""
+            return self._answer(bucket, key, status, body, None)
 
-                found = _CODE.search(await resp.read())
-                code = found.group(1).decode("ascii", "replace") if found else str(status)
-                raise ClientError({"Error": {"Code": code, "Message": f"HTTP {status}"},
-                                   "ResponseMetadata": {"HTTPStatusCode": status}}, "GetObject")
-            if status == 403:
-                self._urls.pop((bucket, key), None)  # perhaps expired: presign again next time
-            return NOT_HANDLED
+    def _answer(self, bucket, key, status, body, content_range):
+        """What an answer means for the store (see :meth:`get`)."""
+        if status in (200, 206):
+            return status, body, content_range
+        if status == 416:
+            return status, b"", None
+        if status >= 500 or status in (408, 429):
+            from botocore.exceptions import ClientError
+
+            found = _CODE.search(body)
+            code = found.group(1).decode("ascii", "replace") if found else str(status)
+            raise ClientError({"Error": {"Code": code, "Message": f"HTTP {status}"},
+                               "ResponseMetadata": {"HTTPStatusCode": status}}, "GetObject")
+        if status == 403:
+            self._urls.pop((bucket, key), None)  # perhaps expired: presign again next time
+        return NOT_HANDLED

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lancefmt
-from lancefmt.dataset.read import direct_take
+from lancefmt.dataset.read import direct_take, take_plan
 from lancefmt.errors import CorruptFileError
 from lancefmt.file.reader import LanceFileReader
 
@@ -73,14 +73,14 @@ def test_shuffled_takes_read_regrouped_match(datasets):
     n = theirs.count_rows()
     rng = np.random.default_rng(9)
     for idx in (rng.permutation(n), np.arange(n)[::-1].copy(), rng.integers(0, n, 3 * n)):
-        assert direct_take._shuffled(idx)
+        assert take_plan.shuffled(idx)
         assert ours.take(idx, columns=NUMERIC).equals(theirs.take(idx, columns=NUMERIC))
-    assert not direct_take._shuffled(np.arange(n))
+    assert not take_plan.shuffled(np.arange(n))
 
 
 def test_big_takes_split_across_threads_match(datasets, monkeypatch):
     ours, theirs, _ = datasets
-    monkeypatch.setattr(direct_take, "PARALLEL_MIN_VALUES", 1)
+    monkeypatch.setattr(take_plan, "PARALLEL_MIN_VALUES", 1)
     idx = np.random.default_rng(8).integers(0, theirs.count_rows(), 5_001)
     assert ours.take(idx, columns=NUMERIC).equals(theirs.take(idx, columns=NUMERIC))
 

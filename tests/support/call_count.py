@@ -53,6 +53,11 @@ class CallCounter:
     def total(self) -> int:
         return sum(self.counts.values())
 
+    def in_thread(self, ident: int) -> int:
+        """Calls made in one thread (``threading.get_ident()``): a caller's own work, without
+        the threads of an in-process server started meanwhile."""
+        return sum(self._by_thread.get(ident, {}).values())
+
     def matching(self, file_name: str, qualname: str | None = None) -> int:
         """Calls into functions of ``file_name`` (only ``qualname`` if given)."""
         return sum(n for (f, q), n in self.counts.items()

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 cimport numpy as cnp
-from libc.stdint cimport int16_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 
@@ -44,6 +44,55 @@ DEF LOOKAHEAD = 64
 cdef int[8] FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
 
 
+cdef inline int _chunk_blocks(const uint8_t* src, int64_t size, int64_t s, int64_t csize,
+                              int size_width, bint bitpacked, int bits, int64_t row0,
+                              int64_t count, int64_t* rs, int64_t* offs, int16_t* ws,
+                              Py_ssize_t* nseg, uint64_t* width) noexcept nogil:
+    """The segments of one chunk (``src[s:s + csize]``, ``count`` rows from ``row0``),
+    appended at ``nseg``: one per bit-packed block, or one for a flat chunk. 0, or which
+    check failed (CHUNK_OUTSIDE, CHUNK_OVERRUN, or 3: a bit width past the word, in
+    ``width``)."""
+    cdef int64_t vlen, vstart, pos = 0, g, groups
+    cdef int wb = bits // 8
+    cdef uint64_t w
+    cdef int bad = chunk_values(src, size, s, csize, size_width, &vstart, &vlen)
+    if bad:
+        return bad
+    if not bitpacked:
+        if count * wb > vlen:
+            return CHUNK_OVERRUN
+        rs[nseg[0]] = row0
+        offs[nseg[0]] = vstart
+        ws[nseg[0]] = -1
+        nseg[0] += 1
+        return 0
+    groups = (count + 1023) >> 10
+    for g in range(groups):
+        if pos + wb > vlen:
+            return CHUNK_OVERRUN
+        w = 0
+        memcpy(&w, src + vstart + pos, wb)
+        if w > <uint64_t>bits:
+            width[0] = w
+            return 3
+        if pos + wb + 128 * <int64_t>w > vlen:
+            return CHUNK_OVERRUN
+        rs[nseg[0]] = row0 + (g << 10)
+        offs[nseg[0]] = vstart + pos + wb
+        ws[nseg[0]] = <int16_t>w
+        nseg[0] += 1
+        pos += wb + 128 * <int64_t>w
+    return 0
+
+
+def _chunk_error(int bad, Py_ssize_t c, uint64_t w, int bits):
+    if bad == CHUNK_OUTSIDE:
+        return ValueError(f"chunk {c} lies outside the page data")
+    if bad == CHUNK_OVERRUN:
+        return ValueError(f"chunk {c}: header or values run past the chunk")
+    return ValueError(f"chunk {c}: bit width {w} exceeds the {bits}-bit word")
+
+
 def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets,
                        const int64_t[::1] chunk_sizes, const int64_t[::1] value_starts,
                        int size_width, bint bitpacked, int bits):
@@ -63,7 +112,6 @@ def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets
         raise ValueError("bad chunk header width")
     if chunk_sizes.shape[0] != nch or value_starts.shape[0] != nch + 1:
         raise ValueError("chunk table arrays disagree in length")
-    cdef int wb = bits // 8
     cdef Py_ssize_t c, nseg = 0
     cdef int64_t count, cap = 0
     for c in range(nch):
@@ -78,55 +126,72 @@ def miniblock_segments(const uint8_t[::1] data, const int64_t[::1] chunk_offsets
     cdef int64_t[::1] offs = offsets
     cdef int16_t[::1] ws = widths
     cdef const uint8_t* src = &data[0] if size else NULL
-    cdef int64_t vlen, vstart, pos, g, groups
-    cdef uint64_t w
-    cdef int bad = 0  # CHUNK_OUTSIDE, CHUNK_OVERRUN, or 3: a bit width past the word
+    cdef uint64_t w = 0
+    cdef int bad = 0
     with nogil:
         for c in range(nch):
             count = value_starts[c + 1] - value_starts[c]
             if count == 0:
                 continue
-            bad = chunk_values(src, size, chunk_offsets[c], chunk_sizes[c], size_width, &vstart,
-                               &vlen)
+            bad = _chunk_blocks(src, size, chunk_offsets[c], chunk_sizes[c], size_width,
+                                bitpacked, bits, value_starts[c], count, &rs[0], &offs[0],
+                                &ws[0], &nseg, &w)
             if bad:
                 break
-            if not bitpacked:
-                if count * wb > vlen:
-                    bad = CHUNK_OVERRUN
-                    break
-                rs[nseg] = value_starts[c]
-                offs[nseg] = vstart
-                ws[nseg] = -1
-                nseg += 1
-                continue
-            groups = (count + 1023) >> 10
-            pos = 0
-            for g in range(groups):
-                if pos + wb > vlen:
-                    bad = CHUNK_OVERRUN
-                    break
-                w = 0
-                memcpy(&w, src + vstart + pos, wb)
-                if w > <uint64_t>bits:
-                    bad = 3
-                    break
-                if pos + wb + 128 * <int64_t>w > vlen:
-                    bad = CHUNK_OVERRUN
-                    break
-                rs[nseg] = value_starts[c] + (g << 10)
-                offs[nseg] = vstart + pos + wb
-                ws[nseg] = <int16_t>w
-                nseg += 1
-                pos += wb + 128 * <int64_t>w
-            if bad:
-                break
-    if bad == CHUNK_OUTSIDE:
-        raise ValueError(f"chunk {c} lies outside the page data")
-    if bad == CHUNK_OVERRUN:
-        raise ValueError(f"chunk {c}: header or values run past the chunk")
-    if bad == 3:
-        raise ValueError(f"chunk {c}: bit width {w} exceeds the {bits}-bit word")
+    if bad:
+        raise _chunk_error(bad, c, w, bits)
     return row_starts[:nseg], offsets[:nseg], widths[:nseg]
+
+
+def chunk_segments(const uint64_t[::1] addresses, const int64_t[::1] sizes,
+                   const int64_t[::1] row_starts, const int64_t[::1] counts,
+                   const int8_t[::1] size_widths, const uint8_t[::1] bitpacked,
+                   const int8_t[::1] bits):
+    """Segments of whole mini-block chunks fetched into memory (a take from an object store):
+    chunk ``c`` is the ``sizes[c]`` bytes at ``addresses[c]`` (in buffers the caller keeps
+    alive, each exactly the chunk's bytes) holding ``counts[c]`` rows from ``row_starts[c]``,
+    ``bits[c]``-bit values, bit-packed or flat. Returns ``(starts, ends, ptrs, widths)`` per
+    segment, addresses absolute, in chunk order; every header and block is checked against
+    its chunk, any inconsistency is a ValueError."""
+    cdef Py_ssize_t nch = addresses.shape[0], c, nseg = 0
+    if not (sizes.shape[0] == row_starts.shape[0] == counts.shape[0] == size_widths.shape[0]
+            == bitpacked.shape[0] == bits.shape[0] == nch):
+        raise ValueError("chunk arrays disagree in length")
+    cdef int64_t cap = 0
+    for c in range(nch):
+        if counts[c] < 0 or bits[c] not in (8, 16, 32, 64) or size_widths[c] not in (2, 4):
+            raise ValueError(f"chunk {c} is malformed")
+        cap += ((counts[c] + 1023) >> 10) if bitpacked[c] else 1
+    starts = np.empty(cap, dtype=np.int64)
+    offsets = np.empty(cap, dtype=np.int64)
+    widths = np.empty(cap, dtype=np.int16)
+    ptrs = np.empty(cap, dtype=np.uint64)
+    ends = np.empty(cap, dtype=np.int64)
+    cdef int64_t[::1] rs = starts
+    cdef int64_t[::1] offs = offsets
+    cdef int16_t[::1] ws = widths
+    cdef uint64_t[::1] pt = ptrs
+    cdef int64_t[::1] en = ends
+    cdef Py_ssize_t first
+    cdef uint64_t w = 0
+    cdef int bad = 0
+    with nogil:
+        for c in range(nch):
+            if counts[c] == 0:
+                continue
+            first = nseg
+            bad = _chunk_blocks(<const uint8_t*>addresses[c], sizes[c], 0, sizes[c],
+                                size_widths[c], bitpacked[c], bits[c], row_starts[c], counts[c],
+                                &rs[0], &offs[0], &ws[0], &nseg, &w)
+            if bad:
+                break
+            for first in range(first, nseg):
+                pt[first] = addresses[c] + <uint64_t>offs[first]
+                en[first] = min(rs[first] + 1024, row_starts[c] + counts[c]) \
+                    if ws[first] >= 0 else row_starts[c] + counts[c]
+    if bad:
+        raise _chunk_error(bad, c, w, bits[c])
+    return starts[:nseg], ends[:nseg], ptrs[:nseg], widths[:nseg]
 
 
 ctypedef fused word_t:

@@ -309,7 +309,7 @@ class FragmentScan:
         shape = self.shape
         kept = self.kept_positions()
         window = max(self.spec.batch_size, WINDOW_ROWS, shape.narrow_rows)
-        iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
+        iters = [reader.read_windows(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
         # where each read column comes from, and the window schema: once per call
         source = {}
         for i, (_, proj, _) in enumerate(plan):
@@ -327,10 +327,10 @@ class FragmentScan:
         pos = start
         while pos < stop:
             end = min(pos + window, stop)
-            batches = [next(it) for it in iters]
+            tables = [next(it).columns for it in iters]
             if nulls:
-                batches.append([pa.nulls(end - pos, t) for t in null_types])
-            arrays = [batches[i][j] for i, j in picks]
+                tables.append([pa.nulls(end - pos, t) for t in null_types])
+            arrays = [tables[i][j] for i, j in picks]
             positions = None
             if kept is not None:
                 # keys of the offsets' own dtype: mixed types would copy all of them
@@ -338,7 +338,8 @@ class FragmentScan:
                 if hi - lo != end - pos:
                     positions = kept[lo:hi]
             if positions is not None:
-                arrays = keep_rows(arrays, widths, positions, pos)
+                arrays = keep_rows([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+                                    for a in arrays], widths, positions, pos)
             yield self._finish(arrays, schema, pos, end, positions)
             pos = end
 
@@ -403,13 +404,22 @@ def _tasks(ctx, fragments, spec, make_scan=None):
                 yield scan, s, min(n, s + MAX_TASK_ROWS)
 
 
+def cut_batches(table: pa.Table, size: int) -> list:
+    """``table`` as batches of ``size`` rows (the last shorter): zero-copy slices, but for a
+    batch whose rows lie on several pages (chunks), whose columns are concatenated."""
+    if all(c.num_chunks == 1 for c in table.columns):
+        return [b for b in table.to_batches(max_chunksize=size) if b.num_rows]
+    return [b for off in range(0, table.num_rows, size)
+            for b in table.slice(off, size).combine_chunks().to_batches() if b.num_rows]
+
+
 def _task_windows(task) -> Iterator[list]:
     """A task's non-empty batches, a window's worth at a time (one hand-over per window)."""
     scan, start, stop = task
     size = scan.spec.batch_size
     for table in scan.windows(start, stop):
         if table.num_rows:
-            yield [b for b in table.to_batches(max_chunksize=size) if b.num_rows]
+            yield cut_batches(table, size)
 
 
 # Windows a running task may hold ready beyond what the consumer took.

@@ -4,6 +4,8 @@
 the buffer, 0xFE padding to 8 bytes, and the chunk metadata word, all in one nogil pass."""
 import numpy as np
 
+from lancefmt.encoding.pool_memory import pool_empty
+
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -26,7 +28,7 @@ def assemble_single_buffer(const uint8_t[::1] data, const int64_t[::1] starts,
         if size < 0 or size > limit:
             raise ValueError(f"chunk {k}: value buffer of {size} bytes")
         total += 8 + ((size + 7) & ~7)
-    out = np.empty(total, dtype=np.uint8)
+    out = pool_empty(total, np.uint8)
     meta = np.empty(nchunks, dtype=np.uint32)
     cdef uint8_t[::1] o = out
     cdef uint32_t[::1] m = meta
@@ -143,7 +145,7 @@ def assemble_variable(const uint8_t[::1] data, const int64_t[::1] offsets, int w
         if offsets[i + 1] < offsets[i]:
             raise ValueError("string offsets go backwards")
     # chunk boundaries: at most one chunk per value
-    bounds = np.empty(n + 1, dtype=np.int64)
+    bounds = pool_empty(n + 1, np.int64)
     cdef int64_t[::1] b = bounds
     cdef Py_ssize_t nchunks = 0
     cdef int64_t s = 0, c, e, lo, hi, mid, goal, vbytes, total = 0
@@ -183,7 +185,7 @@ def assemble_variable(const uint8_t[::1] data, const int64_t[::1] offsets, int w
             b[nchunks] = s
     if failed:
         return None
-    out = np.empty(total, dtype=np.uint8)
+    out = pool_empty(total, np.uint8)
     meta = np.empty(nchunks, dtype=np.uint32)
     cdef uint8_t* o = <uint8_t*>cnp.PyArray_DATA(out)
     cdef uint32_t[::1] m = meta
@@ -232,3 +234,14 @@ def assemble_variable(const uint8_t[::1] data, const int64_t[::1] offsets, int w
                     log += 1
             m[k] = <uint32_t>(((chunk_bytes // 8 - 1) << 4) | log)
     return out, meta
+
+
+def max_length(const int64_t[::1] offsets):
+    """The longest value of ``offsets`` (n + 1 positions): one pass, no array of lengths."""
+    cdef Py_ssize_t i, n = offsets.shape[0] - 1
+    cdef int64_t best = 0
+    with nogil:
+        for i in range(n):
+            if offsets[i + 1] - offsets[i] > best:
+                best = offsets[i + 1] - offsets[i]
+    return best

@@ -706,7 +706,7 @@ def pack_blocks(data, int t, Py_ssize_t n, const uint8_t[::1] widths, bint chunk
             raise ValueError(f"block {b}: width {widths[b]} above {t}")
         body = head + 128 * <int64_t>widths[b]
         total += (8 + ((body + 7) & ~7)) if chunked else body
-    out = np.empty(total, dtype=np.uint8)
+    out = pool_empty(total, np.uint8)
     starts = np.empty(nblocks + 1, dtype=np.int64)
     meta = np.empty(nblocks, dtype=np.uint32)
     cdef uint8_t[::1] o = out

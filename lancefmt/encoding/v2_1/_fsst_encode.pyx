@@ -12,6 +12,8 @@ paper (Boncz, Neumann, Leis, VLDB 2020). Both passes run without the GIL.
 """
 import numpy as np
 
+from lancefmt.encoding.pool_memory import pool_empty
+
 cimport numpy as cnp
 from libc.stdint cimport int16_t, int64_t, uint8_t, uint32_t, uint64_t
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -188,10 +190,10 @@ cdef _encode(Table* t, const uint8_t[::1] data, const int64_t[::1] offsets):
     for i in range(n):
         if offsets[i + 1] < offsets[i]:
             raise ValueError("FSST input offsets go backwards")
-    out_off = np.empty(n + 1, dtype=np.int64)
+    out_off = pool_empty(n + 1, np.int64)
     cdef int64_t[::1] oo = out_off
     cdef int64_t total = offsets[n] - offsets[0]
-    out = np.empty(2 * total + 8, dtype=np.uint8)
+    out = pool_empty(2 * total + 8, np.uint8)
     cdef uint8_t* o = <uint8_t*>cnp.PyArray_DATA(out)
     cdef const uint8_t* base = &data[0] if data.shape[0] else NULL
     cdef const uint8_t* end = base + data.shape[0]
@@ -214,3 +216,48 @@ cdef _encode(Table* t, const uint8_t[::1] data, const int64_t[::1] offsets):
                 p += used
             oo[i + 1] = pos
     return out_off, out[:pos]
+
+
+def pair_candidates(const uint64_t[::1] cv, const int64_t[::1] cl, const uint32_t[::1] c1,
+                    const uint32_t[::1] c2):
+    """The candidate symbols of the next FSST table, ``(values, lengths, gains)``: every used
+    code (``c1 > 0``, in code order, gain count * length), then every pair of consecutive
+    codes seen (``c2[a * ncodes + b] > 0``, in that order) whose first symbol is shorter than
+    8 bytes, joined and cut to 8 bytes (gain count * joined length). One pass over the pair
+    counts instead of numpy's nonzero, gathers and masks over all of them."""
+    cdef Py_ssize_t nc = cv.shape[0], a, b, k = 0, cap = 0
+    if cl.shape[0] != nc or c1.shape[0] != nc or c2.shape[0] != nc * nc:
+        raise ValueError("code tables of different sizes")
+    for a in range(nc):
+        cap += c1[a] > 0
+    for a in range(nc * nc):
+        cap += c2[a] > 0
+    values = np.empty(cap, dtype=np.uint64)
+    lengths = np.empty(cap, dtype=np.int64)
+    gains = np.empty(cap, dtype=np.int64)
+    cdef uint64_t[::1] v = values
+    cdef int64_t[::1] ln = lengths
+    cdef int64_t[::1] g = gains
+    cdef int64_t la, lb
+    cdef uint32_t cnt
+    with nogil:
+        for a in range(nc):
+            if c1[a]:
+                v[k] = cv[a]
+                ln[k] = cl[a]
+                g[k] = <int64_t>c1[a] * cl[a]
+                k += 1
+        for a in range(nc):
+            la = cl[a]
+            if la >= 8:
+                continue
+            for b in range(nc):
+                cnt = c2[a * nc + b]
+                if not cnt:
+                    continue
+                lb = min(cl[b], 8 - la)
+                v[k] = cv[a] | ((cv[b] & _mask(<int>lb)) << (la * 8))
+                ln[k] = la + lb
+                g[k] = <int64_t>cnt * (la + lb)
+                k += 1
+    return values[:k], lengths[:k], gains[:k]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._fsst_encode import count_codes, fsst_encode
+from ._fsst_encode import count_codes, fsst_encode, pair_candidates
 from .value_block import VariableBlock
 from .value_encoders import VariableEncoder
 
@@ -53,37 +53,13 @@ def _code_symbols(vals, lens):
     return cv, cl
 
 
-def _mask(lengths):
-    lengths = np.asarray(lengths, dtype=np.uint64)
-    full = lengths >= 8
-    sh = np.where(full, 0, lengths * 8).astype(np.uint64)
-    return np.where(full, np.uint64(0xFFFFFFFFFFFFFFFF),
-                    (np.uint64(1) << sh) - np.uint64(1)).astype(np.uint64)
-
-
 def _next_table(vals, lens, c1, c2):
     """The MAX_SYMBOLS candidates of largest gain (count * length) among the current codes
     and every pair of consecutive codes joined (cut to 8 bytes)."""
     cv, cl = _code_symbols(vals, lens)
-    used = np.flatnonzero(c1)
-    cand_v = [cv[used]]
-    cand_l = [cl[used]]
-    cand_g = [c1[used].astype(np.int64) * cl[used]]
-    pairs = np.flatnonzero(c2)
-    if len(pairs):
-        a, b = pairs // _NCODES, pairs % _NCODES
-        la, lb = cl[a], cl[b]
-        keep = la < 8
-        a, b, la, lb, cnt = a[keep], b[keep], la[keep], lb[keep], c2[pairs[keep]]
-        lb = np.minimum(lb, 8 - la)
-        v = cv[a] | ((cv[b] & _mask(lb)) << (la * 8).astype(np.uint64))
-        ln = la + lb
-        cand_v.append(v)
-        cand_l.append(ln)
-        cand_g.append(cnt.astype(np.int64) * ln)
-    v = np.concatenate(cand_v)
-    ln = np.concatenate(cand_l)
-    g = np.concatenate(cand_g)
+    # the used codes and the pairs, in one Cython pass over the 512 x 512 pair counts
+    v, ln, g = pair_candidates(cv, cl, np.ascontiguousarray(c1, np.uint32),
+                               np.ascontiguousarray(c2, np.uint32))
     # the same symbol reached twice sums its gains
     order = np.lexsort((v, ln))
     v, ln, g = v[order], ln[order], g[order]

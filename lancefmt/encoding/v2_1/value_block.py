@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ...errors import UnsupportedFeatureError
 from .._validity import copy_bitmap
+from ..pool_memory import pool_empty
 
 
 @dataclass
@@ -38,7 +39,9 @@ class VariableBlock:
 
     @property
     def max_len(self) -> int:
-        return int(np.max(np.diff(self.offsets))) if self.n else 0
+        from ._chunk_writer import max_length
+
+        return int(max_length(np.ascontiguousarray(self.offsets, np.int64))) if self.n else 0
 
 
 @dataclass
@@ -99,10 +102,11 @@ def value_block(a: pa.Array):
         odt = np.int64 if large else np.int32
         offs = np.frombuffer(bufs[1], dtype=odt, count=n + 1, offset=a.offset * odt().itemsize) \
             if n else np.zeros(1, dtype=odt)
-        offs = offs.astype(np.int64)
         first, last = int(offs[0]), int(offs[-1])
         data = _u8(bufs[2], first, last - first) if bufs[2] is not None else np.zeros(0, np.uint8)
-        offs = offs - first
+        # rebased and widened in one pass, into pool memory (a fresh array of a page's
+        # offsets faults in every page of it: a tenth of a Spark task's encoding CPU)
+        offs = np.subtract(offs, first, out=pool_empty(offs.size, np.int64), dtype=np.int64)
         if a.null_count:
             # null slots may point at bytes: give them length 0
             lens = np.diff(offs)

@@ -95,8 +95,15 @@ class VariableEncoder:
         self.block = block
         self.offsets = block.offsets
         self.width = 8 if block.large else 4
-        # bytes of values [0, i): offsets + data
-        self.cum = self.offsets + self.width * np.arange(len(self.offsets), dtype=np.int64)
+        self._cum = None
+
+    @property
+    def cum(self) -> np.ndarray:
+        """Bytes of values ``[0, i)``, offsets and data: only the general chunking needs them
+        (``page_chunks`` cuts a page without levels in Cython)."""
+        if self._cum is None:
+            self._cum = self.offsets + self.width * np.arange(len(self.offsets), dtype=np.int64)
+        return self._cum
 
     def chunk_count(self, s):
         hi = int(np.searchsorted(self.cum, self.cum[s] + TARGET, side="right")) - 1

@@ -209,7 +209,12 @@ class LegacyFileReader:
 
     def read_batches(self, batch_size: int = DEFAULT_BATCH_SIZE, columns=None, *,
                      start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
-        if batch_size <= 0:
+        return map(combine_batch, self.read_windows(batch_size, columns, start=start, stop=stop))
+
+    def read_windows(self, window: int, columns=None, *, start: int = 0,
+                     stop: int | None = None) -> Iterator[pa.Table]:
+        """Rows ``[start, stop)`` as tables of ``window`` rows (see LanceFileReader)."""
+        if window <= 0:
             raise InvalidArgumentError("batch_size must be positive")
         proj = self._resolve(columns)
         stop = self.num_rows if stop is None else int(stop)
@@ -217,8 +222,8 @@ class LegacyFileReader:
             raise InvalidArgumentError(f"row range [{start}, {stop}) outside the file")
         pos = start
         while pos < stop:
-            end = min(pos + batch_size, stop)
-            yield combine_batch(self.read_range(pos, end, proj))
+            end = min(pos + window, stop)
+            yield self.read_range(pos, end, proj)
             pos = end
 
     def take(self, indices, columns=None) -> pa.Table:

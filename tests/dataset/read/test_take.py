@@ -90,7 +90,7 @@ def test_a_big_take_does_not_wait_for_a_pool_thread_that_never_starts(tmp_path, 
     runs) only means the calling thread does its part."""
     from concurrent.futures import Future
 
-    from lancefmt.dataset.read import direct_take
+    from lancefmt.dataset.read import take_plan
 
     class _Stuck:  # a pool whose threads never run what they are given
         submitted = 0
@@ -103,8 +103,8 @@ def test_a_big_take_does_not_wait_for_a_pool_thread_that_never_starts(tmp_path, 
     t = pa.table({"a": np.arange(100_000), "b": np.arange(100_000) * 0.5})
     lancefmt.write_dataset(t, uri, max_rows_per_file=30_000)
     ds = lancefmt.dataset(uri)
-    monkeypatch.setattr(direct_take, "scan_pool", lambda threads: _Stuck())
-    monkeypatch.setattr(direct_take, "default_threads", lambda: 3)
+    monkeypatch.setattr(take_plan, "scan_pool", lambda threads: _Stuck())
+    monkeypatch.setattr(take_plan, "default_threads", lambda: 3)
     idx = np.random.default_rng(2).integers(0, 100_000, 40_000)
     assert ds.take(idx).equals(t.take(idx))
     assert _Stuck.submitted == 2  # two helpers were asked, neither was needed

@@ -63,3 +63,4 @@ def test_a_failed_sidecar_upload_leaves_no_version_and_no_object(proxied_s3):
     assert lancefmt.dataset(uri, storage_options=options).version == 1
     assert _objects(options, bucket, "failing") == before
     assert uploads.failed_uris() == [] and uploads.pending_count() == 0
+

@@ -132,3 +132,46 @@ def test_encoder_is_greedy_longest_match(words, text):
     vals, lens = _symbols(words)
     offs, data = fsst_encode(np.frombuffer(text, np.uint8), np.array([0, len(text)]), vals, lens)
     assert data.tobytes() == _greedy_twin(text, vals, lens)
+
+
+def _numpy_candidates(cv, cl, c1, c2):
+    """The candidates as fsst_encoder built them with numpy before pair_candidates (the
+    reference: the Cython pass must choose the same tables, so files stay the same)."""
+    used = np.flatnonzero(c1)
+    cand_v, cand_l = [cv[used]], [cl[used]]
+    cand_g = [c1[used].astype(np.int64) * cl[used]]
+    pairs = np.flatnonzero(c2)
+    if len(pairs):
+        a, b = pairs // 512, pairs % 512
+        la, lb = cl[a], cl[b]
+        keep = la < 8
+        a, b, la, lb, cnt = a[keep], b[keep], la[keep], lb[keep], c2[pairs[keep]]
+        lb = np.minimum(lb, 8 - la)
+        full = lb >= 8
+        sh = np.where(full, 0, lb * 8).astype(np.uint64)
+        mask = np.where(full, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << sh) - np.uint64(1))
+        cand_v.append(cv[a] | ((cv[b] & mask.astype(np.uint64)) << (la * 8).astype(np.uint64)))
+        cand_l.append(la + lb)
+        cand_g.append(cnt.astype(np.int64) * (la + lb))
+    return np.concatenate(cand_v), np.concatenate(cand_l), np.concatenate(cand_g)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pair_candidates_equal_the_numpy_reference(seed):
+    from lancefmt.encoding.v2_1._fsst_encode import pair_candidates
+
+    rng = np.random.default_rng(seed)
+    words = [bytes(rng.integers(97, 103, rng.integers(1, 12)).astype(np.uint8)) for _ in range(40)]
+    strings = [b"".join(rng.choice(words, rng.integers(1, 6))) for _ in range(3_000)]
+    block = value_block(pa.array(strings, pa.binary()))
+    data, offs = fe._sample(block)
+    vals, lens = np.zeros(0, np.uint64), np.zeros(0, np.uint8)
+    for _ in range(fe.GENERATIONS):  # every generation's tables, longer symbols each time
+        c1, c2 = count_codes(data, offs, vals, lens)
+        cv, cl = fe._code_symbols(vals, lens)
+        got = pair_candidates(cv, cl, c1, c2)
+        want = _numpy_candidates(cv, cl, c1, c2)
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w)
+        vals, lens = fe._next_table(vals, lens, c1, c2)
+    assert len(vals) > 50 and lens.max() >= 8
