@@ -218,10 +218,10 @@ def check_no_uncommitted_index(t: Target, before: State, after: State) -> None:
 
 def check_clean(t: Target, impl: str) -> dict:
     """After a cleanup that removed every old version and unverified file: the dataset holds
-    exactly what its last version references (plus the version hint), no empty local
-    directory below ``_indices``, and no pending multipart upload. pylance's cleanup leaves
-    lancefmt's write temporaries outside ``data/`` and ``_indices/`` (it does not know them);
-    those are reported, not failed, for ``impl='pylance'``."""
+    exactly what its last version references (plus the version hint) and no empty local
+    directory below ``_indices``; pending multipart uploads are counted. pylance's cleanup
+    leaves lancefmt's write temporaries beside deletion and transaction files and a Spark job's
+    staging records (it does not know them): counted, not failed, for ``impl='pylance'``."""
     files, empty = listing(t)
     refs = referenced(t)
     gone = sorted(refs - set(files))
@@ -229,8 +229,9 @@ def check_clean(t: Target, impl: str) -> dict:
     extra = sorted(p for p in set(files) - refs if not p.endswith("latest_version_hint.json"))
     left_temps = []
     if impl == "pylance":
-        left_temps = [p for p in extra if os.path.basename(p).startswith(".tmp_")
-                      and p.split("/", 1)[0] in ("_transactions", "_deletions")]
+        left_temps = [p for p in extra if p.startswith("_lancefmt_staging/") or (
+            os.path.basename(p).startswith(".tmp_")
+            and p.split("/", 1)[0] in ("_transactions", "_deletions"))]
         extra = [p for p in extra if p not in left_temps]
     expect(not extra, f"{impl} cleanup left {len(extra)} unreferenced files: {extra[:6]}")
     dead_dirs = sorted(d for d in empty if d.startswith(("_indices/", "data/", "_deletions/")))
