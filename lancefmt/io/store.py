@@ -296,6 +296,9 @@ class ObjectStore(abc.ABC):
         for u in uris:
             self.delete(u)
 
+    # Whether emptied directories stay behind (local disks): see prune_empty_dirs.
+    has_dirs = False
+
     def prune_empty_dirs(self, uri: str, older_than: float | None = None) -> list[str]:
         """Remove the directories at and below ``uri`` that hold no file, deepest first (with
         ``older_than``: only those last modified before it, seconds since the epoch); the URIs
@@ -365,6 +368,8 @@ def _rebind(uri, storage_options, manifest_store):
 
 class LocalStore(ObjectStore):
     """Local file system, with plain ``os`` calls (``pread`` for ranged reads)."""
+
+    has_dirs = True
 
     def __init__(self, storage_options=None, settings: StoreSettings | None = None):
         super().__init__("file", storage_options)

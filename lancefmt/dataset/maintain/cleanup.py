@@ -395,6 +395,8 @@ def _prune_dirs(snapshot, removed: set, keep: tuple, verified: "_Refs", bar: flo
     emptied = {d for d in (_owning_dir(snapshot, u, verified) for u in removed) if d}
     for d in sorted(emptied):
         snapshot.ctx.store_for(d).prune_empty_dirs(d)
+    if not snapshot.store.has_dirs:
+        return
     for info in snapshot.store.list(child(snapshot.uri, INDICES_DIR)):
         if info.is_dir and info.uri not in emptied and not any(info.uri in r.index_dirs for r in keep):
             snapshot.store.prune_empty_dirs(info.uri, older_than=bar)
