@@ -9,7 +9,7 @@ always include lancefmt):
   dropping it now and then;
 * ``optimize+compact``: appends + ``optimize_indices`` against deletes + ``compact_files``;
 * ``index+update``: index builds against updates of the indexed ``cat`` column;
-* ``index+delete``: index builds against deletes.
+* ``index+delete``: index builds against deletes (of some rows, or of whole fragments).
 
 A writer records what each acknowledged commit did. Afterwards the latest version and a few
 versions in between are checked (:mod:`.checks`): every acknowledged row is there and no
@@ -138,6 +138,10 @@ def _writer(role: str, lib: str, worker: int, spec: dict, barrier, conn) -> None
                 value = f"u{i % 8}"
                 ds().update({"cat": f"'{value}'"}, where=f"id IN ({', '.join(map(str, pick))})")
                 acked.append(("update", [int(x) for x in pick], value))
+            elif role == "delete" and rng.random() < 0.25:  # a whole initial fragment
+                k = int(rng.integers(0, spec["initial"] // 1000))
+                ds().delete(f"id >= {k * 1000} AND id < {k * 1000 + 1000}")
+                acked.append(("delete", list(range(k * 1000, k * 1000 + 1000))))
             elif role in ("delete", "compact"):
                 pick = [int(x) for x in rng.choice(own, size=6, replace=False)]
                 ds().delete(f"id IN ({', '.join(map(str, pick))})")
@@ -184,7 +188,7 @@ def run_round(world, scenario: str, cfg: Config, rng, report: Report, ctx) -> No
     for w, (role, lib) in enumerate(zip(roles, libs)):
         spec = {"uri": t.uri, "lf_options": t.lf_options, "pl_options": t.pl_options,
                 "seed": int(rng.integers(0, 2**31)), "ops": cfg.ops_per_writer,
-                "own_ids": [int(x) for x in shares[w]]}
+                "own_ids": [int(x) for x in shares[w]], "initial": int(world.lib_rows)}
         parent, child = ctx.Pipe()
         p = ctx.Process(target=_writer, args=(role, lib, w, spec, barrier, child), daemon=True)
         p.start()

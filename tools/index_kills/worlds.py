@@ -80,15 +80,25 @@ class World:
         self.next_id += n
 
     def delete(self, rng: np.random.Generator) -> None:
-        """Delete ``id % m = r`` below a random bound (a deletion file per touched fragment)."""
+        """Delete ``id % m = r`` below a random bound (a deletion file per touched fragment),
+        or now and then a whole initial fragment."""
+        if rng.random() < 0.2:
+            k = int(rng.integers(0, self.lib_rows // 1000))
+            pred = f"id >= {k * 1000} AND id < {k * 1000 + 1000}"
+            self._delete(rng, pred)
+            self.ids = {i for i in self.ids if not k * 1000 <= i < k * 1000 + 1000}
+            return
         m, r = int(rng.integers(5, 12)), int(rng.integers(0, 5))
         hi = int(rng.integers(self.next_id // 4, self.next_id + 1))
         pred = f"id % {m} = {r} AND id < {hi}"
+        self._delete(rng, pred)
+        self.ids = {i for i in self.ids if not (i % m == r and i < hi)}
+
+    def _delete(self, rng: np.random.Generator, pred: str) -> None:
         if rng.random() < 0.5:
             self.target.pylance().delete(pred)
         else:
             self.target.lancefmt().delete(pred)
-        self.ids = {i for i in self.ids if not (i % m == r and i < hi)}
 
     def expected(self) -> np.ndarray:
         return np.fromiter(self.ids, np.int64, len(self.ids))
