@@ -20,10 +20,9 @@ def test_killed_index_writers_on_local_disk(tmp_path):
                                          cleanup_every=3, workdir=str(tmp_path)), log=lambda m: None)
     assert report.failures == []
     assert report.total_kills == 12
-    ops = {op for op, _ in report.kills}
-    assert ops == {"create", "optimize", "compact"}, report.kills
-    points = {pt.split()[0] for _, pt in report.kills}
-    assert points == {"hook", "delay"}, report.kills
+    assert {op for op, _, _ in report.kills} == {"create", "optimize", "compact"}, report.kills
+    assert {how for _, how, _ in report.kills} == {"hook", "delay"}, report.kills
+    assert len({pt for _, _, pt in report.kills}) >= 4, report.kills  # kills at several steps
     assert set(report.cleanups) == {"pylance", "lancefmt", "lancefmt-8-days"}
     assert {o for _, o in report.outcomes} == {"committed", "not committed"}
 

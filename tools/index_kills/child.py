@@ -42,7 +42,7 @@ def serve(spec: dict, conn) -> None:
     from .hooks import install
 
     ds = _open(spec)
-    events = install(spec.get("kill_at"), spec.get("when", "before"))
+    events = install(spec.get("kill_at"), spec.get("when", "before"), spec.get("trail"))
     conn.send("ready")
     conn.recv()
     run(spec, ds)
@@ -59,7 +59,7 @@ def main(spec: dict) -> None:
         "spark.driver.memory": "1g", "spark.python.worker.reuse": "true",
         "spark.ui.enabled": "false"})
     ds = _open(spec)
-    events = install(spec.get("kill_at"), spec.get("when", "before"))
+    events = install(spec.get("kill_at"), spec.get("when", "before"), spec.get("trail"))
     print("ready", flush=True)
     sys.stdin.readline()
     run(spec, ds, spark)

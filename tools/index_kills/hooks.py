@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import signal
 
-_STATE = {"events": [], "kill_at": None, "when": "before"}
+_STATE = {"events": [], "kill_at": None, "when": "before", "trail": None}
 
 # what an object is, from the first matching path part
-_KINDS = (("conditional_put_probe", "probe"), ("latest_version_hint", "hint"), ("/_indices/", "index"), ("/_transactions/", "txn"), ("/_versions/", "manifest"),
+_KINDS = (("conditional_put_probe", "probe"), ("latest_version_hint", "hint"),
+          ("/_indices/", "index"), ("/_transactions/", "txn"), ("/_versions/", "manifest"),
           ("/_deletions/", "deletion"), ("/_lancefmt_staging/", "staging"), ("/data/", "data"))
 
 
@@ -25,8 +26,22 @@ def kind_of(uri: str) -> str:
 def _event(action: str, uri: str, phase: str) -> None:
     if phase == "before":
         _STATE["events"].append(f"{action}:{kind_of(str(uri))}")
+    label = f"{phase} {_STATE['events'][-1]}"
+    trail = _STATE["trail"]
+    if trail is not None:  # the campaign reads where a killed writer got to
+        os.write(trail, (label + "\n").encode())
     if len(_STATE["events"]) == _STATE["kill_at"] and phase == _STATE["when"]:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def last_event(path: str) -> str:
+    """The last event a writer's trail file records (``before any write`` when none)."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    return lines[-1] if lines else "before any write"
 
 
 def _wrap(cls, name: str, action: str) -> None:
@@ -82,13 +97,15 @@ def _wrap_output(cls) -> None:
     setattr(cls, "open_output", hooked)
 
 
-def install(kill_at: int | None = None, when: str = "before") -> list:
+def install(kill_at: int | None = None, when: str = "before", trail: str | None = None) -> list:
     """Count store events from now on; SIGKILL this process at event ``kill_at`` (1-based),
-    ``when`` = ``before`` or ``after`` it. Returns the live list of event labels."""
+    ``when`` = ``before`` or ``after`` it; append each event (``before close:index``, ``after
+    close:index``...) to the file ``trail``. Returns the live list of event labels."""
     from lancefmt.io import store as store_mod
     from lancefmt.io.s3 import S3Store
 
-    _STATE.update(events=[], kill_at=kill_at, when=when)
+    _STATE.update(events=[], kill_at=kill_at, when=when,
+                  trail=None if trail is None else os.open(trail, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
     for cls in (store_mod.LocalStore, store_mod.FsspecStore, S3Store):
         for name, action in (("put", "put"), ("put_durable", "put"), ("put_if_absent", "commit"),
                              ("delete", "delete")):

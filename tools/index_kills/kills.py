@@ -34,6 +34,7 @@ from .checks import (
     CheckFailed, Target, check_clean, check_dataset, check_no_uncommitted_index, State, listing,
 )
 from .data import INDICES
+from .hooks import last_event
 from .worlds import S3Env, World, new_world
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,7 +55,8 @@ class Config:
 
 @dataclass
 class Report:
-    kills: Counter = field(default_factory=Counter)     # (op, point) -> kills
+    kills: Counter = field(default_factory=Counter)     # (op, hook|delay, last event) -> kills
+    delays: Counter = field(default_factory=Counter)    # delay kills by share of the usual run
     outcomes: Counter = field(default_factory=Counter)  # (op, outcome) -> count
     finished: Counter = field(default_factory=Counter)  # op -> writers that finished first
     cleanups: Counter = field(default_factory=Counter)  # impl -> cleanups checked
@@ -69,7 +71,8 @@ class Report:
     def summary(self) -> dict:
         return {"kills": self.total_kills, "worlds": self.worlds,
                 "seconds": round(self.seconds, 1),
-                "by_point": {f"{op} {pt}": n for (op, pt), n in sorted(self.kills.items())},
+                "by_point": {f"{op} {how}: {pt}": n for (op, how, pt), n in sorted(self.kills.items())},
+                "delay_kills_by_timing": dict(self.delays),
                 "outcomes": {f"{op} {o}": n for (op, o), n in sorted(self.outcomes.items())},
                 "finished_first": dict(self.finished), "cleanups": dict(self.cleanups),
                 "failures": self.failures}
@@ -82,26 +85,40 @@ class Writers:
         self.ctx = mp.get_context("forkserver")
         self.ctx.set_forkserver_preload(["lancefmt", "tools.index_kills.child",
                                          "tools.index_kills.hooks"])
-        self.events: dict = {}     # op -> events the last finished writer made
+        self.events: dict = {}     # (op, scheme) -> events the last finished writer made
         self.seconds: dict = {}    # op -> run times of finished writers
 
-    def run(self, spec: dict, rng: np.random.Generator, mode: str) -> tuple[str, str]:
-        """Start, maybe kill, and reap one writer: (outcome, kill point)."""
+    def run(self, spec: dict, rng: np.random.Generator, mode: str, trail: str) -> tuple[str, str]:
+        """Start, maybe kill, and reap one writer: (outcome, how: ``hook``/``delay <when>``).
+        ``trail``: a file where the writer notes each store event (where a kill landed)."""
         op = spec["op"]
-        seen = self.events.get(op)
+        key = (op, spec["uri"].split("://")[0] if "://" in spec["uri"] else "file")
+        seen = self.events.get(key)
+        spec = {**spec, "trail": trail}
         if mode == "hook" and seen:
-            k = int(rng.integers(1, len(seen) + 1))
-            spec = {**spec, "kill_at": k, "when": "before" if rng.random() < 0.5 else "after",
-                    "event": seen[k - 1]}
+            spec.update(kill_at=int(rng.integers(1, seen + 1)),
+                        when="before" if rng.random() < 0.5 else "after")
         elif mode == "hook":
-            mode = "learn"  # first run of this op: let it finish and count its events
+            mode = "learn"  # first run of this op here: let it finish and count its events
         runs = self.seconds.get(op, [])
         delay = float(rng.uniform(0, 1.2 * (np.median(runs) if runs else 0.3)))
         if op == "spark":
-            return self._spark(spec, mode, delay)
-        parent, child = self.ctx.Pipe()
+            outcome, how = self._spark(spec, mode, delay, key)
+        else:
+            outcome, how = self._forked(spec, mode, delay, key)
+        return outcome, how
+
+    def _finished(self, key, events, seconds) -> tuple[str, str]:
+        self.events[key] = len(events)
+        runs = self.seconds.setdefault(key[0], [])
+        runs.append(seconds)
+        del runs[:-20]
+        return "finished", ""
+
+    def _forked(self, spec: dict, mode: str, delay: float, key) -> tuple[str, str]:
         from .child import serve
 
+        parent, child = self.ctx.Pipe()
         p = self.ctx.Process(target=serve, args=(spec, child), daemon=True)
         p.start()
         child.close()
@@ -111,12 +128,10 @@ class Writers:
             parent.recv()
             t0 = time.monotonic()
             parent.send("go")
-            if mode == "delay":
-                done = parent.poll(delay)
-                if not done:
-                    os.kill(p.pid, signal.SIGKILL)
-                    p.join(60)
-                    return "killed", f"delay {_bucket(delay, runs)}"
+            if mode == "delay" and not parent.poll(delay):
+                os.kill(p.pid, signal.SIGKILL)
+                p.join(60)
+                return "killed", f"delay {_bucket(delay, self.seconds.get(spec['op'], []))}"
             try:
                 msg = parent.recv() if parent.poll(300) else None
             except EOFError:
@@ -124,19 +139,16 @@ class Writers:
             p.join(60)
             if msg is None:
                 if p.exitcode == -signal.SIGKILL and "kill_at" in spec:
-                    return "killed", _label(spec)
-                raise CheckFailed(f"writer {op} died with exit {p.exitcode}")
-            self.events[op] = msg[1]
-            self.seconds.setdefault(op, []).append(time.monotonic() - t0)
-            self.seconds[op] = self.seconds[op][-20:]
-            return "finished", ""
+                    return "killed", "hook"
+                raise CheckFailed(f"writer {spec['op']} died with exit {p.exitcode}")
+            return self._finished(key, msg[1], time.monotonic() - t0)
         finally:
             if p.is_alive():
                 os.kill(p.pid, signal.SIGKILL)
                 p.join(10)
             parent.close()
 
-    def _spark(self, spec: dict, mode: str, delay: float) -> tuple[str, str]:
+    def _spark(self, spec: dict, mode: str, delay: float, key) -> tuple[str, str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([ROOT] + [x for x in env.get("PYTHONPATH", "").split(os.pathsep) if x])
         proc = subprocess.Popen([sys.executable, "-m", "tools.index_kills.child", json.dumps(spec)],
@@ -153,30 +165,22 @@ class Writers:
                 try:
                     proc.wait(delay)
                 except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    os.killpg(proc.pid, signal.SIGKILL)  # the JVM and the Python workers too
                     proc.wait(60)
                     return "killed", f"delay {_bucket(delay, self.seconds.get('spark', []))}"
             out = proc.stdout.readline()
             proc.wait(300)
             if not out.startswith("done"):
                 if proc.returncode == -signal.SIGKILL and "kill_at" in spec:
-                    return "killed", _label(spec)
+                    return "killed", "hook"
                 raise CheckFailed(f"spark writer died with exit {proc.returncode}")
-            self.events["spark"] = json.loads(out[5:])
-            self.seconds.setdefault("spark", []).append(time.monotonic() - t0)
-            return "finished", ""
+            return self._finished(key, json.loads(out[5:]), time.monotonic() - t0)
         finally:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the JVM and Python workers too
+                os.killpg(proc.pid, signal.SIGKILL)  # what is left of its group (the JVM)
             except ProcessLookupError:
                 pass
             proc.wait(60)
-
-
-def _label(spec: dict) -> str:
-    """``hook before close:index #3``: the event as the last finished run of the operation
-    made it (a run's events may differ a little: the label is the likely one)."""
-    return f"hook {spec['when']} {spec['event']} #{spec['kill_at']}"
 
 
 def _bucket(delay: float, runs) -> str:
@@ -276,16 +280,22 @@ def campaign(cfg: Config, log=print) -> Report:
                 before = _segments(t)
                 mode = "hook" if rng.random() < 0.6 else "delay"
                 spec = _spec(world, op, rng)
-                outcome, point = writers.run(spec, rng, mode)
+                trail = os.path.join(cfg.workdir, f"trail-{report.worlds}-{rnd}")
+                outcome, how = writers.run(spec, rng, mode, trail)
+                point = last_event(trail)
+                if os.path.exists(trail):
+                    os.unlink(trail)
                 try:
                     state = check_dataset(t, world.expected(), rng)
                     check_no_uncommitted_index(t, before, state)
                 except CheckFailed as e:
-                    report.failures.append(f"{world.label} {op} {point or outcome}: {e}")
+                    report.failures.append(f"{world.label} {op} {outcome} {how} at {point}: {e}")
                     log(f"FAIL {report.failures[-1]}")
                     break
                 if outcome == "killed":
-                    report.kills[(op, point.split(" #")[0])] += 1
+                    report.kills[(op, how.split()[0], point)] += 1
+                    if how.startswith("delay"):
+                        report.delays[how.split()[1]] += 1
                     committed = state.version > before.version
                     report.outcomes[(op, "committed" if committed else "not committed")] += 1
                     if op == "spark":
@@ -293,7 +303,7 @@ def campaign(cfg: Config, log=print) -> Report:
                 else:
                     report.finished[op] += 1
                 if cfg.verbose:
-                    log(f"{world.label} {op} {outcome} {point} v{before.version}->{state.version}")
+                    log(f"{world.label} {op} {outcome} {how} at {point} v{before.version}->{state.version}")
                 if (rnd + 1) % cfg.cleanup_every == 0:
                     impl = impls[n_clean % len(impls)]
                     n_clean += 1
