@@ -57,6 +57,7 @@ class Config:
 class Report:
     kills: Counter = field(default_factory=Counter)     # (op, hook|delay, last event) -> kills
     delays: Counter = field(default_factory=Counter)    # delay kills by share of the usual run
+    stores: Counter = field(default_factory=Counter)    # (store, op) -> kills
     outcomes: Counter = field(default_factory=Counter)  # (op, outcome) -> count
     finished: Counter = field(default_factory=Counter)  # op -> writers that finished first
     cleanups: Counter = field(default_factory=Counter)  # impl -> cleanups checked
@@ -73,6 +74,7 @@ class Report:
                 "seconds": round(self.seconds, 1),
                 "by_point": {f"{op} {how}: {pt}": n for (op, how, pt), n in sorted(self.kills.items())},
                 "delay_kills_by_timing": dict(self.delays),
+                "by_store": {f"{st} {op}": n for (st, op), n in sorted(self.stores.items())},
                 "outcomes": {f"{op} {o}": n for (op, o), n in sorted(self.outcomes.items())},
                 "finished_first": dict(self.finished), "cleanups": dict(self.cleanups),
                 "failures": self.failures}
@@ -294,6 +296,7 @@ def campaign(cfg: Config, log=print) -> Report:
                     break
                 if outcome == "killed":
                     report.kills[(op, how.split()[0], point)] += 1
+                    report.stores[(store, op)] += 1
                     if how.startswith("delay"):
                         report.delays[how.split()[1]] += 1
                     committed = state.version > before.version

@@ -11,7 +11,9 @@ always include lancefmt):
 * ``index+update``: index builds against updates of the indexed ``cat`` column;
 * ``index+delete``: index builds against deletes (of some rows, or of whole fragments).
 
-A writer records what each acknowledged commit did. Afterwards the latest version and a few
+A writer plans half of its operations on a dataset object it has held since its previous
+commit (others have committed since: the conflict rules must rebase or refuse), the rest on
+the latest version. It records what each acknowledged commit did. Afterwards the latest version and a few
 versions in between are checked (:mod:`.checks`): every acknowledged row is there and no
 other, updated values are the last ones written, every index answers what a full scan does,
 in both libraries. A commit the conflict rules refused (an error after its retries) is
@@ -50,7 +52,8 @@ class Config:
     commits: int = 1000
     seed: int = 0
     stores: tuple = ("local", "s3")
-    ops_per_writer: int = 12
+    seconds_per_round: float = 3.0  # each writer commits for this long (all at once)
+    min_rounds: int = 10            # and at least this many rounds (each scenario on each store)
     workdir: str = "/tmp/index-races"
     verbose: bool = False
 
@@ -98,9 +101,19 @@ def _writer(role: str, lib: str, worker: int, spec: dict, barrier, conn) -> None
     rng = np.random.default_rng(spec["seed"])
     uri, lf_opts, pl_opts = spec["uri"], spec["lf_options"], spec["pl_options"]
 
-    def ds():
+    def fresh():
         return lance.dataset(uri, storage_options=pl_opts) if lib == "pylance" else \
             lancefmt.dataset(uri, storage_options=lf_opts)
+
+    held = [None]
+
+    def ds():
+        """Half the time the writer's long-held dataset object (it moves with its own commits
+        only, so its operations are planned on a version others have moved past), else the
+        latest version."""
+        if held[0] is None or rng.random() < 0.5:
+            held[0] = fresh()
+        return held[0]
 
     def append(data):
         if lib == "pylance":
@@ -111,8 +124,16 @@ def _writer(role: str, lib: str, worker: int, spec: dict, barrier, conn) -> None
     own = spec["own_ids"]  # initial ids only this writer deletes or updates
     next_id = 10_000_000 * (worker + 1)
     acked, refused = [], 0
+    warm = fresh()  # imports and first reads before the start, so both writers start hot
+    warm.count_rows("id = 1")
+    warm.describe_indices()
+    import lancefmt.dataset.indices.create  # noqa: F401
+    import lancefmt.dataset.maintain.compaction  # noqa: F401
     barrier.wait()
-    for i in range(spec["ops"]):
+    deadline = time.monotonic() + spec["seconds"]
+    i = -1
+    while time.monotonic() < deadline or i < 1:  # for a while, and at least two operations
+        i += 1
         try:
             if role == "append":
                 n = int(rng.integers(50, 400))
@@ -187,7 +208,7 @@ def run_round(world, scenario: str, cfg: Config, rng, report: Report, ctx) -> No
     procs, pipes = [], []
     for w, (role, lib) in enumerate(zip(roles, libs)):
         spec = {"uri": t.uri, "lf_options": t.lf_options, "pl_options": t.pl_options,
-                "seed": int(rng.integers(0, 2**31)), "ops": cfg.ops_per_writer,
+                "seed": int(rng.integers(0, 2**31)), "seconds": cfg.seconds_per_round,
                 "own_ids": [int(x) for x in shares[w]], "initial": int(world.lib_rows)}
         parent, child = ctx.Pipe()
         p = ctx.Process(target=_writer, args=(role, lib, w, spec, barrier, child), daemon=True)
@@ -275,7 +296,7 @@ def campaign(cfg: Config, log=print) -> Report:
     names = list(SCENARIOS)
     n = 0
     try:
-        while report.total_commits < cfg.commits:
+        while report.total_commits < cfg.commits or sum(report.rounds.values()) < cfg.min_rounds:
             scenario = names[n % len(names)]
             store = cfg.stores[(n // len(names)) % len(cfg.stores)]
             n += 1
