@@ -8,7 +8,7 @@ SPARK  := $(VENV)/.lancefmt-spark
 PYTEST_ARGS ?= -n 2
 
 .PHONY: setup build build-spark lint test demo demo-metadata bench bench-spark fuzz compat clean \
-	pylance-suite pylance-suite-probe pylance-suite-baseline
+	pylance-suite pylance-suite-probe pylance-suite-baseline kill-index race-index
 
 # the venv with the build requirements of pyproject.toml, so builds can recompile in place
 $(BASE): pyproject.toml setup.py
@@ -82,6 +82,20 @@ fuzz: build
 	nice -n 19 $(PY) -m fuzz.int_probe fuzz/corpus
 	# seeded byte flips and truncations of real pylance 2.1/2.2 files (a few seconds in `make test`)
 	LANCEFMT_FUZZ_SECONDS=$(SECONDS) nice -n 19 $(PY) -m pytest -p no:xdist -q tests/interop/test_file_fuzz_v21.py
+
+# Writers SIGKILLed during index builds, optimizes, compactions and Spark index builds (KILLS
+# kills, SPARK_KILLS of them Spark builds), on local disk and on S3 (moto); then writers racing
+# index commits (COMMITS commits). Every dataset is checked with pylance and lancefmt after each
+# (tools/index_kills; a small fixed-seed sample runs in make test).
+KILLS ?= 200
+SPARK_KILLS ?= 12
+COMMITS ?= 1000
+SEED ?= 0
+kill-index: build
+	$(PY) -m tools.index_kills kills --count $(KILLS) --spark $(SPARK_KILLS) --seed $(SEED)
+
+race-index: build
+	$(PY) -m tools.index_kills races --commits $(COMMITS) --seed $(SEED)
 
 # Rebuild the compat fixtures (tests/compat/fixtures): a venv per old pylance release
 # (COMPAT_VENVS, pylance + the pyarrow of its era), generate.py run in each, then lancefmt

@@ -296,6 +296,15 @@ class ObjectStore(abc.ABC):
         for u in uris:
             self.delete(u)
 
+    # Whether emptied directories stay behind (local disks): see prune_empty_dirs.
+    has_dirs = False
+
+    def prune_empty_dirs(self, uri: str, older_than: float | None = None) -> list[str]:
+        """Remove the directories at and below ``uri`` that hold no file, deepest first (with
+        ``older_than``: only those last modified before it, seconds since the epoch); the URIs
+        removed. Object stores have no directories (a prefix goes with its last object)."""
+        return []
+
     @abc.abstractmethod
     def copy(self, src: str, dst: str) -> None:
         """Implemented by each store."""
@@ -359,6 +368,8 @@ def _rebind(uri, storage_options, manifest_store):
 
 class LocalStore(ObjectStore):
     """Local file system, with plain ``os`` calls (``pread`` for ranged reads)."""
+
+    has_dirs = True
 
     def __init__(self, storage_options=None, settings: StoreSettings | None = None):
         super().__init__("file", storage_options)
@@ -490,6 +501,20 @@ class LocalStore(ObjectStore):
         except FileNotFoundError:
             if not missing_ok:
                 raise
+
+    def prune_empty_dirs(self, uri, older_than=None):
+        removed = []
+        for d, _, names in os.walk(self._path(uri), topdown=False):
+            if names:
+                continue
+            try:
+                if older_than is not None and os.stat(d).st_mtime >= older_than:
+                    continue
+                os.rmdir(d)  # refused when a subdirectory was kept or a file just arrived
+            except OSError:
+                continue
+            removed.append(self._uri(d))
+        return removed
 
     def copy(self, src, dst):
         import shutil

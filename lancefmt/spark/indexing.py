@@ -13,12 +13,15 @@ An INVERTED index is built as pylance's distributed builds are: each task stages
 as one partition of a shared index directory, and the driver unites them into one partition
 (``merge_index_metadata``) and commits it.
 
-Nothing is visible before the commit; a failed job removes every segment it wrote.
+Nothing is visible before the commit; a failed job removes every segment it wrote. A task
+stages its segment's directory before writing into it (:mod:`.jobs`), so the segments of
+attempts that died or that Spark retried are removed by the job too, not left for a cleanup.
 """
 from __future__ import annotations
 
 from ..dataset.core.files import delete_index_dir
 from ..dataset.indices.create import commit_segments, commit_staged, merge_segments
+from ..dataset.write.staging import stage_file
 from ..index.core.metadata import new_uuid, uuid_text
 from ..table.index_entry import to_pb
 from .jobs import Pinned, StagedJob, run_tasks
@@ -54,7 +57,7 @@ def create_scalar_index(spark, uri, column: str, index_type: str, name: str | No
         segments = run_tasks(spark, job, [(pinned, column, index_type, name, g, params)
                                           for g in groups], build_on_executor, "index")
         written = [_dir_of(snapshot, s) for s in segments]
-        job.finish([])
+        job.finish([d + "/" for d in written])  # the directories of dead attempts go
         if merge and len(segments) > 1:
             merged = merge_segments(snapshot, segments)
             written.append(_dir_of(snapshot, merged))
@@ -97,7 +100,12 @@ def build_on_executor(item, staging: str):
     pinned, column, index_type, name, fragment_ids, params = item
     from ..dataset.indices.create import create_scalar_index as build
 
-    return build(pinned.snapshot(), column, index_type, name, fragment_ids=fragment_ids, **params)
+    snapshot = pinned.snapshot()
+    uid = new_uuid()
+    stage_file(staging, snapshot.ctx.resolver.index_dir_uri(uid) + "/", pinned.storage_options,
+               require_open=True)
+    return build(snapshot, column, index_type, name, fragment_ids=fragment_ids, index_uuid=uid,
+                 **params)
 
 
 def _dir_of(snapshot, segment) -> str:

@@ -7,6 +7,10 @@ uniquely named object twice with ``put_if_absent``; a store that lets the second
 (or rejects the header) is refused with :class:`ConditionalPutUnsupportedError`, which tells the
 user to commit through an external manifest store. Three requests, once per bucket per process.
 Setting ``LANCEFMT_ASSUME_CONDITIONAL_PUT=1`` skips the probe.
+
+The probe object is a temporary of ``_versions/`` (``.tmp_conditional_put_probe-<hex>``), so
+that the one a writer killed mid-probe leaves is removed by either library's cleanup, as
+their own manifest temporaries are; readers ignore names that are not manifests.
 """
 from __future__ import annotations
 
@@ -17,8 +21,9 @@ import uuid as _uuid
 from ..errors import ConditionalPutUnsupportedError
 from ..io.store import LocalStore, MemoryStore
 from ..io.uri import child, split_uri
+from .naming import VERSIONS_DIR
 
-PROBE_PREFIX = "_lancefmt_conditional_put_probe-"
+PROBE_PREFIX = ".tmp_conditional_put_probe-"
 
 _verdicts: dict = {}
 _lock = threading.Lock()
@@ -33,7 +38,7 @@ def _key(store, dataset_uri: str):
 
 def probe_conditional_put(store, dataset_uri: str) -> str | None:
     """None if ``put_if_absent`` refuses to overwrite, else why it cannot be trusted."""
-    probe = child(dataset_uri, PROBE_PREFIX + _uuid.uuid4().hex)
+    probe = child(dataset_uri, VERSIONS_DIR, PROBE_PREFIX + _uuid.uuid4().hex)
     try:
         try:
             first = store.put_if_absent(probe, b"1")

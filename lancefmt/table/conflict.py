@@ -173,12 +173,15 @@ def _conditional(mine, theirs) -> ConflictResult:
             if _overlap(a, b):
                 return _incompatible("the same metadata keys were updated concurrently")
         return OK
-    # C6: two index creations: the same index name (one would silently drop the other's
-    # segments) or the same removed segment must be redone on the new version.
+    # C6: two index commits touching one index name are redone on the new version when one
+    # of them adds segments to it (a replace or drop would miss the other's new segments, a
+    # delta would stack on a replaced index). Two drops of it are compatible: the second
+    # removes what is already gone (pylance 14 lets both succeed).
     if isinstance(mine, CreateIndex) and isinstance(theirs, CreateIndex):
-        mine_names = {i.name for i in mine.new_indices} | {i.name for i in mine.removed_indices}
-        theirs_names = {i.name for i in theirs.new_indices} | {i.name for i in theirs.removed_indices}
-        both = mine_names & theirs_names
+        mine_new, theirs_new = ({i.name for i in op.new_indices} for op in (mine, theirs))
+        mine_all = mine_new | {i.name for i in mine.removed_indices}
+        theirs_all = theirs_new | {i.name for i in theirs.removed_indices}
+        both = (mine_new & theirs_all) | (mine_all & theirs_new)
         return _retry(f"index {sorted(both)[0]!r} changed concurrently") if both else OK
     # An index built from columns a concurrent update rewrote in place would answer with the
     # old values for those fragments.

@@ -134,3 +134,26 @@ def test_spark_builds_an_inverted_index_from_staged_partitions(spark, tmp_path):
     got = ds.to_table(full_text_query="quick fox", columns=["id"])
     assert sorted(want["id"].to_pylist()) == sorted(got["id"].to_pylist())
     assert "MatchQuery" in theirs.scanner(full_text_query="quick fox").explain_plan()
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_a_killed_index_task_leaves_no_segment_behind(spark, tmp_path, merge):
+    """A task whose Python worker dies after writing its segment is retried by Spark; the job
+    removes the dead attempt's segment directory (it staged it before writing), so only the
+    committed segments are left, without waiting for a cleanup."""
+    import os
+
+    from lancefmt.spark.indexing import create_scalar_index
+
+    from .conftest import arm_fault
+
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(pa.table({"id": np.arange(6000)}), uri, max_rows_per_file=1000)
+    marker = arm_fault("index")
+    ds = create_scalar_index(spark, uri, "id", "BTREE", rows_per_task=2000, merge=merge)
+    assert not os.path.exists(marker)                     # the fault fired, a task was retried
+    segments = {s.uuid for s in ds.describe_indices()[0].segments}
+    assert set(os.listdir(uri + "/_indices")) == segments
+    assert not os.path.exists(uri + "/_lancefmt_staging") or not os.listdir(uri + "/_lancefmt_staging")
+    assert lance.dataset(uri).count_rows("id BETWEEN 100 AND 4100") == 4001

@@ -63,3 +63,21 @@ def test_index_vs_rewrite_uses_fragment_bitmaps():
     assert check_conflict(txn(CreateIndex([idx])), txn(rewrite_covered)).verdict is R
     assert check_conflict(txn(CreateIndex([idx])), txn(rewrite_other)).verdict is C
     assert check_conflict(txn(rewrite_covered), txn(CreateIndex([idx]))).verdict is R
+
+
+def test_index_commits_on_one_name_conflict_unless_both_only_drop():
+    """As pylance 14 decides (checked by committing each pair with both libraries): a
+    replace, delta or drop of an index is redone when the other commit added segments of that
+    name; two drops of it both succeed."""
+    def seg(name, uid):
+        return table_pb2.IndexMetadata(name=name, fields=[0], uuid=table_pb2.UUID(uuid=bytes([uid]) * 16),
+                                       fragment_bitmap=BitMap([0]).serialize())
+
+    old, a, b = seg("i", 1), seg("i", 2), seg("i", 3)
+    replace_a, replace_b = CreateIndex([a], [old]), CreateIndex([b], [old])
+    delta, drop, other = CreateIndex([b]), CreateIndex([], [old]), CreateIndex([seg("j", 4)])
+    for mine, theirs, expected in [(replace_a, replace_b, R), (replace_a, delta, R),
+                                   (replace_a, drop, R), (drop, replace_a, R), (drop, delta, R),
+                                   (delta, drop, R), (delta, delta, R), (drop, drop, C),
+                                   (replace_a, other, C), (drop, other, C), (other, drop, C)]:
+        assert check_conflict(txn(mine), txn(theirs)).verdict is expected, (mine, theirs)

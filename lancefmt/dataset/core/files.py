@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...io import open_store
 from ...io.store import LocalStore
-from ...io.uri import child, split_uri
+from ...io.uri import child
 from ...table.deletion import deletion_file_kind
 from ...table.naming import deletion_file_name
 
@@ -35,8 +35,13 @@ def deletion_file_uri(resolver, pb) -> str | None:
 def delete_files(uris, storage_options=None) -> None:
     """Best-effort removal of files this process (or a job's tasks) wrote, after a failed
     write, commit or job; with the temporary files a local write of them leaves behind when
-    its process dies before renaming the temp into place (``.tmp_<name>_<hex>`` beside it)."""
+    its process dies before renaming the temp into place (``.tmp_<name>_<hex>`` beside it).
+    A URI ending in ``/`` names a directory one operation wrote whole (an index segment,
+    staged before its files existed): everything in it goes (:func:`delete_index_dir`)."""
     uris = list(uris)
+    for d in [u for u in uris if u.endswith("/")]:
+        delete_index_dir(d.rstrip("/"), storage_options)
+    uris = [u for u in uris if not u.endswith("/")]
     for u in uris:
         try:
             open_store(u, storage_options).delete(u)
@@ -82,18 +87,17 @@ def _delete_local_temps(uris, storage_options) -> None:
 
 
 def delete_index_dir(uri: str, storage_options=None) -> None:
-    """Best-effort removal of an index directory this process wrote and no commit names: its
-    files, then (local) the empty directory."""
+    """Best-effort removal of an index directory this process (or a job's task) wrote and no
+    commit names: its files (temporaries of a write cut short included), then (local disks)
+    its directories."""
     store = open_store(uri, storage_options)
     try:
-        entries = store.list(uri)
+        found = [e.uri for e in store.walk(uri)]
     except OSError:
         return
-    delete_files([e.uri for e in entries if not e.is_dir], storage_options)
-    if isinstance(store, LocalStore):
-        import os
-
+    for u in found:
         try:
-            os.rmdir(split_uri(uri).path)
+            store.delete(u)
         except OSError:
             pass
+    store.prune_empty_dirs(uri)

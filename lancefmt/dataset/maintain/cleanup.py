@@ -12,6 +12,14 @@ Semantics follow pylance 14.0.2 / Lance's ``cleanup.rs`` (checked by experiment)
   modified after the oldest retained version was committed are never touched (they may belong
   to a write in progress; as in pylance 14, versions kept only because of a tag or a branch
   fork do not count for that bar);
+* an index directory (``_indices/{uuid}/``) no retained version references goes whole: its
+  files under the rules above, then (local disks) its directories, as pylance 14 removes them;
+  an empty one (a writer killed right after creating it) once its own time passes the same
+  bar as an unverified file;
+* write temporaries count as unverified files of their directory: pylance's ``data/.tmp*``
+  rule, and lancefmt's ``.tmp_<name>_<hex>`` beside a deletion or transaction file, and the
+  staging records of a distributed job (``_lancefmt_staging/``), which a killed writer leaves
+  and pylance does not know;
 * the statistics mirror pylance's ``CleanupStats``.
 
 What lancefmt adds, so that nothing referenced is ever deleted:
@@ -46,6 +54,7 @@ from ...table.naming import (
 from ...table.manifest import read_manifest
 from ...table.refs import branch_uri, list_branches, list_tags
 from ...table.versions import list_manifests
+from ..write.staging import STAGING_DIR
 
 UNVERIFIED_THRESHOLD = timedelta(days=7)
 DEFAULT_OLDER_THAN = timedelta(days=14)
@@ -118,17 +127,23 @@ def _progress(iterable, enabled, desc, total=None):
 
 
 def _kind(rel: str, name: str) -> str | None:
-    """What a file below an owned root is, from its place (Lance's rules); None = leave it."""
+    """What a file below the dataset root is, from its place (Lance's rules, and lancefmt's
+    write temporaries: ``.tmp_<name>_<hex>`` beside the file a killed writer was writing, and
+    a distributed job's staging records); None = leave it. A temporary is never referenced,
+    so it goes only once it cannot belong to a write in progress."""
     top = rel.split("/", 1)[0]
-    if top == DATA_DIR and name.endswith(".lance"):
+    temp = name.startswith(".tmp")
+    if top == DATA_DIR and (name.endswith(".lance") or temp):  # pylance 14 removes data/.tmp*
         return "data"
-    if top == DELETIONS_DIR and (name.endswith(".arrow") or name.endswith(".bin")):
+    if top == DELETIONS_DIR and (name.endswith(".arrow") or name.endswith(".bin") or temp):
         return "deletion"
     if top == INDICES_DIR and "/" in rel:
         return "index"
-    if top == TRANSACTIONS_DIR and name.endswith(".txn"):
+    if top == TRANSACTIONS_DIR and (name.endswith(".txn") or temp):
         return "transaction"
-    if top == VERSIONS_DIR and name.startswith(".tmp"):
+    if top == VERSIONS_DIR and temp:
+        return "temp"
+    if top == STAGING_DIR:
         return "temp"
     return None
 
@@ -162,7 +177,7 @@ def _root_candidates(snapshot) -> list[_Candidate]:
     """Every cleanable file below the dataset root, by listing (the root is the dataset's)."""
     out = []
     root = snapshot.uri
-    for sub in (DATA_DIR, DELETIONS_DIR, INDICES_DIR, TRANSACTIONS_DIR, VERSIONS_DIR):
+    for sub in (DATA_DIR, DELETIONS_DIR, INDICES_DIR, TRANSACTIONS_DIR, VERSIONS_DIR, STAGING_DIR):
         top = child(root, sub)
         infos = snapshot.store.list(top) if sub == VERSIONS_DIR else snapshot.store.walk(top)
         for info in infos:
@@ -353,4 +368,35 @@ def cleanup_old_versions(snapshot, older_than=None, retain_versions: int | None 
             stats.old_versions += 1
         elif kind in counters:
             setattr(stats, counters[kind], getattr(stats, counters[kind]) + 1)
+    if not dry_run:
+        bar = earliest_retained if delete_unverified else (
+            unverified_before if earliest_retained is None else min(earliest_retained, unverified_before))
+        _prune_dirs(snapshot, set(stats.removed), (retained, protected), verified, bar)
     return stats
+
+
+def _owning_dir(snapshot, uri: str, verified: "_Refs") -> str | None:
+    """The index directory (``_indices/{uuid}``) or job staging directory a removed file was
+    in, or None."""
+    root = snapshot.uri
+    if uri.startswith(root + "/"):
+        parts = uri[len(root) + 1:].split("/")
+        if parts[0] in (INDICES_DIR, STAGING_DIR) and len(parts) > 2:
+            return child(root, parts[0], parts[1])
+        return None
+    return next((d for d in verified.index_dirs if uri.startswith(d + "/")), None)
+
+
+def _prune_dirs(snapshot, removed: set, keep: tuple, verified: "_Refs", bar: float) -> None:
+    """Local directories do not go with their last file (pylance's cleanup removes a dead
+    index directory whole): remove the index and staging directories this cleanup emptied,
+    and every unreferenced index directory that holds no file and was last modified before
+    ``bar`` (a writer in progress may just have created it)."""
+    emptied = {d for d in (_owning_dir(snapshot, u, verified) for u in removed) if d}
+    for d in sorted(emptied):
+        snapshot.ctx.store_for(d).prune_empty_dirs(d)
+    if not snapshot.store.has_dirs:
+        return
+    for info in snapshot.store.list(child(snapshot.uri, INDICES_DIR)):
+        if info.is_dir and info.uri not in emptied and not any(info.uri in r.index_dirs for r in keep):
+            snapshot.store.prune_empty_dirs(info.uri, older_than=bar)

@@ -167,3 +167,17 @@ def test_columns_named_like_sql_keywords_and_the_first_index_wins(tmp_path):
     ds.create_scalar_index("values", "BITMAP", name="values_bitmap")
     assert ds.count_rows("values == 5") == 1 and ds.count_rows("values > 990") == 9
     assert "@values_idx(BTree)" in ds.scanner(filter="values = 5").explain_plan()
+
+
+@pytest.mark.parametrize("first", ["lancefmt", "pylance"])
+def test_a_stale_drop_after_a_concurrent_drop_succeeds_as_in_pylance(uri, first):
+    """Two writers drop the same index, each from the version before either drop: both
+    succeed (pylance 14 does so); the index is gone once."""
+    lance.dataset(uri).create_scalar_index("id", "BTREE")
+    stale_ours, stale_theirs = lancefmt.dataset(uri), lance.dataset(uri)
+    (lancefmt if first == "lancefmt" else lance).dataset(uri).drop_index("id_idx")
+    stale_ours.drop_index("id_idx")
+    stale_theirs.drop_index("id_idx")
+    theirs = lance.dataset(uri)
+    assert theirs.version == 5 and theirs.describe_indices() == []
+    assert lancefmt.dataset(uri).count_rows("id = 5") == theirs.count_rows("id = 5") == 1

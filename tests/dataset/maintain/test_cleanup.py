@@ -235,3 +235,110 @@ def test_branch_cleanup_keeps_child_branch_files_and_main(tmp_path):
     assert lance.dataset(root).checkout_version(("dev/child", None)).count_rows() == 15
     assert lance.dataset(root).checkout_version(("dev", None)).count_rows() == 3
     assert child.to_table() == table(15)
+
+
+def _tree(root):
+    """Relative paths of every file, and of every empty directory (with a trailing slash)."""
+    out = set()
+    for d, dirs, names in os.walk(root):
+        rel = os.path.relpath(d, root)
+        out |= {n if rel == "." else f"{rel}/{n}" for n in names}
+        if not dirs and not names and rel != ".":
+            out.add(rel + "/")
+    return out
+
+
+DEAD = "9b6d0b8e-0a5c-4a57-9a44-7f4a2b1c0d1"
+# what writers killed mid-way leave: an index directory never committed (a finished file, a
+# temporary of the next one, a nested part), an empty one (killed right after mkdir), and the
+# temporaries of an atomic write beside a data, deletion and transaction file, a manifest,
+# and a Spark job's staging records
+KILLED_LEFTOVERS = [
+    f"_indices/{DEAD}0/page_data.lance", f"_indices/{DEAD}0/.tmp_page_lookup.lance_{'a' * 32}",
+    f"_indices/{DEAD}1/part/x.lance", f"_indices/{DEAD}2/",
+    f"data/.tmp_{'0' * 24 + 'f' * 26}.lance_{'b' * 32}",
+    f"_deletions/.tmp_0-3-123.arrow_{'c' * 32}", f"_transactions/.tmp_3-abc.txn_{'d' * 32}",
+    f"_versions/.tmp_conditional_put_probe-{'e' * 32}",
+    f"_lancefmt_staging/{'f' * 32}/OPEN", f"_lancefmt_staging/{'f' * 32}/{'1' * 32}.live",
+]
+
+
+def _leave(root, rels):
+    for rel in rels:
+        p = os.path.join(root, rel)
+        if rel.endswith("/"):
+            os.makedirs(p, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "wb") as f:
+                f.write(b"partial")
+
+
+def _indexed(tmp_path):
+    root = str(tmp_path / "ds")
+    ds = lancefmt.write_dataset(table(100), root, max_rows_per_file=40)
+    ds.create_scalar_index("id", "BTREE")
+    ds.delete("id < 5")
+    return root
+
+
+@pytest.mark.parametrize("cleaner", ["lancefmt", "pylance"])
+def test_what_killed_writers_leave_is_removed_whole(tmp_path, cleaner):
+    """Index directories no version references go whole (files, nested and empty
+    directories, as pylance 14 removes them), and so do lancefmt's write temporaries (pylance
+    removes those in data/, _indices/ and _versions/); nothing the dataset uses is touched."""
+    root = _indexed(tmp_path)
+    _leave(root, KILLED_LEFTOVERS)
+    time.sleep(0.05)
+    ds = lancefmt.write_dataset(table(5, 500), root, mode="append")  # the leftovers predate it
+    needed = {os.path.relpath(u, root) for u in referenced(ds)} | {
+        f"_indices/{s.uuid}/{n}" for d in ds.describe_indices() for s in d.segments
+        for n in os.listdir(os.path.join(root, "_indices", s.uuid))}
+    opener = lancefmt.dataset if cleaner == "lancefmt" else lance.dataset
+    opener(root).cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    left = {p for p in _tree(root) if not p.startswith("_transactions/") or ".tmp" in p}
+    left -= {"_versions/latest_version_hint.json", "_indices/", "_deletions/"}
+    temps = {f"_deletions/.tmp_0-3-123.arrow_{'c' * 32}", f"_transactions/.tmp_3-abc.txn_{'d' * 32}",
+             f"_lancefmt_staging/{'f' * 32}/OPEN", f"_lancefmt_staging/{'f' * 32}/{'1' * 32}.live"}
+    if cleaner == "pylance":  # pylance does not know these lancefmt temporaries
+        assert left - needed == temps
+    else:
+        assert left - needed <= {"_lancefmt_staging/"} and needed <= left
+    assert lance.dataset(root).to_table(filter="id = 7") == table(1, 7)
+    lance.dataset(root).validate()
+
+
+def test_young_leftovers_wait_for_a_week_or_delete_unverified(tmp_path):
+    """A leftover younger than the version kept may belong to a write in progress, and one
+    nothing ever referenced waits a week: an empty index directory too (by its own time)."""
+    root = _indexed(tmp_path)
+    ds = lancefmt.write_dataset(table(5, 500), root, mode="append")
+    time.sleep(0.05)
+    _leave(root, KILLED_LEFTOVERS)          # newer than every version: maybe in progress
+    before = _tree(root)
+    ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert {p for p in before if "tmp" in p or DEAD in p or "staging" in p} <= _tree(root)
+    lancefmt.write_dataset(table(5, 600), root, mode="append")
+    ds = lancefmt.dataset(root)
+    ds.cleanup_old_versions(older_than=timedelta(0))  # unverified and young: still kept
+    assert f"_indices/{DEAD}2/" in _tree(root) and f"_indices/{DEAD}0/page_data.lance" in _tree(root)
+    week_ago = time.time() - 8 * 86400
+    for d, dirs, names in os.walk(root):
+        for n in names + dirs:
+            if DEAD in os.path.join(d, n) or n.startswith(".tmp") or "staging" in d:
+                os.utime(os.path.join(d, n), (week_ago, week_ago))
+    os.utime(os.path.join(root, "_indices", DEAD + "2"), (week_ago, week_ago))
+    ds.cleanup_old_versions(older_than=timedelta(0))
+    assert not [p for p in _tree(root) if DEAD in p or ".tmp" in p or "/OPEN" in p]
+    assert lance.dataset(root).count_rows("id = 7") == 1
+
+
+def test_referenced_index_directories_are_never_pruned(tmp_path):
+    root = _indexed(tmp_path)
+    ds = lancefmt.dataset(root)
+    (seg,) = ds.describe_indices()[0].segments
+    os.makedirs(os.path.join(root, "_indices", seg.uuid, "empty"))
+    before = set(os.listdir(os.path.join(root, "_indices", seg.uuid)))
+    ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert set(os.listdir(os.path.join(root, "_indices", seg.uuid))) == before
+    assert lance.dataset(root).count_rows("id = 50") == 1
