@@ -101,9 +101,13 @@ def build_on_executor(item, staging: str):
     from ..dataset.indices.create import create_scalar_index as build
 
     snapshot = pinned.snapshot()
-    uid = new_uuid()
-    stage_file(staging, snapshot.ctx.resolver.index_dir_uri(uid) + "/", pinned.storage_options,
-               require_open=True)
+    params = dict(params)
+    uid = params.pop("index_uuid", None)
+    if uid is None:  # a segment of its own: staged, so a dead attempt's directory is removed
+        uid = new_uuid()
+        stage_file(staging, snapshot.ctx.resolver.index_dir_uri(uid) + "/", pinned.storage_options,
+                   require_open=True)
+    # else a partition of the job's shared index directory, removed whole if the job fails
     return build(snapshot, column, index_type, name, fragment_ids=fragment_ids, index_uuid=uid,
                  **params)
 
