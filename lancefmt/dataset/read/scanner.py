@@ -19,6 +19,10 @@ from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import decode_batch, user_schema
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
+from .nearest import NearestRequest, nearest_table
+from .nearest import output_schema as nearest_output_schema
+from .vector_query import parse_nearest
+from .vector_search import DISTANCE
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches
@@ -62,7 +66,7 @@ class LanceScanner(pads.Scanner):
         for key, value in options.items():
             if key not in _IGNORED:
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
-            if key in ("nearest", "full_text_query", "index_segments") and value is not None:
+            if key in ("full_text_query", "index_segments") and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
         if include_deleted_rows:
             raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
@@ -90,6 +94,11 @@ class LanceScanner(pads.Scanner):
                 with_row_address, self._drop_address = True, True
         self._source = source
         schema = source.schema
+        self._nearest = None
+        nearest = options.get("nearest")
+        if nearest is not None:
+            columns, with_row_id, with_row_address = self._plan_nearest(
+                source, schema, nearest, columns, with_row_id, with_row_address, options)
         self._projection: Projection = build_projection(schema, columns)
         extras = []
         if with_row_id:
@@ -109,10 +118,52 @@ class LanceScanner(pads.Scanner):
         self._use_index = True if use_index is None else bool(use_index)
         self._selection = _UNSET
 
+    # -- nearest ------------------------------------------------------------------------------
+    def _plan_nearest(self, source, schema, nearest, columns, with_row_id, with_row_address, options):
+        """Parse ``nearest`` and take ``_distance``/``_rowid``/``_rowaddr`` out of ``columns``
+        (the search adds them); returns the remaining columns and metadata flags."""
+        if not hasattr(source, "memo"):
+            raise NotSupportedError("nearest searches a dataset, not a single fragment")
+        self._nearest = parse_nearest(schema, nearest)
+        self._distance_at = None
+        self._no_distance = False
+        if isinstance(columns, (list, tuple)):
+            cols = list(columns)
+            if DISTANCE in cols:
+                self._distance_at = [c for c in cols if c not in (ROW_ID, ROW_ADDRESS)].index(DISTANCE)
+            elif options.get("disable_scoring_autoprojection"):
+                self._no_distance = True
+            with_row_id = with_row_id or ROW_ID in cols
+            with_row_address = with_row_address or ROW_ADDRESS in cols
+            columns = [c for c in cols if c not in (DISTANCE, ROW_ID, ROW_ADDRESS)]
+        self._prefilter = bool(options.get("prefilter"))
+        self._fast_search = bool(options.get("fast_search"))
+        return columns, with_row_id, with_row_address
+
+    def _nearest_request(self) -> NearestRequest:
+        filt = self._spec.filter
+        filter_spec = None
+        if filt is not None:
+            filter_spec = ScanSpec.build(self._source.schema, [], filt)
+        return NearestRequest(
+            self._nearest, self._projection, self._distance_at, bool(self._spec.with_row_id),
+            bool(self._spec.with_row_address), filter_spec, self._filter_text, self._prefilter,
+            self._fragments, self._use_index, self._fast_search, self._threads)
+
+    def _nearest_stored(self) -> pa.Table:
+        table = nearest_table(self._source, self._nearest_request())
+        if self._no_distance:
+            table = table.drop_columns([DISTANCE])
+        start = self._offset or 0
+        stop = table.num_rows if self._limit is None else min(table.num_rows, start + self._limit)
+        return table.slice(start, max(0, stop - start))
+
     # -- indices ------------------------------------------------------------------------------
     def index_selection(self):
         """What the version's scalar indices answer for the filter (None: scan everything);
         worked out once per scanner."""
+        if self._nearest is not None:
+            return None
         if self._selection is _UNSET:
             self._selection = None
             snapshot = self._source.index_snapshot() if self._use_index and \
@@ -139,6 +190,11 @@ class LanceScanner(pads.Scanner):
         return user_schema(self._stored_schema())
 
     def _stored_schema(self) -> pa.Schema:
+        if self._nearest is not None:
+            schema = nearest_output_schema(self._nearest_request(), self._source.schema)
+            if self._no_distance:
+                schema = schema.remove(schema.get_field_index(DISTANCE))
+            return schema
         return self._with_offsets_schema(self._read_schema())
 
     def _read_schema(self) -> pa.Schema:
@@ -181,6 +237,11 @@ class LanceScanner(pads.Scanner):
         return table.slice(start, max(0, stop - start))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self._nearest is not None:
+            stored = self._stored_schema()
+            table = self._nearest_stored()
+            out = (decode_batch(b, stored) for b in table.to_batches(self._spec.batch_size))
+            return rebatch(out, self._batch_size) if self._strict else out
         direct = self._direct()
         if direct is not None:
             stored = self._stored_schema()
@@ -211,6 +272,8 @@ class LanceScanner(pads.Scanner):
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
     def count_rows(self) -> int:
+        if self._nearest is not None:
+            return self._nearest_stored().num_rows
         if self._limit is None and not self._offset:
             if self._spec.filter is None:
                 return int(live_counts(self._source.ctx, self._fragments).sum())
@@ -228,6 +291,8 @@ class LanceScanner(pads.Scanner):
         return sum(b.num_rows for b in self.to_batches())
 
     def head(self, num_rows: int) -> pa.Table:
+        if self._nearest is not None:
+            return self.to_table().slice(0, num_rows)
         limit = num_rows if self._limit is None else min(num_rows, self._limit)
         batches = scan_batches(self._source.ctx, self._scanned_fragments(), self._spec, limit=limit,
                                offset=self._offset, make_scan=self._make_scan())

@@ -1,0 +1,2 @@
+"""Vector indices and search: distances, IVF clustering, quantizers (PQ, SQ, flat) and the
+index types built from them. Importing this package registers the vector index types."""
