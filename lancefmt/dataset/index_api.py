@@ -12,10 +12,18 @@ from ..errors import InvalidArgumentError, NotSupportedError
 from ..table.index_entry import from_pb
 from .indices import create as _create
 from .indices import manage as _manage
+from .indices import vector_create as _vector
 from .read import index_info as _info
 
 VECTOR_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_RQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ",
                 "IVF_HNSW_PQ")
+
+
+# pylance's create_index parameters after ``replace``, in order
+_CREATE_POSITIONAL = ("num_partitions", "ivf_centroids", "pq_codebook", "num_sub_vectors",
+                      "accelerator", "index_cache_size", "shuffle_partition_batches",
+                      "shuffle_partition_concurrency", "ivf_centroids_file",
+                      "precomputed_partition_dataset", "storage_options", "filter_nan")
 
 
 class DatasetIndexAPI:
@@ -40,15 +48,30 @@ class DatasetIndexAPI:
     def create_index(self, column, index_type, name=None, metric: str = "L2",
                      replace: bool = False, *args, train: bool = True, fragment_ids=None,
                      index_uuid=None, **kwargs):
-        """Scalar types (and ``IndexConfig``) as :meth:`create_scalar_index`; vector types are
-        not built by lancefmt yet."""
+        """Scalar types (and ``IndexConfig``) as :meth:`create_scalar_index`; vector types
+        (IVF_FLAT, IVF_PQ, IVF_SQ) with pylance's parameters (positional ones after
+        ``replace`` in pylance's order). Returns the dataset, as pylance does."""
         kind = getattr(index_type, "index_type", index_type)
+        if args:
+            if len(args) > len(_CREATE_POSITIONAL):
+                raise InvalidArgumentError("create_index() got too many positional arguments")
+            for key, value in zip(_CREATE_POSITIONAL, args):
+                if key in kwargs:
+                    raise InvalidArgumentError(f"create_index() got multiple values for {key!r}")
+                kwargs[key] = value
         if isinstance(column, (list, tuple)):
             if len(column) != 1:
                 raise InvalidArgumentError("indices cover exactly one column")
             column = column[0]
-        if isinstance(kind, str) and kind.upper() in VECTOR_TYPES:
-            raise NotSupportedError(f"lancefmt does not build {kind.upper()} vector indices yet")
+        if isinstance(kind, str) and (kind.upper() in VECTOR_TYPES or kind.upper().startswith("IVF")):
+            out = _vector.create_vector_index(self.snapshot, column, kind, name, metric,
+                                              replace=replace, train=train,
+                                              fragment_ids=fragment_ids, index_uuid=index_uuid,
+                                              **_vector_params(index_type, kwargs))
+            if fragment_ids is not None:
+                return out
+            self.adopt(out)
+            return self
         return self.create_scalar_index(column, index_type, name, replace=replace, train=train,
                                         fragment_ids=fragment_ids, index_uuid=index_uuid, **kwargs)
 
@@ -61,6 +84,12 @@ class DatasetIndexAPI:
                                        "for distributed index build")
         if isinstance(column, (list, tuple)):
             column = column[0]
+        kind = getattr(index_type, "index_type", index_type)
+        if isinstance(kind, str) and kind.upper() in VECTOR_TYPES:
+            return _vector.create_vector_index(self.snapshot, column, kind, name, metric,
+                                               train=train, fragment_ids=fragment_ids,
+                                               index_uuid=index_uuid,
+                                               **_vector_params(index_type, kwargs))
         return _create.create_scalar_index(self.snapshot, column, index_type, name,
                                            train=train, fragment_ids=fragment_ids,
                                            index_uuid=index_uuid, **kwargs)
@@ -96,6 +125,19 @@ class DatasetIndexAPI:
 
     def prewarm_index(self, name: str, *, with_position: bool = False, index_segments=None):
         _manage.prewarm_index(self.snapshot, name, index_segments)
+
+
+def _vector_params(index_type, kwargs: dict) -> dict:
+    """pylance's create_index keywords (and an IndexConfig's parameters) for a vector build;
+    positional-or-keyword options it accepts but that only tune its shuffle are dropped."""
+    params = dict(getattr(index_type, "parameters", None) or {})
+    params.update({k: v for k, v in kwargs.items() if v is not None})
+    for ignored in ("index_cache_size", "shuffle_partition_batches", "shuffle_partition_concurrency",
+                    "storage_options", "filter_nan", "skip_transpose", "progress_callback",
+                    "streaming_sample_rate", "streaming_coreset_rate", "streaming_refine_passes",
+                    "precomputed_partition_dataset", "ivf_centroids_file", "index_file_version"):
+        params.pop(ignored, None)
+    return params
 
 
 def index_from_metadata(pb):

@@ -7,6 +7,8 @@ Shaped like Lance's ``lance-index`` crate: one small protocol and many index typ
   registry of index types, row-id sets and the planner that answers a filter's index terms.
 * :mod:`.scalar` -- the scalar index types (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER,
   NGRAM), each one module plus one registration.
+* :mod:`.vector` -- vector search: distances, the IVF model, quantizers (PQ, SQ, flat) and the
+  vector index type.
 
 This package sits above ``table`` and ``file`` and below ``dataset``: the dataset's read
 planner, writes and maintenance use it; it never reads a dataset itself (training data is
@@ -14,3 +16,4 @@ handed to it).
 """
 
 from . import scalar  # noqa: E402,F401 -- registers the scalar index types
+from . import vector  # noqa: E402,F401 -- registers the vector index types

@@ -25,7 +25,6 @@ from ...table.index_entry import from_pb, to_pb
 from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
-from ...index.core.catalog import Segment
 from ..core.indices import field_paths, index_entries, index_store, index_store_for
 from ..read.index_training import column_field, training_data
 
@@ -135,6 +134,13 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
     """Build and commit (see module docstring). Returns the committed snapshot, or with
     ``fragment_ids`` the uncommitted segment as an ``Index``."""
     req = plan_build(snapshot, column, index_type, name, params)
+    return create_from_request(snapshot, req, replace=replace, train=train,
+                               fragment_ids=fragment_ids, index_uuid=index_uuid)
+
+
+def create_from_request(snapshot, req: BuildRequest, *, replace: bool = True, train: bool = True,
+                        fragment_ids=None, index_uuid=None):
+    """Build ``req`` over every fragment and commit it (see :func:`create_scalar_index`)."""
     if fragment_ids is not None:
         wanted = {int(f) for f in fragment_ids}
         pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]

@@ -77,7 +77,7 @@ def index_groups(snapshot) -> dict:
 def type_name_of(pb) -> str:
     itype = by_details(pb.index_details)
     if itype is not None:
-        return itype.type_name
+        return itype.type_name_for(pb.index_details)
     url = pb.index_details.type_url
     if url.endswith("VectorIndexDetails"):
         return "Vector"

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from .ann_search import AnnSearch, prefilter_addresses, vector_index_for
+from .index_scan import index_selection, scan_maker
 from .projection import Projection
 from .row_lookup import take_addresses
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec
@@ -58,15 +60,32 @@ def find(snapshot, req: NearestRequest) -> list:
     """Candidates per query set, ranked and cut to ``k``, the filter applied."""
     vq = req.vq
     ctx = snapshot.ctx
-    prefilter_expr = req.filter_spec.filter if (req.filter_spec is not None and req.prefilter) else None
+    prefilter_spec = req.filter_spec if (req.filter_spec is not None and req.prefilter and
+                                         req.filter_spec.filter is not None) else None
     make_scan = None
-    if prefilter_expr is not None and req.use_scalar_index and req.filter_text is not None:
-        from .index_scan import index_selection, scan_maker
+    if prefilter_spec is not None and req.use_scalar_index and req.filter_text is not None:
         sel = index_selection(snapshot, req.filter_text)
         make_scan = None if sel is None else scan_maker(sel)
-    metric = search_metric(vq)
-    found = flat_search(ctx, req.fragments, vq, metric, vq.k, filter=prefilter_expr,
-                        make_scan=make_scan, threads=req.threads)
+    prefilter_expr = None if prefilter_spec is None else prefilter_spec.filter
+    named = vector_index_for(snapshot, vq, vq.metric)
+    if named is None:
+        found = flat_search(ctx, req.fragments, vq, search_metric(vq), vq.k,
+                            filter=prefilter_expr, make_scan=make_scan, threads=req.threads)
+    else:
+        allowed = None if prefilter_spec is None else \
+            prefilter_addresses(snapshot, req.fragments, prefilter_spec, make_scan)
+        ann = AnnSearch(snapshot, vq, named, req.fragments, allowed)
+        rest = [] if req.fast_search else ann.unindexed
+        exact = flat_search(ctx, rest, vq, ann.metric, vq.k, filter=prefilter_expr,
+                            make_scan=make_scan, threads=req.threads) if rest else None
+        found = []
+        for i, qset in enumerate(vq.query_sets()):
+            cands = ann.search(qset, vq.k)
+            if rest or vq.refine_factor:
+                cands = ann.refine(cands, qset)
+            if exact is not None:
+                cands = Candidates.concat([cands, exact[i]])
+            found.append(cands.top(vq.k))
     if req.filter_spec is not None and req.filter_spec.filter is not None and not req.prefilter:
         found = [postfilter(snapshot, c, req.filter_spec) for c in found]
     return found
@@ -110,3 +129,55 @@ def nearest_table(snapshot, req: NearestRequest) -> pa.Table:
 
 def _array(col):
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def plan_lines(snapshot, req: NearestRequest, indent: int = 2) -> list:
+    """pylance's plan nodes for the search (its node names: KNNVectorDistance, ANNSubIndex,
+    ANNIvfPartition, ScalarIndexQuery for a prefilter an index answers)."""
+    vq = req.vq
+    pad = lambda n: " " * (indent + 2 * n)  # noqa: E731
+    lines = []
+    depth = 0
+    filt = req.filter_spec.filter if req.filter_spec is not None else None
+    if filt is not None and not req.prefilter:
+        lines.append(f"{pad(depth)}FilterExec: {req.filter_text or filt}")
+        depth += 1
+    lines.append(f"{pad(depth)}SortExec: TopK(fetch={vq.k}), expr=[_distance ASC NULLS LAST, "
+                 f"_rowid ASC NULLS LAST]")
+    depth += 1
+    named = vector_index_for(snapshot, vq, vq.metric)
+    prefilter = filt is not None and req.prefilter
+    if named is None:
+        lines.append(f"{pad(depth)}KNNVectorDistance: metric={search_metric(vq)}")
+        lines.append(f"{pad(depth + 1)}LanceRead: uri={snapshot.uri}, projection=[{vq.column}], "
+                     f"num_fragments={len(req.fragments)}, row_id=true, "
+                     f"full_filter={(req.filter_text or filt) if prefilter else '--'}")
+        return lines
+    metric = named.itype.metric_of(named.segments[0].meta.index_details)
+    covered = set()
+    for s in named.segments:
+        covered |= set(s.fragments)
+    unindexed = [pb for pb in req.fragments if int(pb.id) not in covered]
+    if (unindexed and not req.fast_search) or vq.refine_factor:
+        lines.append(f"{pad(depth)}KNNVectorDistance: metric={metric}")
+        depth += 1
+    if unindexed and not req.fast_search:
+        lines.append(f"{pad(depth)}UnionExec")
+        depth += 1
+        lines.append(f"{pad(depth)}KNNVectorDistance: metric={metric}")
+        lines.append(f"{pad(depth + 1)}LanceScan: uri={snapshot.uri}, projection=[{vq.column}], "
+                     f"num_fragments={len(unindexed)}, row_id=true")
+    kk = vq.k * (vq.refine_factor or 1)
+    deltas = len(named.segments)
+    lines.append(f"{pad(depth)}ANNSubIndex: name={named.name}, k={kk}, deltas={deltas}, "
+                 f"metric={metric.upper() if metric == 'l2' else metric.capitalize()}")
+    hi = "None" if vq.maximum_nprobes is None else f"Some({vq.maximum_nprobes})"
+    lines.append(f"{pad(depth + 1)}ANNIvfPartition: uuid={named.segments[0].uuid}, "
+                 f"minimum_nprobes={vq.minimum_nprobes}, maximum_nprobes={hi}, deltas={deltas}")
+    if prefilter:
+        sel = index_selection(snapshot, req.filter_text) if req.use_scalar_index and req.filter_text else None
+        if sel is not None:
+            lines.append(f"{pad(depth + 1)}ScalarIndexQuery: query={sel.text()}")
+        else:
+            lines.append(f"{pad(depth + 1)}LanceRead: uri={snapshot.uri}, full_filter={req.filter_text or filt}")
+    return lines

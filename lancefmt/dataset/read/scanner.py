@@ -20,6 +20,7 @@ from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import decode_batch, user_schema
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .nearest import NearestRequest, nearest_table
+from .nearest import plan_lines as nearest_plan_lines
 from .nearest import output_schema as nearest_output_schema
 from .vector_query import parse_nearest
 from .vector_search import DISTANCE
@@ -327,6 +328,12 @@ class LanceScanner(pads.Scanner):
             lines.append(f"Projection: {', '.join(self.projected_schema.names)}")
         if self._limit is not None or self._offset:
             lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
+        if self._nearest is not None:
+            cols = [c for c in self._projection.read_columns]
+            lines.append(f"  LanceRead: uri={ds.uri}, version={ds.version}, "
+                         f"projection=[{', '.join(cols)}], source=stream(_rowid)")
+            lines.extend(nearest_plan_lines(ds, self._nearest_request(), 4))
+            return lines
         filt = self._filter_text if self._filter_text is not None else spec.filter
         read = f"  LanceRead: uri={ds.uri}, version={ds.version}, " \
             f"projection=[{', '.join(spec.read_columns)}], num_fragments={len(self._fragments)}, " \

@@ -164,6 +164,11 @@ class IndexType:
     #: whether answers are exact (else AtMost: re-checked)
     exact: bool = True
 
+    def type_name_for(self, details) -> str:
+        """What ``list_indices`` calls a segment with ``details`` (one type may cover several
+        kinds, as vector indices do)."""
+        return self.type_name
+
     def serves(self, query) -> bool:
         """Whether the planner should give this type ``query`` (a type may decline queries
         of a class it serves, e.g. patterns too short to look up)."""

@@ -1,0 +1,236 @@
+"""A loaded IVF index segment (IVF_FLAT, IVF_PQ, IVF_SQ), as pylance 14 writes it (V3).
+
+``index.idx`` holds the sub-index (FLAT: no rows, ``__flat_marker``) and, in schema metadata,
+``lance:index`` (``{"type", "distance_type"}``), ``lance:flat`` (one entry per partition) and
+``lance:ivf`` (the global buffer holding the IVF model with its centroids).
+``auxiliary.idx`` holds every indexed row, partition after partition: ``_rowid`` and the
+quantizer's code column, with ``distance_type``, ``lance:ivf`` (partition offsets and lengths)
+and ``storage_metadata`` (the quantizer's JSON) in schema metadata. Both are checked against
+each other when loaded; anything inconsistent is a CorruptFileError naming the file.
+
+A search ranks the partitions by their centroid's distance to the query, scores the rows of
+the probed ones with the quantizer (:mod:`.quantizers`) and keeps the best ``k`` by (distance,
+row id) in a Cython heap; a row mask (deleted rows, a prefilter) and a distance range are
+applied as rows are scored.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import CorruptFileError
+from ..core.registry import LoadedIndex
+from ..core.store import IndexStore
+from . import _ivf
+from .distance import COSINE, parse_metric
+from .ivf import IvfModel, probe_counts
+from .quantizers import (FLAT_COLUMN, PQ_CODE, SQ_CODE, FlatQuantizer, ProductQuantizer,
+                         ScalarQuantizer, normalize, storage_metric)
+
+INDEX_FILE = "index.idx"
+AUX_FILE = "auxiliary.idx"
+ROW_ID = "_rowid"
+FLAT_MARKER = "__flat_marker"
+
+
+@dataclass
+class VectorHits:
+    """What one segment found for one query: row ids (as recorded), distances (ranked), how
+    many partitions were probed, and rows offered but refused by the mask (for statistics)."""
+    ids: np.ndarray
+    dists: np.ndarray
+    probed: int
+
+
+def _json(meta: dict, key: str, path: str):
+    raw = meta.get(key)
+    if raw is None:
+        raise CorruptFileError(f"schema metadata lacks {key!r}", path)
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise CorruptFileError(f"bad {key!r} metadata ({e})", path) from None
+
+
+def _buffer_index(meta: dict, key: str, reader, path: str) -> int:
+    try:
+        idx = int(meta.get(key, ""))
+    except ValueError:
+        raise CorruptFileError(f"bad {key!r} metadata {meta.get(key)!r}", path) from None
+    if not 0 < idx < len(reader.metadata.global_buffers):
+        raise CorruptFileError(f"{key!r} names global buffer {idx}, the file has "
+                               f"{len(reader.metadata.global_buffers)}", path)
+    return idx
+
+
+class IvfIndex(LoadedIndex):
+    """One IVF segment in memory: centroids, row ids and codes in storage order."""
+
+    def __init__(self, kind: str, metric: str, ivf: IvfModel, quantizer, row_ids: np.ndarray,
+                 stored, value_type: pa.DataType, details=None):
+        self.kind = kind                # IVF_FLAT, IVF_PQ, IVF_SQ
+        self.metric = metric            # the index's distance type (l2, cosine, dot, hamming)
+        self.ivf = ivf
+        self.quantizer = quantizer
+        self.row_ids = row_ids
+        self.stored = stored
+        self.value_type = value_type
+        self.details = details
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.row_ids.size)
+
+    @property
+    def dim(self) -> int:
+        return self.ivf.dim
+
+    # -- loading ------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, store: IndexStore, details=None) -> "IvfIndex":
+        idx = store.reader(INDEX_FILE)
+        ipath = store.uri(INDEX_FILE)
+        meta = idx.schema_metadata
+        info = _json(meta, "lance:index", ipath)
+        if not isinstance(info, dict) or "type" not in info:
+            raise CorruptFileError("lance:index names no type", ipath)
+        kind = str(info["type"]).upper()
+        metric = parse_metric(info.get("distance_type", "l2"))
+        ivf = IvfModel.from_proto(IvfModel.parse(
+            idx.read_global_buffer(_buffer_index(meta, "lance:ivf", idx, ipath)), ipath), ipath)
+        aux = store.reader(AUX_FILE)
+        apath = store.uri(AUX_FILE)
+        ameta = aux.schema_metadata
+        parts = IvfModel.parse(aux.read_global_buffer(_buffer_index(ameta, "lance:ivf", aux, apath)), apath)
+        offsets = np.asarray(parts.offsets, np.int64)
+        lengths = np.asarray(parts.lengths, np.int64)
+        if offsets.size != ivf.num_partitions:
+            raise CorruptFileError(f"{offsets.size} partitions, index.idx has "
+                                   f"{ivf.num_partitions} centroids", apath)
+        expect = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths.size else lengths
+        if (lengths < 0).any() or not np.array_equal(offsets, expect) or \
+                int(lengths.sum()) != aux.num_rows:
+            raise CorruptFileError("partition offsets and lengths do not cover the file's "
+                                   f"{aux.num_rows} rows", apath)
+        ivf.offsets, ivf.lengths = offsets, lengths
+        storage = _json(ameta, "storage_metadata", apath)
+        if not isinstance(storage, list) or len(storage) != 1:
+            raise CorruptFileError("storage_metadata is not a list of one entry", apath)
+        try:
+            qmeta = json.loads(storage[0]) if isinstance(storage[0], str) else storage[0]
+        except ValueError as e:
+            raise CorruptFileError(f"bad storage_metadata ({e})", apath) from None
+        schema = aux.schema
+        if schema.get_field_index(ROW_ID) < 0:
+            raise CorruptFileError("no _rowid column", apath)
+        table = aux.read_all()
+        row_ids = np.ascontiguousarray(table.column(ROW_ID).to_numpy(), np.uint64)
+        try:
+            quantizer, column, value_type = cls._quantizer(kind, qmeta, schema, aux, apath)
+            codes = table.column(column)
+            codes = codes.combine_chunks() if isinstance(codes, pa.ChunkedArray) else codes
+            stored = quantizer.stored(codes, offsets, lengths)
+        except CorruptFileError as e:
+            raise CorruptFileError(e.reason, apath) from None
+        if quantizer.dim != ivf.dim:
+            raise CorruptFileError(f"vectors of dimension {quantizer.dim}, centroids of {ivf.dim}", apath)
+        return cls(kind, metric, ivf, quantizer, row_ids, stored, value_type, details)
+
+    @staticmethod
+    def _quantizer(kind, qmeta, schema, aux, path):
+        names = schema.names
+        if PQ_CODE in names:
+            q = ProductQuantizer.from_metadata(qmeta, schema.field(PQ_CODE), path,
+                                               read_buffer=lambda i: aux.read_global_buffer(
+                                                   _checked_buffer(aux, i, path)))
+            return q, PQ_CODE, pa.float32()
+        if SQ_CODE in names:
+            return ScalarQuantizer.from_metadata(qmeta, schema.field(SQ_CODE), path), SQ_CODE, pa.float32()
+        if FLAT_COLUMN in names:
+            f = schema.field(FLAT_COLUMN)
+            q = FlatQuantizer.from_metadata(qmeta, f, path)
+            return q, FLAT_COLUMN, q.value_type
+        raise CorruptFileError(f"no code column lancefmt knows in {names} ({kind})", path)
+
+    # -- searching ----------------------------------------------------------------------------
+    def prepare_query(self, query: np.ndarray) -> np.ndarray:
+        q = np.asarray(query)
+        if q.dtype != np.float64 and q.dtype != np.uint8:
+            q = q.astype(np.float32)
+        return normalize(q) if self.metric == COSINE else q
+
+    def search_vectors(self, query: np.ndarray, k: int, *, minimum_nprobes: int = 1,
+                       maximum_nprobes: int | None = None, mask: np.ndarray | None = None,
+                       distance_range=None, allowed_total: int | None = None) -> VectorHits:
+        """The ``k`` best rows for ``query`` (ranked by (distance, row id)); ``mask``: a
+        uint8 per stored row, 0 = not a candidate; ``allowed_total``: how many rows the mask
+        allows (pylance returns them all, unranked, when that is at most ``k``)."""
+        q = self.prepare_query(query)
+        parts, pdist = self.ivf.ranked_partitions(q, self.metric)
+        lo, hi = probe_counts(pdist, k, minimum_nprobes, maximum_nprobes)
+        top = _ivf.TopK(k)
+        score = self.quantizer.scorer(self.stored, q, self.metric)
+        residual = self.quantizer.use_residual(self.metric)
+        cents = self.ivf.centroids
+        offsets, lengths = self.ivf.offsets, self.ivf.lengths
+        use_mask = mask is not None
+        m = mask if use_mask else _EMPTY_MASK
+        low = -np.inf if distance_range is None or distance_range[0] is None else distance_range[0]
+        high = np.inf if distance_range is None or distance_range[1] is None else distance_range[1]
+        found = 0
+        probed = 0
+        i = 0
+        while i < hi:
+            if i >= lo and found >= k:
+                break
+            p = int(parts[i])
+            i += 1
+            n = int(lengths[p])
+            probed += 1
+            if not n:
+                continue
+            start = int(offsets[p])
+            pq = (q - cents[p]).astype(np.float32) if residual else None
+            d = score(start, n, pq)
+            found += min(k, top.push(d, self.row_ids, start, m, use_mask, low, high))
+        ids, dists, _ = top.result()
+        if allowed_total is not None and found < allowed_total <= k and use_mask:
+            # pylance's shortcut: every allowed row, those not found at +inf
+            rest = np.flatnonzero(m[:self.num_rows].astype(bool))
+            rest_ids = np.setdiff1d(self.row_ids[rest], ids)
+            ids = np.concatenate([ids, rest_ids])
+            dists = np.concatenate([dists, np.full(rest_ids.size, np.inf, np.float32)])
+        return VectorHits(ids, dists, probed)
+
+    # -- describing ---------------------------------------------------------------------------
+    def statistics(self) -> dict:
+        sub = {"metric_type": self.metric}
+        q = self.quantizer
+        if isinstance(q, ProductQuantizer):  # PQ reports the metric its codes are compared by
+            sub["metric_type"] = storage_metric(self.metric)
+            sub.update({"nbits": q.num_bits, "num_sub_vectors": q.m, "dimension": q.dim,
+                        "index_type": "PQ", "transposed": True})
+        elif isinstance(q, ScalarQuantizer):
+            sub.update({"dim": q.dim, "num_bits": q.num_bits,
+                        "bounds": {"start": q.start, "end": q.end}, "index_type": "SQ"})
+        else:
+            sub.update({"dim": q.dim, "index_type": "FLAT"})
+        return {"index_type": self.kind, "metric_type": self.metric,
+                "num_partitions": self.ivf.num_partitions, "sub_index": sub,
+                "partitions": [{"size": int(n)} for n in self.ivf.lengths],
+                "centroids": self.ivf.centroids.tolist()}
+
+    def params(self) -> dict:
+        return {"index_type": self.kind, "metric": self.metric, **self.quantizer.params()}
+
+
+_EMPTY_MASK = np.zeros(0, np.uint8)
+
+
+def _checked_buffer(reader, index: int, path: str) -> int:
+    if not 0 < int(index) < len(reader.metadata.global_buffers):
+        raise CorruptFileError(f"codebook_position {index} is not a global buffer of the file", path)
+    return int(index)
