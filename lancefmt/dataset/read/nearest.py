@@ -16,6 +16,7 @@ from .ann_search import AnnSearch, prefilter_addresses, vector_index_for
 from .index_scan import index_selection, scan_maker
 from .projection import Projection
 from .row_lookup import take_addresses
+from .take import direct_take_plan
 from .scan import ROW_ADDRESS, ROW_ID, ScanSpec
 from .vector_query import QUERY_INDEX, VectorQuery
 from .vector_search import DISTANCE, Candidates, flat_search, search_metric
@@ -112,7 +113,7 @@ def nearest_table(snapshot, req: NearestRequest) -> pa.Table:
     proj = req.projection
     read = list(proj.read_columns)
     plain = [c for c in read if c not in (ROW_ID, ROW_ADDRESS)]
-    taken = take_addresses(snapshot, allc.addrs, plain)
+    taken = take_by_address(snapshot, allc.addrs, plain)
     columns = {n: taken.column(n) for n in plain}
     columns[ROW_ID] = pa.array(allc.ids, pa.uint64())
     columns[ROW_ADDRESS] = pa.array(allc.addrs, pa.uint64())
@@ -181,3 +182,17 @@ def plan_lines(snapshot, req: NearestRequest, indent: int = 2) -> list:
         else:
             lines.append(f"{pad(depth + 1)}LanceRead: uri={snapshot.uri}, full_filter={req.filter_text or filt}")
     return lines
+
+
+def take_by_address(snapshot, addrs: np.ndarray, columns: list) -> pa.Table:
+    """Rows at ``addrs`` (in order): fixed-width columns of local datasets straight from the
+    mapped files (the direct take), anything else through the fragments' readers."""
+    plan = direct_take_plan(snapshot, columns) if columns and addrs.size else None
+    if plan is not None:
+        frags = (addrs >> np.uint64(32)).astype(np.int64)
+        firsts = np.array([plan.fragment_first.get(int(f), -1) for f in np.unique(frags)], np.int64)
+        uniq = np.unique(frags)
+        first = firsts[np.searchsorted(uniq, frags)]
+        if (first >= 0).all():
+            return plan.take_physical(first + (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64))
+    return take_addresses(snapshot, addrs, columns)

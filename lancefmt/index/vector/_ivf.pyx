@@ -11,6 +11,7 @@ the loops below trust their arguments.
 """
 import numpy as np
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, free
 
 
 cdef inline float fma_f32(float a, float b, float c) noexcept nogil:
@@ -90,20 +91,89 @@ cdef inline float dot_sub(const float* x, const float* y, Py_ssize_t dim) noexce
     return tail + total
 
 
-def pq_table(const float[::1] query, const float[::1] codebook, int m, int ncent, bint dot,
+def pq_table(const float[::1] query, const float[::1] codebook_t, int m, int ncent, bint dot,
              float[::1] out):
     """``out[j * ncent + c]``: distance of the query's sub-vector ``j`` to centroid ``c`` of
-    sub-vector ``j`` (L2, or ``1 - dot``). ``codebook`` is ``[m][ncent][dim / m]``."""
-    cdef Py_ssize_t dim = query.shape[0], sub = dim // m, j, c
-    if m <= 0 or dim % m or codebook.shape[0] != m * ncent * sub or out.shape[0] < m * ncent:
+    sub-vector ``j`` (L2, or ``1 - dot``), summed as :func:`l2_sub` sums, computed for all
+    centroids at once. ``codebook_t`` is the codebook transposed: ``[m][dim / m][ncent]``."""
+    cdef Py_ssize_t dim = query.shape[0], sub = dim // m, j, c, l, i, full
+    cdef float* lanes
+    cdef float* tail
+    cdef const float* row
+    cdef float x, d, a0, a1, a2, a3, head
+    if m <= 0 or dim % m or codebook_t.shape[0] != m * ncent * sub or out.shape[0] < m * ncent:
         raise ValueError("PQ table shapes differ")
+    if sub > 16:
+        _pq_table_long(query, codebook_t, m, ncent, dot, out)
+        return
+    lanes = <float*>malloc(8 * ncent * sizeof(float))
+    tail = <float*>malloc(ncent * sizeof(float))
+    if lanes == NULL or tail == NULL:
+        free(lanes)
+        free(tail)
+        raise MemoryError()
+    full = sub - sub % 8
     with nogil:
         for j in range(m):
             for c in range(ncent):
-                if dot:
-                    out[j * ncent + c] = 1.0 - dot_sub(&query[j * sub], &codebook[(j * ncent + c) * sub], sub)
+                tail[c] = 0.0
+            for i in range(sub):
+                x = query[j * sub + i]
+                row = &codebook_t[(j * sub + i) * ncent]
+                l = (i % 8) * ncent
+                if i < 8 and i < full:  # first lane value: fma(a, b, 0) is the product
+                    if dot:
+                        for c in range(ncent):
+                            lanes[l + c] = x * row[c]
+                    else:
+                        for c in range(ncent):
+                            d = x - row[c]
+                            lanes[l + c] = d * d
+                elif i < full:
+                    if dot:
+                        for c in range(ncent):
+                            lanes[l + c] = fma_f32(x, row[c], lanes[l + c])
+                    else:
+                        for c in range(ncent):
+                            d = x - row[c]
+                            lanes[l + c] = fma_f32(d, d, lanes[l + c])
+                elif dot:
+                    for c in range(ncent):
+                        tail[c] += x * row[c]
                 else:
-                    out[j * ncent + c] = l2_sub(&query[j * sub], &codebook[(j * ncent + c) * sub], sub)
+                    for c in range(ncent):
+                        d = x - row[c]
+                        tail[c] += d * d
+            for c in range(ncent):
+                head = 0.0
+                if full:
+                    a0 = lanes[c] + lanes[4 * ncent + c]
+                    a1 = lanes[ncent + c] + lanes[5 * ncent + c]
+                    a2 = lanes[2 * ncent + c] + lanes[6 * ncent + c]
+                    a3 = lanes[3 * ncent + c] + lanes[7 * ncent + c]
+                    head = (a0 + a2) + (a1 + a3)
+                out[j * ncent + c] = (1.0 - (head + tail[c])) if dot else (head + tail[c])
+    free(lanes)
+    free(tail)
+
+
+cdef void _pq_table_long(const float[::1] query, const float[::1] codebook_t, int m, int ncent,
+                         bint dot, float[::1] out) noexcept:
+    """Sub-vectors of more than 16 values: one centroid at a time, 16 lanes."""
+    cdef Py_ssize_t dim = query.shape[0], sub = dim // m, j, c, i
+    cdef float buf[4096]
+    cdef float v
+    if sub > 4096:
+        return
+    for j in range(m):
+        for c in range(ncent):
+            for i in range(sub):
+                buf[i] = codebook_t[(j * sub + i) * ncent + c]
+            if dot:
+                v = 1.0 - dot_sub(&query[j * sub], buf, sub)
+            else:
+                v = l2_sub(&query[j * sub], buf, sub)
+            out[j * ncent + c] = v
 
 
 def pq_scan(const float[::1] table, const uint8_t[::1] codes, Py_ssize_t start, Py_ssize_t n,

@@ -11,14 +11,18 @@ were found, never more than ``maximum_nprobes``.
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ..._proto import index_pb2
 from ...errors import CorruptFileError
+from . import _kmeans
 from .distance import COSINE, DOT, L2, distances
 from .tensor import from_tensor, to_tensor
 
-ASSIGN_BLOCK = 1 << 15
+ASSIGN_BLOCK = 1 << 13
 
 
 class IvfModel:
@@ -107,28 +111,75 @@ class IvfModel:
         return nearest_centroids(vectors, self.centroids, metric)
 
 
+SMALL_DIM = 32
+_POOL = None
+
+
+def _pool():
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1)),
+                                   thread_name_prefix="lancefmt-kmeans")
+    return _POOL
+
+
+def _forget_pool_after_fork() -> None:
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def in_parallel(n: int, fn, min_rows: int = 8192) -> None:
+    """``fn(start, stop)`` over row ranges on the pool (the kernels release the GIL)."""
+    workers = max(1, min(os.cpu_count() or 1, n // min_rows))
+    if workers <= 1:
+        fn(0, n)
+        return
+    step = -(-n // workers)
+    futures = [_pool().submit(fn, s, min(n, s + step)) for s in range(0, n, step)]
+    for f in futures:
+        f.result()
+
+
 def nearest_centroids(vectors: np.ndarray, centroids: np.ndarray, metric: str):
-    """(index of the nearest centroid, its distance) per row: L2 (squared) or dot (1 - x.c),
-    computed blockwise with one matrix product each."""
+    """(index of the nearest centroid, its distance) per row: L2 (squared) or dot (1 - x.c).
+    Short vectors go through the fused Cython kernel, long ones through one BLAS product per
+    block; rows are split over threads."""
     n = vectors.shape[0]
     labels = np.empty(n, np.int64)
     dists = np.empty(n, np.float32)
     c = np.ascontiguousarray(centroids, dtype=np.float32)
+    if not n:
+        return labels, dists
+    if metric != DOT and c.shape[1] <= SMALL_DIM:
+        x = np.ascontiguousarray(vectors, dtype=np.float32)
+        cT = np.ascontiguousarray(c.T)
+        cn = (c.astype(np.float64) ** 2).sum(1).astype(np.float32)
+        in_parallel(n, lambda s, e: _kmeans.assign_small(x[s:e], cT, cn, labels[s:e], dists[s:e]))
+        return labels, dists
     cn = (c.astype(np.float64) ** 2).sum(1).astype(np.float32) if metric != DOT else None
-    for s in range(0, n, ASSIGN_BLOCK):
-        x = np.asarray(vectors[s:s + ASSIGN_BLOCK], dtype=np.float32)
-        prod = x @ c.T
-        if metric == DOT:
-            best = np.argmax(prod, axis=1)
-            labels[s:s + x.shape[0]] = best
-            dists[s:s + x.shape[0]] = 1.0 - prod[np.arange(x.shape[0]), best]
-        else:
-            prod *= -2.0
-            prod += cn
-            best = np.argmin(prod, axis=1)
-            xn = np.einsum("ij,ij->i", x, x)
-            labels[s:s + x.shape[0]] = best
-            dists[s:s + x.shape[0]] = np.maximum(prod[np.arange(x.shape[0]), best] + xn, 0.0)
+
+    def block(s0, e0):
+        for s in range(s0, e0, ASSIGN_BLOCK):
+            x = np.asarray(vectors[s:min(e0, s + ASSIGN_BLOCK)], dtype=np.float32)
+            prod = x @ c.T
+            rows = np.arange(x.shape[0])
+            if metric == DOT:
+                best = np.argmax(prod, axis=1)
+                labels[s:s + x.shape[0]] = best
+                dists[s:s + x.shape[0]] = 1.0 - prod[rows, best]
+            else:
+                prod *= -2.0
+                prod += cn
+                best = np.argmin(prod, axis=1)
+                xn = np.einsum("ij,ij->i", x, x)
+                labels[s:s + x.shape[0]] = best
+                dists[s:s + x.shape[0]] = np.maximum(prod[rows, best] + xn, 0.0)
+
+    in_parallel(n, block, min_rows=ASSIGN_BLOCK)
     return labels, dists
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InvalidArgumentError
-from .distance import DOT
+from . import _kmeans
 from .ivf import nearest_centroids
 
 
@@ -29,16 +29,12 @@ def sample_rows(n: int, wanted: int, seed=None) -> np.ndarray | None:
 
 def means(data: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(per-cluster means, sizes); empty clusters' rows are zero."""
-    sizes = np.bincount(labels, minlength=k)
-    order = np.argsort(labels, kind="stable")
     sums = np.zeros((k, data.shape[1]), np.float64)
-    nonempty = np.flatnonzero(sizes)
-    if nonempty.size:
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[nonempty]
-        sums[nonempty] = np.add.reduceat(data[order].astype(np.float64), starts, axis=0)
-    out = np.zeros_like(sums)
-    out[nonempty] = sums[nonempty] / sizes[nonempty, None]
-    return out.astype(np.float32), sizes
+    sizes = np.zeros(k, np.int64)
+    _kmeans.accumulate(data, labels, sums, sizes)
+    nonempty = sizes > 0
+    sums[nonempty] /= sizes[nonempty, None]
+    return sums.astype(np.float32), sizes
 
 
 def train_kmeans(data: np.ndarray, k: int, *, max_iters: int = 50, tolerance: float = 1e-4,
@@ -65,8 +61,6 @@ def train_kmeans(data: np.ndarray, k: int, *, max_iters: int = 50, tolerance: fl
         if prev is not None and prev > 0 and abs(prev - loss) / prev < tolerance:
             break
         prev = loss
-    if metric == DOT:
-        return cents, loss
     return cents, loss
 
 

@@ -218,6 +218,10 @@ class ProductQuantizer(Quantizer):
         self.m = num_sub_vectors
         self.num_bits = num_bits
         self.codebook = np.ascontiguousarray(codebook, dtype=np.float32).reshape(-1)  # [m][K][sub]
+        # [m][sub][K]: what the distance-table kernel reads
+        self.codebook_t = np.ascontiguousarray(
+            self.codebook.reshape(num_sub_vectors, 1 << num_bits, dim // num_sub_vectors)
+            .transpose(0, 2, 1)).reshape(-1)
 
     @property
     def ncent(self) -> int:
@@ -349,7 +353,7 @@ class ProductQuantizer(Quantizer):
         def score(start, n, part_query=None):
             nonlocal out
             qq = q0 if part_query is None else np.ascontiguousarray(part_query, np.float32)
-            _ivf.pq_table(qq, self.codebook, self.m, self.ncent, dot, table)
+            _ivf.pq_table(qq, self.codebook_t, self.m, self.ncent, dot, table)
             if out.size < n:
                 out = np.empty(n, np.float32)
             _ivf.pq_scan(table, stored, start, n, self.m, self.num_bits, out)
