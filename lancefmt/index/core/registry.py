@@ -163,6 +163,9 @@ class IndexType:
     queries: tuple = ()
     #: whether answers are exact (else AtMost: re-checked)
     exact: bool = True
+    #: keys of ``LoadedIndex.params()`` that carry a trained model (vector centroids,
+    #: codebooks): a rebuild keeps them, ``optimize_indices(retrain=True)`` drops them
+    model_params: tuple = ()
 
     def type_name_for(self, details) -> str:
         """What ``list_indices`` calls a segment with ``details`` (one type may cover several

@@ -45,7 +45,7 @@ class IvfModel:
         return int(self.centroids.shape[1])
 
     # -- storage ------------------------------------------------------------------------------
-    def to_proto(self, *, centroids: bool, partitions: bool = True) -> bytes:
+    def to_proto(self, *, centroids: bool, partitions: bool = True, dtype=None) -> bytes:
         msg = index_pb2.IVF()
         if partitions:
             msg.offsets.extend(int(o) for o in self.offsets)
@@ -54,7 +54,8 @@ class IvfModel:
             msg.offsets.extend([0] * self.num_partitions)
             msg.lengths.extend([0] * self.num_partitions)
         if centroids:
-            msg.centroids_tensor.CopyFrom(to_tensor(self.centroids))
+            cents = self.centroids if dtype is None else self.centroids.astype(dtype)
+            msg.centroids_tensor.CopyFrom(to_tensor(cents))
         if self.loss is not None and centroids:
             msg.loss = float(self.loss)
         return msg.SerializeToString()

@@ -110,6 +110,9 @@ def train_quantizer(kind: str, metric: str, ivf: IvfModel, sample: np.ndarray, p
     rate = int(params.get("sample_rate", 256))
     if kind.endswith("_SQ"):
         bits = int(params.get("num_bits", 8))
+        if params.get("sq_bounds") is not None:
+            lo, hi = params["sq_bounds"]
+            return ScalarQuantizer(dim, bits, lo, hi)
         idx = sample_rows(sample.shape[0], rate * (1 << bits), params.get("seed"))
         return ScalarQuantizer.train(sample if idx is None else sample[idx], bits)
     if kind.endswith("_PQ"):
@@ -197,13 +200,13 @@ def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> No
     elif isinstance(q, ScalarQuantizer):
         codes = pa.FixedSizeListArray.from_arrays(pa.array(built.codes.ravel(), pa.uint8()), dim)
     else:
-        vt = built.value_type if metric != COSINE else pa.float32()
-        values = np.ascontiguousarray(built.codes).ravel()
-        codes = pa.FixedSizeListArray.from_arrays(pa.array(values, vt), dim)
-    field = q.field(built.value_type if metric != COSINE else pa.float32(), dim)
+        values = np.ascontiguousarray(built.codes).ravel().astype(model_dtype(built.value_type, metric))
+        codes = pa.FixedSizeListArray.from_arrays(pa.array(values, built.value_type), dim)
+    field = q.field(built.value_type, dim)
     schema = pa.schema([pa.field(ROW_ID, pa.uint64()), field])
     table = pa.Table.from_arrays([pa.array(built.row_ids, pa.uint64()), codes], schema=schema)
-    buffers = [ivf.to_proto(centroids=False)] + q.global_buffers()
+    dt = model_dtype(built.value_type, metric)
+    buffers = [ivf.to_proto(centroids=False)] + q.global_buffers(dt)
     meta = {"distance_type": metric, "lance:ivf": "1",
             "storage_metadata": json.dumps([q.storage_metadata(2)], separators=(",", ":"))}
     store.write_table(AUX_FILE, table, meta, buffers)
@@ -212,4 +215,11 @@ def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> No
              "lance:ivf": "1",
              "lance:flat": json.dumps([""] * ivf.num_partitions, separators=(",", ":"))}
     store.write_table(INDEX_FILE, marker.empty_table(), imeta,
-                      [ivf.to_proto(centroids=True, partitions=False)])
+                      [ivf.to_proto(centroids=True, partitions=False, dtype=dt)])
+
+
+def model_dtype(value_type: pa.DataType, metric: str):
+    """The type pylance keeps centroids and codebooks in: the vectors' own type."""
+    if pa.types.is_uint8(value_type):
+        return np.uint8
+    return {"halffloat": np.float16, "double": np.float64}.get(str(value_type), np.float32)

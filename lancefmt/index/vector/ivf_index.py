@@ -224,7 +224,47 @@ class IvfIndex(LoadedIndex):
                 "centroids": self.ivf.centroids.tolist()}
 
     def params(self) -> dict:
-        return {"index_type": self.kind, "metric": self.metric, **self.quantizer.params()}
+        """Build parameters and the trained model (centroids, codebook or bounds): a rebuild
+        by ``optimize_indices`` encodes new rows with the same model, as pylance does."""
+        out = {"index_type": self.kind, "metric": self.metric, **self.quantizer.params(),
+               "ivf_centroids": self.ivf.centroids}
+        q = self.quantizer
+        if isinstance(q, ProductQuantizer):
+            out["pq_codebook"] = q.codebook.reshape(q.m, q.ncent, q.dim // q.m)
+        elif isinstance(q, ScalarQuantizer):
+            out["sq_bounds"] = (q.start, q.end)
+        d = self.details
+        if d is not None:
+            hints = dict(d.runtime_hints)
+            for key, name in (("lance.ivf.sample_rate", "sample_rate"), ("lance.ivf.max_iters", "max_iters")):
+                if key in hints and hints[key].isdigit():
+                    out[name] = int(hints[key])
+            if d.HasField("target_partition_size"):
+                out["target_partition_size"] = int(d.target_partition_size)
+        return out
+
+    # -- maintenance --------------------------------------------------------------------------
+    def rows(self):
+        """(partition of every stored row, row ids, row-major codes) in storage order."""
+        labels = np.repeat(np.arange(self.ivf.num_partitions), self.ivf.lengths)
+        q = self.quantizer
+        if isinstance(q, ProductQuantizer):
+            codes = q.untranspose(self.stored, self.ivf.offsets, self.ivf.lengths)
+        else:
+            codes = self.stored
+        return labels, self.row_ids, codes
+
+    def remap(self, mapping, dest: IndexStore):
+        """The same partitions and codes with row ids moved by ``mapping`` and dropped rows
+        left out (compaction)."""
+        from .ivf_build import Built, arrange, write_segment
+        labels, ids, codes = self.rows()
+        new_ids, keep = mapping.apply(ids)
+        ivf = IvfModel(self.ivf.centroids, loss=self.ivf.loss)
+        out_ids, out_codes = arrange(ivf, labels[keep], new_ids[keep], codes[keep])
+        write_segment(dest, self.kind, self.metric, Built(ivf, self.quantizer, out_ids, out_codes,
+                                                           self.value_type))
+        return self.details
 
 
 _EMPTY_MASK = np.zeros(0, np.uint8)

@@ -76,7 +76,7 @@ class Quantizer:
     def storage_metadata(self, buffer_index: int) -> str:
         raise NotImplementedError
 
-    def global_buffers(self) -> list:
+    def global_buffers(self, dtype=np.float32) -> list:
         return []
 
     def stored(self, codes: pa.Array, offsets, lengths):
@@ -294,8 +294,8 @@ class ProductQuantizer(Quantizer):
                 f'"num_sub_vectors":{self.m},"dimension":{self.dim},"codebook_tensor":[],'
                 f'"transposed":true}}')
 
-    def global_buffers(self):
-        return [tensor_bytes(self.codebook.reshape(self.ncent, self.dim))]
+    def global_buffers(self, dtype=np.float32):
+        return [tensor_bytes(self.codebook.reshape(self.ncent, self.dim).astype(dtype))]
 
     @classmethod
     def from_metadata(cls, meta: dict, field, path=None, read_buffer=None):

@@ -67,6 +67,7 @@ class VectorIndexType(IndexType):
     queries = ()
     exact = False
     vector = True
+    model_params = ("ivf_centroids", "pq_codebook", "sq_bounds")
 
     def type_name_for(self, details) -> str:
         return kind_of(self.unpack_details(details))
