@@ -62,6 +62,10 @@ def live_mask(snapshot, segment, loaded, wanted: frozenset | None):
         live = {int(pb.id): pb for pb in snapshot.fragment_pbs()}
         ok_frags = [f for f in segment.fragments if f in live and (wanted is None or f in wanted)]
         alive = (addrs != MISSING_ADDRESS) & np.isin(frags, np.asarray(ok_frags, np.int64))
+        offsets = (addrs & _LOW32).astype(np.int64)
+        for f in ok_frags:  # an address past its fragment's rows is no row (a corrupt index)
+            in_f = frags == f
+            alive[in_f & (offsets >= int(live[f].physical_rows))] = False
         if not snapshot.has_stable_row_ids:  # stable ids of deleted rows map to nothing
             for f in ok_frags:
                 dv = load_deletions(snapshot.ctx, live[f])

@@ -64,3 +64,19 @@ def accumulate(const float[:, ::1] x, const int64_t[::1] labels, double[:, ::1] 
             counts[lab] += 1
             for j in range(dim):
                 sums[lab, j] += x[i, j]
+
+
+def update_min_dist(const float[:, ::1] x, const float[::1] c, double[::1] d2):
+    """``d2[i] = min(d2[i], |x[i] - c|^2)`` (k-means++ seeding)."""
+    cdef Py_ssize_t n = x.shape[0], dim = x.shape[1], i, j
+    cdef double acc, v
+    if c.shape[0] != dim or d2.shape[0] < n:
+        raise ValueError("k-means shapes differ")
+    with nogil:
+        for i in range(n):
+            acc = 0.0
+            for j in range(dim):
+                v = <double>x[i, j] - <double>c[j]
+                acc += v * v
+            if acc < d2[i]:
+                d2[i] = acc

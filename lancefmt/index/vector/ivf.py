@@ -19,7 +19,7 @@ import numpy as np
 from ..._proto import index_pb2
 from ...errors import CorruptFileError
 from . import _kmeans
-from .distance import COSINE, DOT, L2, distances
+from .distance import COSINE, DOT, HAMMING, L2, distances
 from .tensor import from_tensor, to_tensor
 
 ASSIGN_BLOCK = 1 << 13
@@ -94,6 +94,10 @@ class IvfModel:
     def ranked_partitions(self, query: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(partition ids nearest first, their distances) for ``query`` (normalized already
         for cosine indices, whose centroids are compared by L2)."""
+        if metric == HAMMING:
+            d = distances(np.asarray(query, np.uint8), np.asarray(self.centroids, np.uint8), HAMMING)
+            order = np.argsort(d, kind="stable")
+            return order, d[order]
         m = L2 if metric in (L2, COSINE) else DOT
         cents = self.centroids
         q = query
@@ -152,9 +156,19 @@ def nearest_centroids(vectors: np.ndarray, centroids: np.ndarray, metric: str):
     n = vectors.shape[0]
     labels = np.empty(n, np.int64)
     dists = np.empty(n, np.float32)
-    c = np.ascontiguousarray(centroids, dtype=np.float32)
     if not n:
         return labels, dists
+    if metric == HAMMING:  # uint8 vectors: one kernel pass per centroid
+        x = np.ascontiguousarray(vectors, np.uint8)
+        cu = np.ascontiguousarray(centroids, np.uint8)
+        best = np.full(n, np.inf, np.float32)
+        for i in range(cu.shape[0]):
+            d = distances(cu[i], x, HAMMING)
+            better = d < best
+            labels[better], best[better] = i, d[better]
+        dists[:] = best
+        return labels, dists
+    c = np.ascontiguousarray(centroids, dtype=np.float32)
     if metric != DOT and c.shape[1] <= SMALL_DIM:
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         cT = np.ascontiguousarray(c.T)

@@ -87,6 +87,8 @@ def train_model(kind: str, metric: str, sample: np.ndarray, params: dict, *, row
     given = params.get("ivf_centroids")
     if given is not None:
         cents = centroids_array(given, dim)
+        if metric == HAMMING:
+            cents = cents.astype(np.uint8)
     else:
         nparts = params.get("num_partitions")
         nparts = int(nparts) if nparts else num_partitions_for(kind, rows, params.get("target_partition_size"))
@@ -97,8 +99,9 @@ def train_model(kind: str, metric: str, sample: np.ndarray, params: dict, *, row
         rate = int(params.get("sample_rate", 256))
         idx = sample_rows(sample.shape[0], nparts * rate, params.get("seed"))
         train = sample if idx is None else sample[idx]
+        km = {DOT: DOT, HAMMING: HAMMING}.get(metric, L2)
         cents, _ = train_kmeans(train, nparts, max_iters=int(params.get("max_iters", 50)),
-                                metric=DOT if metric == DOT else L2, seed=params.get("seed"))
+                                metric=km, seed=params.get("seed"))
     ivf = IvfModel(cents)
     return ivf, train_quantizer(kind, metric, ivf, sample, params)
 
@@ -141,7 +144,7 @@ def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
         for s in range(0, mat.shape[0], ENCODE_BLOCK):
             x = mat[s:s + ENCODE_BLOCK]
             xf = normalize(x) if metric == COSINE else x
-            lab, _ = nearest_centroids(xf, ivf.centroids, DOT if metric == DOT else L2)
+            lab, _ = nearest_centroids(xf, ivf.centroids, {DOT: DOT, HAMMING: HAMMING}.get(metric, L2))
             if isinstance(quantizer, ProductQuantizer):
                 y = xf.astype(np.float32)
                 if quantizer.use_residual(metric):

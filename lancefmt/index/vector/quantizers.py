@@ -260,8 +260,8 @@ class ProductQuantizer(Quantizer):
         books = []
         for j in range(m):
             cents, _ = train_kmeans(sample[:, j * sub:(j + 1) * sub], k, max_iters=max_iters,
-                                    metric=L2,
-                                    seed=int(rng.integers(1 << 31)))
+                                    metric=L2, seed=int(rng.integers(1 << 31)),
+                                    plus_plus_seeding=False)
             books.append(cents)
         return cls(dim, m, num_bits, np.stack(books))
 
