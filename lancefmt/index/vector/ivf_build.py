@@ -173,8 +173,13 @@ def arrange(ivf: IvfModel, labels, ids, codes):
     return ids[order], codes[order]
 
 
+DEFAULT_SEED = 20240601
+
+
 def build(kind: str, metric: str, data, params: dict) -> Built:
-    """Train and encode ``data`` (a TrainingData); see module docstring."""
+    """Train and encode ``data`` (a TrainingData); see module docstring. Sampling and k-means
+    are seeded (``seed``, fixed by default), so the same data builds the same index."""
+    params = {**params, "seed": params.get("seed", DEFAULT_SEED)}
     if metric == HAMMING and not kind.endswith("_FLAT"):
         raise InvalidArgumentError(f"{kind} does not support hamming distance")
     value_type = data.field.type.value_type
