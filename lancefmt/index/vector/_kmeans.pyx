@@ -4,49 +4,38 @@
 For a handful of dimensions a matrix product is limited by writing its ``rows x k`` output,
 so :func:`assign_small` finds each row's nearest centroid directly: ``|c|^2 - 2 x.c`` for all
 centroids at once (centroids stored transposed, so the inner loop runs over contiguous
-centroid values and vectorizes), then the smallest. :func:`accumulate` adds rows into their
+centroid values and vectorizes; the C loop in ``kmeans_simd.h`` runs as AVX2 where the CPU
+has it), then the smallest. :func:`accumulate` adds rows into their
 cluster's sum for the next means. Callers check shapes before calling.
 """
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 
 
+cdef extern from "index/vector/kmeans_simd.h":
+    void lancefmt_assign_small(const float *x, Py_ssize_t n, Py_ssize_t dim, const float *ct,
+                               const float *cnorm, Py_ssize_t k, float *acc, int64_t *labels,
+                               float *dists) nogil
+
+
 def assign_small(const float[:, ::1] x, const float[:, ::1] cT, const float[::1] cnorm,
                  int64_t[::1] labels, float[::1] dists):
-    """Nearest centroid (squared L2) of every row of ``x``; ``cT`` is ``dim x k``."""
-    cdef Py_ssize_t n = x.shape[0], dim = x.shape[1], k = cT.shape[1], i, j, c
+    """Nearest centroid (squared L2) of every row of ``x``; ``cT`` is ``dim x k`` (the loop is
+    C in ``kmeans_simd.h``: AVX2 when the CPU has it)."""
+    cdef Py_ssize_t n = x.shape[0], dim = x.shape[1], k = cT.shape[1]
     cdef float* acc
-    cdef float xn, best, v, xj2
-    cdef int64_t arg
     if cT.shape[0] != dim or cnorm.shape[0] != k or labels.shape[0] < n or dists.shape[0] < n:
         raise ValueError("k-means shapes differ")
     if k == 0:
         raise ValueError("no centroids")
+    if n == 0:
+        return
+    acc = <float*>malloc(k * sizeof(float))
+    if acc == NULL:
+        raise MemoryError()
     with nogil:
-        acc = <float*>malloc(k * sizeof(float))
-        if acc == NULL:
-            with gil:
-                raise MemoryError()
-        for i in range(n):
-            xn = 0.0
-            for c in range(k):
-                acc[c] = cnorm[c]
-            for j in range(dim):
-                v = x[i, j]
-                xn += v * v
-                xj2 = -2.0 * v
-                for c in range(k):
-                    acc[c] += xj2 * cT[j, c]
-            best = acc[0]
-            arg = 0
-            for c in range(1, k):
-                if acc[c] < best:
-                    best = acc[c]
-                    arg = c
-            labels[i] = arg
-            best = best + xn
-            dists[i] = best if best > 0 else 0.0
-        free(acc)
+        lancefmt_assign_small(&x[0, 0], n, dim, &cT[0, 0], &cnorm[0], k, acc, &labels[0], &dists[0])
+    free(acc)
 
 
 def accumulate(const float[:, ::1] x, const int64_t[::1] labels, double[:, ::1] sums,
