@@ -17,9 +17,13 @@ from .index_scan import index_selection, scan_maker
 from .projection import Projection
 from .row_lookup import take_addresses
 from .take import direct_take_plan
-from .scan import ROW_ADDRESS, ROW_ID, ScanSpec
+from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, default_threads, scan_pool
 from .vector_query import QUERY_INDEX, VectorQuery
 from .vector_search import DISTANCE, Candidates, flat_search, search_metric
+
+
+# A batch of at least this many queries is searched on the scan pool's threads.
+PARALLEL_QUERIES = 8
 
 
 @dataclass
@@ -79,14 +83,20 @@ def find(snapshot, req: NearestRequest) -> list:
         rest = [] if req.fast_search else ann.unindexed
         exact = flat_search(ctx, rest, vq, ann.metric, vq.k, filter=prefilter_expr,
                             make_scan=make_scan, threads=req.threads) if rest else None
-        found = []
-        for i, qset in enumerate(vq.query_sets()):
+        def one(i, qset):
             cands = ann.search(qset, vq.k)
             if rest or vq.refine_factor:
                 cands = ann.refine(cands, qset)
             if exact is not None:
                 cands = Candidates.concat([cands, exact[i]])
-            found.append(cands.top(vq.k))
+            return cands.top(vq.k)
+
+        sets = vq.query_sets()
+        if len(sets) >= PARALLEL_QUERIES:  # a batch: queries on the scan pool (kernels drop the GIL)
+            pool = scan_pool(req.threads or default_threads(ctx))
+            found = list(pool.map(one, range(len(sets)), sets))
+        else:
+            found = [one(i, qset) for i, qset in enumerate(sets)]
     if req.filter_spec is not None and req.filter_spec.filter is not None and not req.prefilter:
         found = [postfilter(snapshot, c, req.filter_spec) for c in found]
     return found

@@ -96,71 +96,38 @@ def pq_table(const float[::1] query, const float[::1] codebook_t, int m, int nce
     """``out[j * ncent + c]``: distance of the query's sub-vector ``j`` to centroid ``c`` of
     sub-vector ``j`` (L2, or ``1 - dot``), summed as :func:`l2_sub` sums, computed for all
     centroids at once. ``codebook_t`` is the codebook transposed: ``[m][dim / m][ncent]``."""
-    cdef Py_ssize_t dim = query.shape[0], sub = dim // m, j, c, l, i, full
-    cdef float* lanes
-    cdef float* tail
-    cdef const float* row
-    cdef float x, d, a0, a1, a2, a3, head
-    if m <= 0 or dim % m or codebook_t.shape[0] != m * ncent * sub or out.shape[0] < m * ncent:
+    cdef Py_ssize_t dim = query.shape[0]
+    cdef float* work
+    if m <= 0 or dim % m or dim // m > 4096 or codebook_t.shape[0] != dim * ncent or \
+            out.shape[0] < m * ncent:
         raise ValueError("PQ table shapes differ")
-    if sub > 16:
-        _pq_table_long(query, codebook_t, m, ncent, dot, out)
-        return
-    lanes = <float*>malloc(8 * ncent * sizeof(float))
-    tail = <float*>malloc(ncent * sizeof(float))
-    if lanes == NULL or tail == NULL:
-        free(lanes)
-        free(tail)
+    work = <float*>malloc(9 * ncent * sizeof(float))
+    if work == NULL:
         raise MemoryError()
-    full = sub - sub % 8
     with nogil:
-        for j in range(m):
-            for c in range(ncent):
-                tail[c] = 0.0
-            for i in range(sub):
-                x = query[j * sub + i]
-                row = &codebook_t[(j * sub + i) * ncent]
-                l = (i % 8) * ncent
-                if i < 8 and i < full:  # first lane value: fma(a, b, 0) is the product
-                    if dot:
-                        for c in range(ncent):
-                            lanes[l + c] = x * row[c]
-                    else:
-                        for c in range(ncent):
-                            d = x - row[c]
-                            lanes[l + c] = d * d
-                elif i < full:
-                    if dot:
-                        for c in range(ncent):
-                            lanes[l + c] = fma_f32(x, row[c], lanes[l + c])
-                    else:
-                        for c in range(ncent):
-                            d = x - row[c]
-                            lanes[l + c] = fma_f32(d, d, lanes[l + c])
-                elif dot:
-                    for c in range(ncent):
-                        tail[c] += x * row[c]
-                else:
-                    for c in range(ncent):
-                        d = x - row[c]
-                        tail[c] += d * d
-            for c in range(ncent):
-                head = 0.0
-                if full:
-                    a0 = lanes[c] + lanes[4 * ncent + c]
-                    a1 = lanes[ncent + c] + lanes[5 * ncent + c]
-                    a2 = lanes[2 * ncent + c] + lanes[6 * ncent + c]
-                    a3 = lanes[3 * ncent + c] + lanes[7 * ncent + c]
-                    head = (a0 + a2) + (a1 + a3)
-                out[j * ncent + c] = (1.0 - (head + tail[c])) if dot else (head + tail[c])
-    free(lanes)
-    free(tail)
+        table_core(&query[0], dim, &codebook_t[0], m, ncent, dot, &out[0], work)
+    free(work)
 
 
-cdef void _pq_table_long(const float[::1] query, const float[::1] codebook_t, int m, int ncent,
-                         bint dot, float[::1] out) noexcept:
+cdef extern from "index/vector/pq_simd.h":
+    void lancefmt_pq_table(const float *query, Py_ssize_t dim, const float *codebook_t,
+                           Py_ssize_t m, Py_ssize_t ncent, int dot, float *out, float *work) nogil
+
+
+cdef void table_core(const float* query, Py_ssize_t dim, const float* codebook_t, int m,
+                     int ncent, bint dot, float* out, float* work) noexcept nogil:
+    """:func:`pq_table` on raw buffers; ``work`` holds ``9 * ncent`` floats. Sub-vectors of at
+    most 16 values go to the C kernel of ``pq_simd.h`` (pylance 14's summation order)."""
+    if dim // m > 16:
+        _pq_table_long(query, dim, codebook_t, m, ncent, dot, out)
+        return
+    lancefmt_pq_table(query, dim, codebook_t, m, ncent, dot, out, work)
+
+
+cdef void _pq_table_long(const float* query, Py_ssize_t dim, const float* codebook_t, int m,
+                         int ncent, bint dot, float* out) noexcept nogil:
     """Sub-vectors of more than 16 values: one centroid at a time, 16 lanes."""
-    cdef Py_ssize_t dim = query.shape[0], sub = dim // m, j, c, i
+    cdef Py_ssize_t sub = dim // m, j, c, i
     cdef float buf[4096]
     cdef float v
     if sub > 4096:
@@ -181,26 +148,53 @@ def pq_scan(const float[::1] table, const uint8_t[::1] codes, Py_ssize_t start, 
     """Distances of rows ``start .. start + n`` whose codes are stored transposed from byte
     ``start * width``: for each code byte column, ``n`` bytes (``width`` = m, or m / 2 at 4
     bits: low nibble sub-vector 2b, high nibble 2b + 1)."""
-    cdef Py_ssize_t width = m if nbits == 8 else m // 2, b, i
-    cdef Py_ssize_t base = start * width
-    cdef const uint8_t* col
-    cdef uint8_t v
-    if codes.shape[0] < base + n * width or out.shape[0] < n or table.shape[0] < m * (1 << nbits):
+    cdef Py_ssize_t width = m if nbits == 8 else m // 2
+    if codes.shape[0] < start * width + n * width or out.shape[0] < n or \
+            table.shape[0] < m * (1 << nbits):
         raise ValueError("PQ codes shorter than the partition")
     with nogil:
-        for i in range(n):
-            out[i] = 0.0
-        if nbits == 8:
-            for b in range(m):
-                col = &codes[base + b * n]
-                for i in range(n):
-                    out[i] += table[b * 256 + col[i]]
-        else:
-            for b in range(width):
-                col = &codes[base + b * n]
-                for i in range(n):
-                    v = col[i]
-                    out[i] += table[(2 * b) * 16 + (v & 15)] + table[(2 * b + 1) * 16 + (v >> 4)]
+        scan_core(&table[0], &codes[0], start, n, m, nbits, &out[0])
+
+
+cdef void scan_core(const float* table, const uint8_t* codes, Py_ssize_t start, Py_ssize_t n,
+                    int m, int nbits, float* out) noexcept nogil:
+    cdef Py_ssize_t width = m if nbits == 8 else m // 2, b, i
+    cdef const uint8_t* col
+    cdef uint8_t v
+    for i in range(n):
+        out[i] = 0.0
+    cdef Py_ssize_t b4 = m - m % 4
+    cdef const uint8_t* c0
+    cdef const uint8_t* c1
+    cdef const uint8_t* c2
+    cdef const uint8_t* c3
+    cdef const float* t0
+    cdef float o
+    if nbits == 8:
+        # four sub-vectors per pass over the rows, still added in sub-vector order
+        for b in range(0, b4, 4):
+            c0 = &codes[start * width + b * n]
+            c1 = c0 + n
+            c2 = c1 + n
+            c3 = c2 + n
+            t0 = &table[b * 256]
+            for i in range(n):
+                o = out[i]
+                o += t0[c0[i]]
+                o += t0[256 + c1[i]]
+                o += t0[512 + c2[i]]
+                o += t0[768 + c3[i]]
+                out[i] = o
+        for b in range(b4, m):
+            col = &codes[start * width + b * n]
+            for i in range(n):
+                out[i] += table[b * 256 + col[i]]
+    else:
+        for b in range(width):
+            col = &codes[start * width + b * n]
+            for i in range(n):
+                v = col[i]
+                out[i] += table[(2 * b) * 16 + (v & 15)] + table[(2 * b + 1) * 16 + (v >> 4)]
 
 
 def sq_scan(const uint8_t[::1] query, const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
@@ -317,3 +311,71 @@ cdef class TopK:
         pos = np.asarray(self.pos[:self.n]).copy()
         order = np.lexsort((ids, d))
         return ids[order], d[order], pos[order]
+
+
+def pq_search(const float[::1] query, const int64_t[::1] order, Py_ssize_t lo, Py_ssize_t hi,
+              Py_ssize_t k, const float[:, ::1] centroids, const float[::1] codebook_t, int m,
+              int nbits, const uint8_t[::1] codes, const int64_t[::1] offsets,
+              const int64_t[::1] lengths, const uint64_t[::1] row_ids, const uint8_t[::1] mask,
+              bint use_mask, bint residual, bint dot, double dlo, double dhi, TopK top):
+    """One IVF_PQ query in one call, without the GIL: partitions ``order[:hi]`` in order, at
+    least ``lo`` of them and more while fewer than ``k`` rows were found; each one's table
+    (of the query's residual to its centroid, for L2) and scan, pushed into ``top``.
+    Returns (partitions probed, rows found). Offsets and lengths must have been checked
+    against ``codes`` and ``row_ids`` (a loaded index does at load)."""
+    cdef Py_ssize_t dim = query.shape[0], ncent = 1 << nbits, i, p, n, start, j, maxlen = 0
+    cdef Py_ssize_t probed = 0, found = 0, got, nparts = offsets.shape[0]
+    cdef float* table
+    cdef float* work
+    cdef float* resid
+    cdef float* dist
+    cdef float v, diff = <float>(m - 1)
+    cdef const float* qp
+    if hi > order.shape[0] or centroids.shape[1] != dim or lengths.shape[0] != nparts or \
+            codebook_t.shape[0] != dim * ncent or m <= 0 or dim % m or dim // m > 4096:
+        raise ValueError("PQ search shapes differ")
+    for i in range(hi):
+        p = order[i]
+        if p < 0 or p >= nparts or p >= centroids.shape[0]:
+            raise ValueError("partition out of range")
+        if lengths[p] > maxlen:
+            maxlen = lengths[p]
+    table = <float*>malloc(m * ncent * sizeof(float))
+    work = <float*>malloc(9 * ncent * sizeof(float))
+    resid = <float*>malloc(dim * sizeof(float))
+    dist = <float*>malloc((maxlen + 1) * sizeof(float))
+    if table == NULL or work == NULL or resid == NULL or dist == NULL:
+        free(table); free(work); free(resid); free(dist)
+        raise MemoryError()
+    with nogil:
+        for i in range(hi):
+            if i >= lo and found >= k:
+                break
+            p = order[i]
+            probed += 1
+            n = lengths[p]
+            if n <= 0:
+                continue
+            start = offsets[p]
+            qp = &query[0]
+            if residual:
+                for j in range(dim):
+                    resid[j] = query[j] - centroids[p, j]
+                qp = resid
+            table_core(qp, dim, &codebook_t[0], m, ncent, dot, table, work)
+            scan_core(table, &codes[0], start, n, m, nbits, dist)
+            got = 0
+            for j in range(n):
+                if use_mask and not mask[start + j]:
+                    continue
+                v = dist[j] - diff if dot else dist[j]
+                if v != v or v < dlo or v >= dhi:
+                    continue
+                got += 1
+                if top.n == top.k and v > top.d[0]:  # worse than the k-th: no heap work
+                    continue
+                top._push(v, row_ids[start + j], start + j)
+            top.seen += got
+            found += got if got < k else k
+    free(table); free(work); free(resid); free(dist)
+    return probed, found

@@ -25,7 +25,7 @@ from ...errors import CorruptFileError
 from ..core.registry import LoadedIndex
 from ..core.store import IndexStore
 from . import _ivf
-from .distance import COSINE, parse_metric
+from .distance import COSINE, DOT, parse_metric
 from .ivf import IvfModel, probe_counts
 from .quantizers import (FLAT_COLUMN, PQ_CODE, SQ_CODE, FlatQuantizer, ProductQuantizer,
                          ScalarQuantizer, normalize, storage_metric)
@@ -172,14 +172,24 @@ class IvfIndex(LoadedIndex):
         parts, pdist = self.ivf.ranked_partitions(q, self.metric)
         lo, hi = probe_counts(pdist, k, minimum_nprobes, maximum_nprobes)
         top = _ivf.TopK(k)
-        score = self.quantizer.scorer(self.stored, q, self.metric)
         residual = self.quantizer.use_residual(self.metric)
-        cents = self.ivf.centroids
         offsets, lengths = self.ivf.offsets, self.ivf.lengths
         use_mask = mask is not None
         m = mask if use_mask else _EMPTY_MASK
+        if use_mask and m.size < self.num_rows:
+            raise ValueError("row mask shorter than the index")
         low = -np.inf if distance_range is None or distance_range[0] is None else distance_range[0]
         high = np.inf if distance_range is None or distance_range[1] is None else distance_range[1]
+        q_pq = self.quantizer
+        if isinstance(q_pq, ProductQuantizer):  # the whole probe loop in one Cython call
+            probed, found = _ivf.pq_search(
+                np.ascontiguousarray(q, np.float32), np.ascontiguousarray(parts, np.int64), lo, hi,
+                k, self._centroids32(), q_pq.codebook_t, q_pq.m, q_pq.num_bits, self.stored,
+                offsets, lengths, self.row_ids, m, use_mask, residual,
+                storage_metric(self.metric) == DOT, low, high, top)
+            return self._finish(top, found, probed, k, m, use_mask, allowed_total)
+        score = self.quantizer.scorer(self.stored, q, self.metric)
+        cents = self.ivf.centroids
         found = 0
         probed = 0
         i = 0
@@ -196,6 +206,15 @@ class IvfIndex(LoadedIndex):
             pq = (q - cents[p]).astype(np.float32) if residual else None
             d = score(start, n, pq)
             found += min(k, top.push(d, self.row_ids, start, m, use_mask, low, high))
+        return self._finish(top, found, probed, k, m, use_mask, allowed_total)
+
+    def _centroids32(self) -> np.ndarray:
+        c = getattr(self, "_c32", None)
+        if c is None:
+            c = self._c32 = np.ascontiguousarray(self.ivf.centroids, np.float32)
+        return c
+
+    def _finish(self, top, found, probed, k, m, use_mask, allowed_total) -> VectorHits:
         ids, dists, _ = top.result()
         if allowed_total is not None and found < allowed_total <= k and use_mask:
             # pylance's shortcut: every allowed row, those not found at +inf
