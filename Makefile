@@ -7,7 +7,8 @@ BASE   := $(VENV)/.lancefmt-base
 SPARK  := $(VENV)/.lancefmt-spark
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup build build-spark lint test demo demo-metadata bench bench-spark fuzz compat clean
+.PHONY: setup build build-spark lint test demo demo-metadata bench bench-spark fuzz compat clean \
+	pylance-suite pylance-suite-probe pylance-suite-baseline
 
 # the venv with the build requirements of pyproject.toml, so builds can recompile in place
 $(BASE): pyproject.toml setup.py
@@ -16,13 +17,22 @@ $(BASE): pyproject.toml setup.py
 	$(PY) -m pip install "setuptools>=77" wheel "Cython>=3.0.10" "numpy>=2.0" "grpcio-tools>=1.85,<2"
 	touch $(BASE)
 
+# The extensions are compiled once, in place (build_ext --inplace keeps build/ for the next
+# incremental build). The editable install runs without build isolation (the venv has the build
+# requirements) and reuses those builds (setup.py's build_ext), so it compiles nothing, and pip
+# installs only the requirements still missing: `make test` after `make demo` adds the test and
+# benchmark tools and builds nothing (tests/test_makefile.py).
+INSTALL := $(PY) -m pip install --no-build-isolation
+
 # what the main job needs: lancefmt and its spark extra (no test or benchmark tools)
 $(SPARK): $(BASE)
-	$(PY) -m pip install -e '.[spark]'
+	$(PY) setup.py -q build_ext --inplace
+	$(INSTALL) -e '.[spark]'
 	touch $(SPARK)
 
 $(STAMP): $(BASE)
-	$(PY) -m pip install -e '.[test,spark,bench]'
+	$(PY) setup.py -q build_ext --inplace
+	$(INSTALL) -e '.[test,spark,bench]'
 	touch $(SPARK) $(STAMP)
 
 setup: $(STAMP)
@@ -59,14 +69,17 @@ bench-spark: build
 	cd asv_bench && ../$(PY) -m benchmarks.spark_source $(BENCH_SPARK_ARGS)
 
 # Fuzz every untrusted-input entry point SECONDS seconds each (atheris), one after the other at
-# low priority; findings land in fuzz/findings/ (keep minimized ones in fuzz/regressions/).
+# low priority, under a 1 GiB address-space cap (a cap hit is a finding); findings land in
+# fuzz/findings/ (keep minimized ones in fuzz/regressions/). The targets are fuzz/targets.py's.
 SECONDS ?= 60
-FUZZ_TARGETS ?= manifest transaction deletion_arrow deletion_bin rowids file_v2_0 file_v2_1 refs dataset metadata
+FUZZ_TARGETS ?= $(shell $(PY) -m fuzz.targets)
 fuzz: build
 	$(PY) -m fuzz.seeds fuzz/corpus
 	for t in $(FUZZ_TARGETS); do \
 		nice -n 19 $(PY) -m fuzz.run $$t fuzz/corpus -max_total_time=$(SECONDS) -print_final_stats=1 || exit 1; \
 	done
+	# every integer of the seeds' file and manifest metadata set to extremes, one at a time
+	nice -n 19 $(PY) -m fuzz.int_probe fuzz/corpus
 	# seeded byte flips and truncations of real pylance 2.1/2.2 files (a few seconds in `make test`)
 	LANCEFMT_FUZZ_SECONDS=$(SECONDS) nice -n 19 $(PY) -m pytest -p no:xdist -q tests/interop/test_file_fuzz_v21.py
 
@@ -85,6 +98,24 @@ compat: build
 	done
 	LANCE_LOG=error $(PY) tests/compat/roundtrip.py --venvs $(COMPAT_VENVS) --out build/compat $(COMPAT_RELEASES)
 	LANCE_LOG=error $(PY) -m pytest -p no:xdist -q tests/compat
+
+# Lance's own Python tests (lancedb/lance python/python/tests, taken from the git directory
+# LANCE_GIT_DIR at run time, never copied here) on lancefmt, against the stored baseline of
+# those passing on pylance (tools/pylance_suite/baseline.json); docs/pylance-suite.md.
+# SUITE_ARGS="--set index", "--set table", "test_dataset.py", "--lancefmt-path ../other-wt" ...
+LANCE_GIT_DIR ?= /work/.mirror/lancedb+lance/repo
+SUITE_ARGS ?=
+pylance-suite: build
+	$(PY) -m tools.pylance_suite --impl lancefmt --git-dir $(LANCE_GIT_DIR) $(SUITE_ARGS)
+
+# The index files with what lancefmt lacks replaced by placeholders: each test's first missing
+# thing (a to-do list; never counted as lancefmt's result).
+pylance-suite-probe: build
+	$(PY) -m tools.pylance_suite --impl lancefmt --probe --set index --git-dir $(LANCE_GIT_DIR) $(SUITE_ARGS)
+
+# Run the tests on pylance and rewrite the baseline (after moving LANCE_GIT_DIR or pylance).
+pylance-suite-baseline: build
+	$(PY) -m tools.pylance_suite --impl pylance --write-baseline --git-dir $(LANCE_GIT_DIR) $(SUITE_ARGS)
 
 clean:
 	rm -rf build dist *.egg-info lancefmt/_proto/*_pb2.py

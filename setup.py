@@ -11,6 +11,8 @@ import sys
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext as _build_ext
+from setuptools.modified import newer_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_DIR = os.path.join(HERE, "protos")
@@ -80,5 +82,22 @@ def extensions():
     )
 
 
+class build_ext(_build_ext):
+    """An editable install (``pip install -e``) compiles every extension again in a temporary
+    directory, although ``setup.py build_ext --inplace`` (``make build``) already built them in
+    the tree: an extension whose in-place build is newer than its sources is copied instead."""
+
+    def build_extension(self, ext):
+        built = os.path.join(HERE, self.get_ext_filename(ext.name))
+        if (self.editable_mode and os.path.exists(built)
+                and not newer_group(list(ext.sources) + list(ext.depends or []), built)):
+            print(f"reusing the in-place build of {ext.name}")
+            target = self.get_ext_fullpath(ext.name)
+            self.mkpath(os.path.dirname(target))
+            self.copy_file(built, target)
+            return
+        super().build_extension(ext)
+
+
 generate_protos()
-setup(ext_modules=extensions())
+setup(ext_modules=extensions(), cmdclass={"build_ext": build_ext})

@@ -2,19 +2,21 @@
 
 The target's corpus is ``SEEDS_DIR/TARGET`` (plus ``fuzz/regressions/TARGET``); new inputs go
 to a scratch corpus so the seeds stay as generated. Address space is capped (``FUZZ_MEM_MB``,
-default 3072) so an allocation past the cap is a MemoryError, which is a finding like any
-non-LanceError; libFuzzer's ``-timeout`` catches hangs. Findings are written to
+default 1024, :mod:`fuzz.memcap`) so an allocation past the cap is a MemoryError, which is a
+finding like any non-LanceError, also when a LanceError was raised after it; libFuzzer's
+``-timeout`` catches hangs. Findings are written to
 ``-artifact_prefix`` (default ``fuzz/findings/TARGET-``): minimize them with
 ``-minimize_crash=1`` and keep them in ``fuzz/regressions/TARGET/``.
 """
 from __future__ import annotations
 
 import os
-import resource
 import sys
 import tempfile
 
 import atheris
+
+from fuzz.memcap import cap_address_space
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -24,8 +26,7 @@ def main(argv: list[str]) -> None:
         sys.exit("usage: python -m fuzz.run TARGET SEEDS_DIR [libFuzzer flags]")
     name, seeds = argv[1], argv[2]
     flags = argv[3:]
-    mem = int(os.environ.get("FUZZ_MEM_MB", "3072")) << 20
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    cap_address_space(1024, "fuzz.run")
     with atheris.instrument_imports(include=["lancefmt"]):
         from fuzz.targets import make_target
     target = make_target(name, seeds)

@@ -2,6 +2,7 @@
 
 ``python -m fuzz.seeds DIR`` writes ``DIR/<target>/<seed>`` files, and ``DIR/dataset_source``
 (the dataset the ``dataset`` target replaces files of). Deterministic content, small files.
+Targets with a seeding function of their own (:mod:`fuzz.seed_sets`) are seeded by it.
 """
 from __future__ import annotations
 
@@ -172,8 +173,19 @@ def make_seeds(out: str) -> None:
             _put(out, "dataset", f"file-{i}", bytes([i]) + _read(os.path.join(src, f)))
         _put(out, "transaction", "empty", table_pb2.DataFragment().SerializeToString())
         _metadata_seeds(out)
+        _own_seeds(out, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _own_seeds(out: str, tmp: str) -> None:
+    """The seeds of every target that brings its own seeding function (``Target.seed``)."""
+    from fuzz.targets import TARGETS
+
+    for name, target in TARGETS.items():
+        if target.seed is not None:
+            scratch = tempfile.mkdtemp(prefix=f"{name}-", dir=tmp)
+            target.seed(out, lambda seed, data, name=name: _put(out, name, seed, data), scratch)
 
 
 def _metadata_seeds(out: str) -> None:

@@ -1,7 +1,7 @@
 """One function per untrusted-input entry point. Each takes the fuzzer's bytes and exercises
 the entry point the way lancefmt uses it. A LanceError is the expected answer to bad bytes;
-anything else escaping (a builtin exception, a crash, a hang, an allocation past the runner's
-memory cap) is a finding.
+anything else escaping (a builtin exception, a crash, a hang) is a finding, and so is an
+allocation past the runner's memory cap even when a LanceError follows it.
 """
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import io
 import os
 import shutil
 import struct
+import sys
 import tempfile
+from typing import Callable, NamedTuple
 
+from fuzz import seed_sets
 from lancefmt.errors import LanceError
 
 MAX_ROWS = 1 << 16  # the row count the row-id/deletion targets claim for their fragment
@@ -232,32 +235,200 @@ def edit_record(op: int, key: bytes, value: bytes) -> bytes:
     return bytes([op, len(key)]) + key + bytes([len(value)]) + value
 
 
+_NS_TYPES = ("namespace", "table")
+
+
+def decode_namespace_rows(data: bytes) -> list:
+    """``(object_id, object_type, location, metadata)`` rows from fuzzer bytes, at most 16: per
+    row a flags byte (bit 0: table, else namespace; bit 1: another type, named by a string;
+    bit 2: no location; bit 3: no metadata), then strings of one length byte each: the id, the
+    location, the metadata (JSON text) and, with bit 1, the type."""
+    pos, rows = 0, []
+
+    def text() -> str:
+        nonlocal pos
+        n = data[pos] if pos < len(data) else 0
+        out = data[pos + 1:pos + 1 + n].decode("utf-8", "replace")
+        pos += 1 + n
+        return out
+
+    while pos < len(data) and len(rows) < 16:
+        flags = data[pos]
+        pos += 1
+        oid, location, meta = text(), text(), text()
+        kind = text() if flags & 2 else _NS_TYPES[flags & 1]
+        rows.append((oid, kind, None if flags & 4 else location, None if flags & 8 else meta))
+    return rows
+
+
+def encode_namespace_rows(rows) -> bytes:
+    """The inverse of :func:`decode_namespace_rows` (strings cut to 255 bytes), for seeds."""
+    out = bytearray()
+    for oid, kind, location, meta in rows:
+        flags = ((0 if kind in _NS_TYPES else 2) | (kind == "table")
+                 | (4 if location is None else 0) | (8 if meta is None else 0))
+        out.append(flags)
+        for value in (oid, location or "", meta or "") + ((kind,) if flags & 2 else ()):
+            b = value.encode("utf-8")[:255]
+            out += bytes([len(b)]) + b
+    return bytes(out)
+
+
+class _NamespaceManifest:
+    """Each input is the ``__manifest`` table of a fresh namespace root (written as another
+    writer could have left it: any ids, types, locations, metadata text); the namespace is then
+    asked everything a reader asks (nothing that deletes). LanceErrors are expected per call."""
+
+    def __init__(self):
+        self.base = tempfile.mkdtemp(prefix="lancefmt-fuzz-ns-")
+
+    def __call__(self, data: bytes) -> None:
+        import pyarrow as pa
+
+        import lancefmt
+        from lancefmt.namespace import DirectoryNamespace
+        from lancefmt.namespace.manifest import SCHEMA
+
+        rows = decode_namespace_rows(data)
+        root = os.path.join(self.base, "root")
+        shutil.rmtree(root, ignore_errors=True)
+        if rows:
+            cols = list(zip(*rows)) + [[None] * len(rows)]
+            table = pa.table(dict(zip(SCHEMA.names, cols)), schema=SCHEMA)
+            lancefmt.write_dataset(table, os.path.join(root, "__manifest"))
+        ns = DirectoryNamespace(root=root)
+        calls = [lambda: ns.list_namespaces([]), lambda: ns.list_tables([]),
+                 ns.list_all_tables, lambda: ns.describe_namespace([])]
+        for oid in sorted({r[0] for r in rows})[:8]:
+            parts = oid.split("$")
+            calls += [lambda p=parts, op=op: op(p) for op in (
+                ns.list_namespaces, ns.describe_namespace, ns.namespace_exists, ns.list_tables,
+                ns.describe_table, ns.table_exists, ns.open_table)]
+        for call in calls:
+            try:
+                call()
+            except LanceError as exc:
+                _raise_cap_hit(exc)
+
+
+class _IndexReplacer:
+    """An indexed dataset (written by the seeds step) copied to a temp dir; each input replaces
+    one of its index files (first byte: which) and reads go through the index: every filter of
+    the type, counted and read, plus its statistics."""
+
+    def __init__(self, source: str, kind: str):
+        self.root = tempfile.mkdtemp(prefix=f"lancefmt-fuzz-index-{kind}-")
+        self.uri = os.path.join(self.root, "ds")
+        shutil.copytree(source, self.uri)
+        self.files = seed_sets.index_files(self.uri)
+        self.original = {f: open(os.path.join(self.uri, f), "rb").read() for f in self.files}
+        self.filters = [f.format(c=c) for c in ("a", "b") for f in seed_sets.INDEX_KINDS[kind][1]]
+        self.dirty = None
+
+    def __call__(self, data: bytes) -> None:
+        import lancefmt
+        from lancefmt.index.core.catalog import LOADED
+
+        if not data:
+            return
+        if self.dirty is not None:
+            with open(os.path.join(self.uri, self.dirty), "wb") as f:
+                f.write(self.original[self.dirty])
+        name = self.files[data[0] % len(self.files)]
+        with open(os.path.join(self.uri, name), "wb") as f:
+            f.write(data[1:])
+        self.dirty = name
+        LOADED.clear()  # the replaced file is read again, not served from the cache
+        ds = lancefmt.dataset(self.uri)
+        for text in self.filters:
+            try:
+                ds.count_rows(text)
+                ds.to_table(filter=text)
+            except LanceError:
+                continue
+        for name in ("a_idx", "b_idx"):
+            ds.stats.index_stats(name)
+
+
+def _index_target(kind: str) -> "Target":
+    return Target(lambda d: _IndexReplacer(os.path.join(d, f"index_{kind}_source"), kind),
+                  seed_sets.index_dataset(kind))
+
+
+class Target(NamedTuple):
+    """A fuzz target: ``build(seeds_dir)`` gives the function fuzzed (bytes -> None; raising
+    only on a finding), ``seed(out_dir, scratch_dir)`` writes its seed files (None: the shared
+    datasets of :mod:`fuzz.seeds` seed it)."""
+
+    build: Callable[[str], Callable[[bytes], None]]
+    seed: Callable[[str, str], None] | None = None
+
+
+def _fn(fn) -> Callable[[str], Callable[[bytes], None]]:
+    return lambda seeds_dir: fn
+
+
+def _replacer(source: str) -> Callable[[str], Callable[[bytes], None]]:
+    return lambda seeds_dir: _DatasetReplacer(os.path.join(seeds_dir, source))
+
+
+# One line per target. ``make fuzz`` and the suite's smoke pass run every one of them.
 TARGETS = {
-    "manifest": _manifest,
-    "transaction": _transaction,
-    "deletion_arrow": _deletion("arrow"),
-    "deletion_bin": _deletion("bin"),
-    "rowids": _row_ids,
-    "file_v2_0": _data_file,
-    "file_v2_1": _data_file,  # the same reader: 2.1/2.2 files go through its 2.1 field readers
-    "refs": _refs,
-    "dataset": None,          # built from the seeds dir (see make_target)
-    "metadata": None,         # likewise: metadata-only edits of the dataset's newest manifest
+    "manifest": Target(_fn(_manifest)),
+    "transaction": Target(_fn(_transaction)),
+    "deletion_arrow": Target(_fn(_deletion("arrow"))),
+    "deletion_bin": Target(_fn(_deletion("bin"))),
+    "rowids": Target(_fn(_row_ids)),
+    "file_v2_0": Target(_fn(_data_file)),
+    "file_v2_1": Target(_fn(_data_file)),  # the same reader: 2.1/2.2 go through its 2.1 readers
+    "refs": Target(_fn(_refs)),
+    "dataset": Target(_replacer("dataset_source")),  # the seeds step writes the dataset
+    # metadata-only edits of the dataset's newest manifest
+    "metadata": Target(lambda d: _MetadataEditor(os.path.join(d, "dataset_source"))),
+    "file_legacy": Target(_fn(_data_file), seed_sets.legacy_files),  # v0.1 files
+    "manifest_old": Target(_fn(_manifest), seed_sets.old_manifests),  # 0.10 .. 9.0 releases
+    "dataset_legacy": Target(_replacer("dataset_legacy_source"), seed_sets.legacy_dataset),
+    "namespace_manifest": Target(lambda d: _NamespaceManifest(), seed_sets.namespace_rows),
+    # index files: one target per scalar type (a replaced file, then reads through the index)
+    **{f"index_{kind}": _index_target(kind) for kind in seed_sets.INDEX_KINDS},
 }
 
 
 def make_target(name: str, seeds_dir: str | None = None):
     """The callable for target ``name``: bytes -> None; raises only on a finding."""
-    if name == "dataset":
-        fn = _DatasetReplacer(os.path.join(seeds_dir, "dataset_source"))
-    elif name == "metadata":
-        fn = _MetadataEditor(os.path.join(seeds_dir, "dataset_source"))
-    else:
-        fn = TARGETS[name]
+    fn = TARGETS[name].build(seeds_dir)
 
     def guarded(data: bytes) -> None:
         try:
             fn(data)
-        except LanceError:
-            pass  # the expected answer to bad bytes
+        except LanceError as exc:
+            _raise_cap_hit(exc)  # the expected answer to bad bytes, unless it hides a cap hit
     return guarded
+
+
+def _raise_cap_hit(exc: LanceError) -> None:
+    hit = memory_cap_hit(exc)
+    if hit is not None:
+        raise AllocationCapHit(f"{type(hit).__name__} under {exc!r}") from exc
+
+
+class AllocationCapHit(AssertionError):
+    """A finding: the input made lancefmt ask for more memory than the runner's cap allows,
+    even if a LanceError was raised afterwards (a cap hit on a Spark executor is an outage)."""
+
+
+def memory_cap_hit(exc: BaseException | None) -> BaseException | None:
+    """The MemoryError in ``exc``'s cause/context chain (``raise ... from None`` keeps the
+    context), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, MemoryError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+if __name__ == "__main__":  # the target names, for ``make fuzz``
+    print(" ".join(TARGETS))
+    sys.exit(0)

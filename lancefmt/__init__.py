@@ -28,6 +28,7 @@ from .table.fragment import FragmentMetadata  # noqa: E402
 from .table.index_entry import Index, IndexFile  # noqa: E402
 from .table.transaction import Operation, Transaction  # noqa: E402
 from .dataset.read.scanner import LanceScanner  # noqa: E402
+from .dataset.read.scan_stats import ScanStatistics  # noqa: E402
 
 # pylance's names for the same classes (code written for ``import lance`` runs unchanged)
 LanceDataset = Dataset
@@ -74,6 +75,7 @@ __all__ = [
     "LanceOperation",
     "Index",
     "IndexFile",
+    "ScanStatistics",
     "LanceScanner",
     "ExternalManifestStore",
     "ManifestEntry",

@@ -12,6 +12,9 @@ lancefmt faster); ``track_*_requests`` = requests the proxy served for one run o
 Run directly for a one-shot table (``--rows`` smaller for a quick run):
 ``cd asv_bench && PYTHONPATH=.. ../.venv/bin/python -m benchmarks.object_store [--rows 200000]``
 
+``--split`` adds lancefmt's client CPU per operation split between the thread running the HTTP
+client's event loop (requests and their bodies) and all others (planning, decoding).
+
 ``--floor`` adds, per operation, the CPU the rig itself (proxy and moto) spends serving each
 library, and the floor that puts under any client on this machine: the serial round trips times
 the latency, plus the rig's CPU (the less of the two libraries') spread over all cores. Where
@@ -299,6 +302,41 @@ def rig_cpu(fn, runs: int = 10) -> tuple[float, float]:
     return (cpu_seconds(pids) - rig) / runs, (time.process_time() - client) / runs
 
 
+def thread_cpu() -> dict:
+    """CPU seconds so far of each thread of this process, by native thread id."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def client_cpu_split(fn, runs: int = 10) -> tuple[float, float]:
+    """Seconds of client CPU per ``fn()``: in the thread running fsspec's event loop (the HTTP
+    client: lancefmt's requests and their bodies) and in all other threads (planning,
+    decoding). pylance's client has no such loop: all of its CPU counts as other."""
+    import threading
+    import time
+
+    from fsspec.asyn import get_loop
+
+    loop, ident = get_loop(), []
+    loop.call_soon_threadsafe(lambda: ident.append(threading.get_native_id()))
+    while not ident:
+        time.sleep(0.001)
+    fn()
+    before, cpu = thread_cpu(), time.process_time()
+    for _ in range(runs):
+        fn()
+    after, total = thread_cpu(), time.process_time() - cpu
+    io = after.get(ident[0], 0.0) - before.get(ident[0], 0.0)
+    return io / runs, max(0.0, total - io) / runs
+
+
 def main():  # pragma: no cover - a one-shot report
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=ROWS)
@@ -308,6 +346,8 @@ def main():  # pragma: no cover - a one-shot report
     ap.add_argument("--versions", default=",".join(VERSIONS))
     ap.add_argument("--memory", action="store_true", help="also the scan-memory check")
     ap.add_argument("--floor", action="store_true", help="also the rig's CPU and the floor it sets")
+    ap.add_argument("--split", action="store_true",
+                    help="also lancefmt's client CPU split: HTTP event loop / other threads")
     args = ap.parse_args()
     versions = args.versions.split(",")
     env = S3Env(args.rows, versions, args.latency, args.bandwidth)
@@ -330,6 +370,10 @@ def main():  # pragma: no cover - a one-shot report
                 print(f"{'':>21} rig CPU {rig_o * 1e3:6.1f} / {rig_p * 1e3:6.1f} ms, client CPU "
                       f"{cli_o * 1e3:6.1f} / {cli_p * 1e3:6.1f} ms (lancefmt / pylance); floor "
                       f"{floor * 1e3:6.1f} ms vs pylance / 1.5 = {peer / 1.5 * 1e3:6.1f} ms")
+            if args.split:
+                io, rest = client_cpu_split(pair["lancefmt"])
+                print(f"{'':>21} lancefmt client CPU: HTTP event loop {io * 1e3:6.1f} ms, other "
+                      f"threads {rest * 1e3:6.1f} ms")
     env.proxy.stop()
     if args.memory:
         for rows in MEMORY_ROWS:

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._proto import table_pb2
-from ..jsonb.arrow import decode_batch, user_schema
+from ..jsonb.arrow import batch_decoder, decode_batch, user_schema
 from ..table.fragment import FragmentMetadata
 from ..table.lance_schema import LanceSchema
 from .core.context import ScanContext
@@ -128,8 +128,9 @@ class Fragment:
                                 offset=offset, with_row_id=with_row_id,
                                 with_row_address=with_row_address, **kwargs).to_batches()
         spec = self._spec(columns, filter, with_row_id, with_row_address, batch_size)
-        return (decode_batch(b, self._ctx.schema)
-                for b in FragmentScan(self._ctx, self._pb, spec).batches(start, stop))
+        batches = FragmentScan(self._ctx, self._pb, spec).batches(start, stop)
+        decode = batch_decoder(self._ctx.schema)  # JSON columns: decided once, not per batch
+        return batches if decode is None else map(decode, batches)
 
     def scanner(self, columns=None, batch_size=None, filter=None, limit=None, offset=None,
                 with_row_id=False, with_row_address=False, **kwargs):

@@ -8,6 +8,10 @@ bytes and rust/lance-encoding/src/encodings/physical/block.rs):
 * ``lz4``: u32 LE uncompressed length, then one raw LZ4 *block* (not the LZ4 frame format):
   pyarrow's ``lz4_raw`` codec.
 
+pyarrow allocates whatever length it is told, so a claimed length is checked first against
+what the compressed bytes can decode to at most (zstd: from its block headers; lz4: 255 times
+its size).
+
 The field metadata keys that ask a writer for compression are
 ``lance-encoding:compression`` (``zstd`` | ``lz4``) and ``lance-encoding:compression-level``.
 """
@@ -70,6 +74,45 @@ def _zstd_frame_content_size(buf: bytes) -> int | None:
     return value + 256 if size == 2 else value
 
 
+_ZSTD_BLOCK_MAX = 1 << 17  # Block_Maximum_Size: no block decodes to more (RFC 8878 §3.1.1.2.4)
+_LZ4_MAX_RATIO = 255  # each byte of an LZ4 length extension adds at most 255 bytes of output
+
+
+def zstd_output_bound(buf: bytes, start: int, path=None) -> int:
+    """The most bytes the zstd frames in ``buf[start:]`` can decode to, from their block headers
+    alone (raw and RLE blocks say their size; a compressed block is at most 128 KiB). A frame
+    cut short or with a reserved block type is a CorruptFileError: zstd would refuse it too."""
+    pos, end, total = start, len(buf), 0
+    while pos < end:
+        if end - pos < 8:
+            raise CorruptFileError("zstd frame cut short in its header", path)
+        magic = int.from_bytes(buf[pos:pos + 4], "little")
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame: no output
+            pos += 8 + int.from_bytes(buf[pos + 4:pos + 8], "little")
+            continue
+        if buf[pos:pos + 4] != _ZSTD_MAGIC:
+            raise CorruptFileError("bytes after a zstd frame are not another frame", path)
+        fhd = buf[pos + 4]
+        single = (fhd >> 5) & 1
+        pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] \
+            + (1 if single else 0, 2, 4, 8)[fhd >> 6]
+        while True:
+            if pos + 3 > end:
+                raise CorruptFileError("zstd frame cut short before a block header", path)
+            header = int.from_bytes(buf[pos:pos + 3], "little")
+            kind, size = (header >> 1) & 3, header >> 3
+            if kind == 3 or size > _ZSTD_BLOCK_MAX:
+                raise CorruptFileError("zstd block of a reserved type or size", path)
+            pos += 3 + (1 if kind == 1 else size)
+            total += _ZSTD_BLOCK_MAX if kind == 2 else size
+            if header & 1:
+                break
+        pos += 4 if fhd & 4 else 0
+        if pos > end:
+            raise CorruptFileError("zstd frame cut short in a block", path)
+    return total
+
+
 def _is_bare_zstd_frame(buf: bytes) -> bool:
     return len(buf) >= 8 and buf[:4] == _ZSTD_MAGIC and not (buf[4] & 0x10)
 
@@ -96,6 +139,10 @@ def decompress(scheme: str, data, path: str | None = None, max_size: int | None 
                 size = struct.unpack_from("<Q", buf)[0]
                 body = buf[8:]
             _check_size(size, path, max_size)
+            if size > (bound := zstd_output_bound(body, 0, path)):
+                raise CorruptFileError(
+                    f"zstd buffer of {len(body)} bytes claims {size} decompressed bytes, its "
+                    f"blocks hold at most {bound}", path)
             if size == 0:
                 return pa.py_buffer(b"")
             out = _codec("zstd").decompress(body, decompressed_size=size)
@@ -104,11 +151,17 @@ def decompress(scheme: str, data, path: str | None = None, max_size: int | None 
                 raise CorruptFileError("lz4 buffer shorter than its length prefix", path)
             size = struct.unpack_from("<I", buf)[0]
             _check_size(size, path, max_size)
+            if size > (bound := (len(buf) - 4) * _LZ4_MAX_RATIO):
+                raise CorruptFileError(
+                    f"lz4 block of {len(buf) - 4} bytes claims {size} decompressed bytes "
+                    f"(at most {bound} possible)", path)
             if size == 0:
                 return pa.py_buffer(b"")
             out = _codec("lz4_raw").decompress(buf[4:], decompressed_size=size)
         else:
             raise UnsupportedFeatureError(f"compression scheme {scheme!r}", path)
+    except CorruptFileError:
+        raise
     except (OSError, pa.ArrowException, ValueError) as e:
         raise CorruptFileError(f"{scheme} buffer does not decompress: {e}", path) from None
     if out.size != size:

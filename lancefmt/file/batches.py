@@ -9,11 +9,9 @@ from .projection import Projection
 
 def output_table(arrays, proj: Projection, num_rows: int) -> pa.Table:
     """The decoded (storage) columns as the projection's schema, extension types restored."""
-    out = []
-    for col, target in zip(arrays, proj.schema):
-        if not col.type.equals(target.type):
-            col = _to_extension(col, target.type)
-        out.append(col)
+    out = list(arrays)
+    for i, target in proj.restored:
+        out[i] = _to_extension(out[i], target)
     if not out:  # no columns, but the row count still matters (replace_schema_metadata
         # would drop it: build the table with its metadata instead)
         return pa.table({"_": pa.nulls(num_rows)}, metadata=proj.schema.metadata).drop_columns(["_"])

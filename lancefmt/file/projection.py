@@ -14,6 +14,7 @@ the read methods of :class:`~lancefmt.file.LanceFileReader`:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import pyarrow as pa
 
@@ -31,6 +32,13 @@ class Projection:
     @property
     def names(self) -> list[str]:
         return [r.name for r in self.roots]
+
+    @cached_property
+    def restored(self) -> tuple:
+        """(index, type) of the columns whose returned type is not the decoded storage type
+        (extension types): known once per projection, not checked again for every read."""
+        return tuple((i, t.type) for i, (s, t) in enumerate(zip(self.storage_schema, self.schema))
+                     if not s.type.equals(t.type))
 
 
 def make_projection(roots: list[FieldNode], column_of: dict, schema_metadata=None) -> Projection:

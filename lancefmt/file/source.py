@@ -59,6 +59,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
+_MAX_FILE_SIZE = 1 << 63  # what a file offset (off_t, an HTTP range) can address
+
+
 class ByteSource:
     """Ranged reads of one file, by URI (through :mod:`lancefmt.io`) or from a file object."""
 
@@ -83,6 +86,9 @@ class ByteSource:
         else:
             raise TypeError(f"expected a URI, a path or a binary file object, got {uri_or_file!r}")
         self._size = int(file_size) if file_size is not None else None
+        if self._size is not None and not 0 <= self._size < _MAX_FILE_SIZE:
+            # a size a manifest declares: no store holds a file that large
+            raise CorruptFileError(f"declared file size {self._size} is impossible", self.path)
         self._mapped = None  # the whole local file, memory-mapped by fetch_scattered
         # the whole file, when the tail read at open covered it (small files: compaction reads
         # thousands of them); page reads are then slices of it, without a request each

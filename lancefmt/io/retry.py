@@ -5,12 +5,16 @@ What is retried (``object_store`` ``client/retry.rs``): 5xx answers, 429, 408, S
 and ``RequestTimeout`` codes, connection errors (refused, reset, closed mid-response) and
 timeouts. Not retried: other 4xx answers (403, 404, 412...), which no second attempt changes.
 
-Two budgets, as in Lance: a request is retried at most ``client_max_retries`` times and not after
-``client_retry_timeout`` seconds from its first attempt; a response whose *body* came back cut
-short (fewer bytes than it announced, or than the range asked for) is fetched again at most
-``download_retry_count`` times (lance-io ``CloudObjectReader``'s outer loop). Sleeps are
-exponential with decorrelated jitter: the first 100 ms, then a random time between 100 ms and
-twice the previous one, capped at 15 s (``object_store``'s ``BackoffConfig``).
+Budgets, as in Lance: a request is retried at most ``client_max_retries`` times and not after
+``client_retry_timeout`` seconds from its first attempt. A ranged read whose *body* came back cut
+short (reset mid-body, fewer bytes than it announced or than the range asked for) keeps the
+bytes it got and asks for the rest, up to ``body_resumes`` times (``object_store``'s streaming
+retry: pylance re-requests ``bytes=received-end``); then the range starts over, at most
+``download_retry_count`` times (lance-io ``CloudObjectReader``'s outer loop). Other reads start
+over at once. Every range has its own counts. Sleeps are exponential with decorrelated jitter
+(``object_store``'s ``BackoffConfig``: a random time between 100 ms and twice the previous one,
+capped at 15 s); unlike ``object_store``, the first sleep is jittered too (50-150 ms), so ranges
+cut by one fault do not all come back at the same instant.
 """
 from __future__ import annotations
 
@@ -38,23 +42,27 @@ _DENIED_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", 
 
 
 class ShortBody(Exception):
-    """A response body shorter than announced or than the range asked for (never returned)."""
+    """A response body shorter than announced or than the range asked for (never returned as
+    such); ``data``: the bytes that did arrive, when they are a prefix of what was asked."""
 
-    def __init__(self, got: int, expected: int):
-        super().__init__(f"short read: the response held {got} of {expected} bytes")
-        self.got, self.expected = got, expected
+    def __init__(self, got: int, expected: int | None, data: bytes | None = None):
+        of = f" of {expected}" if expected is not None else ""
+        super().__init__(f"short read: the response held {got}{of} bytes")
+        self.got, self.expected, self.data = got, expected, data
 
 
 class Backoff:
-    """``object_store``'s decorrelated-jitter backoff."""
+    """``object_store``'s decorrelated-jitter backoff, its first sleep jittered too."""
 
     def __init__(self, init=INIT_BACKOFF, cap=MAX_BACKOFF, base=BACKOFF_BASE, rng=None):
         self.init, self.cap, self.base = init, cap, base
-        self._next = init
+        self._next = None
         self._rng = rng or random
 
     def next(self) -> float:
         current = self._next
+        if current is None:  # the first sleep: init +- 50%
+            current = self._rng.uniform(0.5 * self.init, 1.5 * self.init)
         self._next = min(self.cap, self._rng.uniform(self.init, max(self.init, current * self.base)))
         return current
 
@@ -127,15 +135,17 @@ def is_dependency_error(exc: BaseException) -> bool:
 
 
 def as_storage_error(exc: BaseException, operation: str, uri: str | None,
-                     attempts: int = 1) -> StorageError:
+                     attempts: int = 1, what: str | None = None) -> StorageError:
     """The :class:`StorageError` (of the matching subclass) reporting ``exc`` for ``operation``
-    on ``uri``; the caller raises it ``from exc``."""
+    on ``uri`` (``what``: the part of it, e.g. a byte range); the caller raises it ``from exc``."""
     if isinstance(exc, StorageError):
         return exc
     status, code = http_status(exc), error_code(exc)
     reason = _reason(exc)
     if attempts > 1:
         reason = f"gave up after {attempts} attempts: {reason}"
+    if what:
+        reason = f"{what}: {reason}"
     if status == 404 or code in _NOT_FOUND_CODES:
         return StorageNotFoundError(operation, uri, reason, _errno.ENOENT)
     if status in (401, 403) or code in _DENIED_CODES or type(exc).__name__ in (
@@ -175,15 +185,18 @@ class RetryStats:
 
 async def with_retries(attempt, operation: str, uri: str | None, settings: StoreSettings,
                        stats: RetryStats | None = None, slot=None, on_retry=None,
-                       retry_statuses: tuple = ()):
+                       retry_statuses: tuple = (), resume=None, what: str | None = None):
     """``await attempt()`` until it succeeds or a failure is final or a budget is spent; then a
-    :class:`StorageError` naming ``operation`` and ``uri`` (``__cause__``: the last error).
-    ``slot`` is an async context manager held during each attempt (a concurrency limit), not
-    during the sleeps; ``retry_statuses`` adds HTTP statuses retried for this operation (409 for
-    a conditional put); ``on_retry(exc)`` is called before each retry."""
+    :class:`StorageError` naming ``operation``, ``uri`` and ``what`` (e.g. the byte range;
+    ``__cause__``: the last error). ``slot`` is an async context manager held during each
+    attempt (a concurrency limit), not during the sleeps; ``retry_statuses`` adds HTTP statuses
+    retried for this operation (409 for a conditional put); ``on_retry(exc)`` is called before
+    each retry. ``resume``: the read resumes a body cut short (``attempt`` keeps the bytes a
+    :class:`ShortBody` carries and asks for the rest); ``resume()`` is called when it must start
+    over instead (the resumes of this download are spent), to drop what it kept."""
     start = time.monotonic()
     backoff = Backoff()
-    retries = body_retries = 0
+    retries = body_retries = resumes = 0
     attempts = 0
     while True:
         attempts += 1
@@ -202,9 +215,12 @@ async def with_retries(attempt, operation: str, uri: str | None, settings: Store
                 kind = "request"
             if kind is None:
                 if is_dependency_error(exc):
-                    raise as_storage_error(exc, operation, uri, attempts) from exc
+                    raise as_storage_error(exc, operation, uri, attempts, what) from exc
                 raise
-            if kind == "body":
+            resuming = kind == "body" and resume is not None and resumes < settings.body_resumes
+            if resuming:
+                spent = False
+            elif kind == "body":
                 spent = body_retries >= settings.download_retries
             else:
                 spent = (retries >= settings.max_retries
@@ -212,9 +228,14 @@ async def with_retries(attempt, operation: str, uri: str | None, settings: Store
             if spent:
                 if stats is not None:
                     stats.add("gave_up")
-                raise as_storage_error(exc, operation, uri, attempts) from exc
-            if kind == "body":
+                raise as_storage_error(exc, operation, uri, attempts, what) from exc
+            if resuming:
+                resumes += 1
+            elif kind == "body":
                 body_retries += 1
+                resumes = 0
+                if resume is not None:
+                    resume()  # start the range over
             else:
                 retries += 1
             if stats is not None:

@@ -45,7 +45,9 @@ from ..errors import (
 from .options import DEFAULT_PROCESS_IO_LIMIT, Resolved
 from .ranges import plan_reads
 from .s3_ranged_get import NOT_HANDLED, RangedGets, usable
-from .retry import RetryStats, ShortBody, as_storage_error, error_code, http_status, with_retries
+from .retry import (
+    RetryStats, ShortBody, as_storage_error, classify, error_code, http_status, with_retries,
+)
 from .store import FileInfo, FsspecStore, ObjectStore, register_family_store
 from . import uploads
 
@@ -88,16 +90,28 @@ def _total_of(cr: str | None) -> int | None:
     return None
 
 
+_BODY_CHUNK = 1 << 20
+
+
 async def _read_body(resp) -> bytes:
-    """The whole body of a GetObject answer, as long as it announced."""
+    """The whole body of a GetObject answer, as long as it announced; a body cut short is a
+    :class:`ShortBody` carrying the bytes that did arrive."""
     body = resp["Body"]
+    announced = resp.get("ContentLength")
+    chunks = []
     try:
-        data = await body.read()
+        while chunk := await body.read(_BODY_CHUNK):
+            chunks.append(chunk)
+    except Exception as e:  # noqa: BLE001 - a transport failure mid-body is a short body
+        if classify(e) is None:
+            raise
+        got = b"".join(chunks)
+        raise ShortBody(len(got), announced, got) from e
     finally:
         body.close()
-    announced = resp.get("ContentLength")
+    data = b"".join(chunks)
     if announced is not None and len(data) != announced:
-        raise ShortBody(len(data), announced)
+        raise ShortBody(len(data), announced, data if len(data) < announced else None)
     return data
 
 
@@ -290,20 +304,37 @@ class S3Store(FsspecStore):
 
     async def _get_range(self, uri, start, end):
         """Bytes ``[start, end)`` (fewer only where the object ends first); a body shorter than
-        that is retried and then an error, never returned."""
+        that is resumed from the bytes received (then started over: :mod:`.retry`) and then an
+        error naming the range, never returned."""
         bucket, key = self._bucket_key(uri)
+        kept = []  # the range's first bytes, from answers cut short
 
         async def attempt():
-            got = await self._ranged_get(await self._client(), bucket, key,
-                                         f"bytes={start}-{end - 1}")
+            at = start + sum(map(len, kept))
+            try:
+                got = await self._ranged_get(await self._client(), bucket, key,
+                                             f"bytes={at}-{end - 1}")
+            except ShortBody as e:
+                if e.data:
+                    kept.append(e.data)
+                raise
             if got is None:
+                if kept:  # the object ended before the bytes already received
+                    raise ShortBody(0, end - at)
                 return b""  # starts at or past the end, as pread
             data, total = got
             if total is None:  # the server ignored Range: the whole object came back
-                return data[start:end]
-            return _exactly(data, max(0, min(end, total) - start))
+                data = data[at:end]
+            elif len(data) < (expected := max(0, min(end, total) - at)):
+                if data:
+                    kept.append(data)
+                raise ShortBody(len(data), expected)
+            else:
+                data = _exactly(data, expected)
+            return b"".join(kept) + data if kept else data
 
-        return await self._call("read_range", uri, attempt)
+        return await self._call("read_range", uri, attempt, resume=kept.clear,
+                                what=f"bytes {start}-{end - 1}")
 
     def read_tail(self, uri, n, size=None):
         if size is not None or n <= 0:

@@ -7,7 +7,8 @@ client's CPU is taken from the store's, so a scan or take waits for it.
 
 The request is the same one: botocore presigns the URL (endpoint resolution, addressing style,
 region, session token), the only header added is ``Range`` (a presigned URL signs the host
-alone), and the answer is checked as before (a short body is never returned). A URL is reused for
+alone), and the answer is checked as before (a short body is never returned; the bytes that did
+arrive go with the :class:`~.retry.ShortBody`, so the read can ask for the rest). A URL is reused for
 :data:`URL_REUSE` seconds of its :data:`URL_LIFETIME`, inside botocore's refresh margin for
 temporary credentials. Retryable failures (5xx, 429, 408, a reset, a body cut short) are raised
 for the store's retry policy; any other answer (a redirect to another region, 403, 404...) is
@@ -143,12 +144,22 @@ class RangedGets:
                                                 allow_redirects=False) as resp:
             status = resp.status
             if status in (200, 206):
-                body = await resp.read()
-                announced = resp.content_length
-                if announced is not None and len(body) != announced:
-                    from .retry import ShortBody
+                import aiohttp
 
-                    raise ShortBody(len(body), announced)
+                from .retry import ShortBody
+
+                announced = resp.content_length
+                chunks = []
+                try:
+                    async for chunk in resp.content.iter_any():
+                        chunks.append(chunk)
+                except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as e:
+                    got = b"".join(chunks)  # a prefix of the range: kept, the rest asked again
+                    raise ShortBody(len(got), announced, got if status == 206 else None) from e
+                body = b"".join(chunks)
+                if announced is not None and len(body) != announced:
+                    raise ShortBody(len(body), announced,
+                                    body if status == 206 and len(body) < announced else None)
                 return status, body, resp.headers.get("Content-Range")
             if status == 416:
                 return status, b"", None

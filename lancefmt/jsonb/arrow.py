@@ -155,27 +155,54 @@ def encode_batch(batch):
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+class BatchDecoder:
+    """:func:`decode_batch` for the batches of one scan: which columns hold stored JSON is
+    decided once per batch schema, not walked again for every batch and column."""
+
+    def __init__(self, schema: pa.Schema):
+        self._json = {f.name: f for f in schema if _has(f, is_lance_json)}
+        self._schema = None  # the batch schema planned for
+        self._plan: list = []
+        self._out = None
+
+    def _replan(self, schema: pa.Schema) -> None:
+        plan, fields = [], []
+        for i, f in enumerate(schema):
+            ref = self._json.get(f.name)
+            if ref is not None and ref.type.equals(f.type):
+                plan.append((i, ref))
+                f = user_field(ref)
+            fields.append(f)
+        self._schema, self._plan = schema, plan
+        self._out = pa.schema(fields, metadata=schema.metadata)
+
+    def __call__(self, batch):
+        schema = batch.schema
+        if self._schema is None or not schema.equals(self._schema, check_metadata=True):
+            self._replan(schema)
+        if not self._plan:
+            return batch
+        arrays = batch.columns
+        for i, ref in self._plan:
+            arrays[i] = _convert(arrays[i], ref, is_lance_json, _to_json, user_field)
+        if isinstance(batch, pa.Table):
+            return pa.Table.from_arrays(arrays, schema=self._out)
+        return pa.RecordBatch.from_arrays(arrays, schema=self._out)
+
+
+def batch_decoder(schema: pa.Schema) -> BatchDecoder | None:
+    """A decoder for batches whose stored schema is ``schema``; None when it holds no JSON
+    column (the batches pass through as they are)."""
+    return BatchDecoder(schema) if schema_has_lance_json(schema) else None
+
+
 def decode_batch(batch, schema: pa.Schema | None = None):
     """A RecordBatch/Table with stored JSON columns as pylance returns them (``arrow.json``).
     ``schema``: the stored schema that says which columns are JSON (a scan's batches may
     have lost the field metadata); by default the batch's own. Columns it does not name are
     left alone."""
-    schema = batch.schema if schema is None else schema
-    if not schema_has_lance_json(schema):
-        return batch
-    fields = {f.name: f for f in schema}
-    arrays, out_fields = [], []
-    for col, f in zip(batch.columns, batch.schema):
-        ref = fields.get(f.name)
-        if ref is not None and _has(ref, is_lance_json) and ref.type.equals(f.type):
-            col = _convert(col, ref, is_lance_json, _to_json, user_field)
-            f = user_field(ref)
-        arrays.append(col)
-        out_fields.append(f)
-    out = pa.schema(out_fields, metadata=batch.schema.metadata)
-    if isinstance(batch, pa.Table):
-        return pa.Table.from_arrays(arrays, schema=out)
-    return pa.RecordBatch.from_arrays(arrays, schema=out)
+    decoder = batch_decoder(batch.schema if schema is None else schema)
+    return batch if decoder is None else decoder(batch)
 
 
 def encode_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:

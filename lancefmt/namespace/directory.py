@@ -44,7 +44,10 @@ from lance_namespace import (
 from lance_namespace_urllib3_client.models import TableVersion, TagContents
 
 from ..dataset import Dataset, write_dataset
-from ..errors import DatasetExistsError, DatasetNotFoundError, InvalidPathError, LanceError
+from ..encoding.ipc_bounds import check_ipc_stream_sizes
+from ..errors import (
+    CorruptFileError, DatasetExistsError, DatasetNotFoundError, InvalidPathError, LanceError,
+)
 from ..io import open_store
 from ..io.memory_scope import NAMESPACE_KEY, is_memory
 from ..table.manifest import read_manifest
@@ -82,10 +85,12 @@ def _mode(value, default: str) -> str:
 
 
 def ipc_reader(data) -> pa.RecordBatchReader:
-    """Arrow IPC stream bytes (as the interface passes table data) as a reader."""
+    """Arrow IPC stream bytes (as the interface passes table data) as a reader; a compressed
+    buffer claiming more than its bytes can hold is refused before pyarrow allocates it."""
     try:
+        check_ipc_stream_sizes(data, "request data")
         return pa.ipc.open_stream(pa.py_buffer(data))
-    except pa.ArrowInvalid as e:
+    except (pa.ArrowInvalid, CorruptFileError) as e:
         raise InvalidInputError(f"request data is not an Arrow IPC stream: {e}") from None
 
 

@@ -26,7 +26,10 @@ from ..dataset import Dataset, write_dataset, write_fragments
 from ..dataset.core.files import deletion_file_uri
 from ..dataset.mutate.delete import plan_delete
 from ..dataset.indices.remap import attach_index_remap
-from ..errors import CommitConflictError, DatasetExistsError, DatasetNotFoundError, NotSupportedError
+from ..errors import (
+    CommitConflictError, CorruptFileError, DatasetExistsError, DatasetNotFoundError,
+    NotSupportedError,
+)
 from ..io import open_store
 from ..io.uri import child
 from ..table.manifest import encode_manifest_file
@@ -135,7 +138,7 @@ class Snapshot:
         t = self.table
         meta = self._lazy("metadata")[i].as_py()
         return Row(object_id, t.column("object_type")[i].as_py(), self._lazy("location")[i].as_py(),
-                   json.loads(meta) if meta else None)
+                   row_properties(object_id, meta, self.dataset) if meta else None)
 
     def children(self, prefix_id: str, object_type: str | None = None) -> pa.Table:
         """Rows directly inside the namespace ``prefix_id`` ("" = root), with a ``name`` column."""
@@ -160,6 +163,20 @@ class Snapshot:
         prefix = prefix_id + DELIMITER
         ids = self.table.column("object_id")
         return self.table.filter(pc.starts_with(ids, prefix)).column("object_id").to_pylist()
+
+
+def row_properties(object_id: str, text: str, dataset=None) -> dict:
+    """A row's ``metadata``: a JSON object of strings (what every writer stores), else the
+    ``__manifest`` table (``dataset``) is corrupt."""
+    try:
+        props = json.loads(text)
+    except ValueError as e:
+        props = e
+    if not isinstance(props, dict) or not all(isinstance(v, str) for v in props.values()):
+        raise CorruptFileError(f"the {MANIFEST_DIR} row {object_id!r} has metadata that is not "
+                               f"a JSON object of strings: {text[:100]!r}",
+                               dataset.uri if dataset is not None else None)
+    return props
 
 
 def strip_prefix(ids, nbytes: int) -> pa.StringArray:
@@ -202,7 +219,7 @@ class PointSnapshot:
         t = self.table
         meta = t.column("metadata")[i].as_py()
         return Row(object_id, t.column("object_type")[i].as_py(), t.column("location")[i].as_py(),
-                   json.loads(meta) if meta else None)
+                   row_properties(object_id, meta) if meta else None)
 
 
 # The indices pylance 14 keeps on ``__manifest`` when ``inline_optimization_enabled`` is true.

@@ -68,6 +68,31 @@ def _sql_types():
 _SQL_TYPES = _sql_types()
 
 
+_WORD = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`)|\b([A-Za-z_][A-Za-z0-9_]*)\b""")
+
+
+def _quote_columns(text: str, schema) -> str:
+    """``text`` with every bare word that names a top-level column backtick-quoted (string
+    literals and quoted names left alone)."""
+    if schema is None:
+        return text
+    names = set(schema.names)
+
+    def sub(m):
+        if m.group(1) is not None or m.group(2) not in names:
+            return m.group(0)
+        return f"`{m.group(2)}`"
+
+    return _WORD.sub(sub, text)
+
+
+@lru_cache(maxsize=512)
+def _parse_tree(text: str):
+    """The sqlglot tree of ``text`` (read, never modified, by the filter translation and the
+    index-term extraction alike, so a filter is parsed once)."""
+    return sqlglot.parse_one(text, read=LanceSpark)
+
+
 class Translator:
     def __init__(self, text: str, schema: pa.Schema | None):
         self.text = text
@@ -80,9 +105,17 @@ class Translator:
     # -- entry points ---------------------------------------------------------------------------
     def parse(self) -> exp.Expression:
         try:
-            tree = sqlglot.parse_one(self.text, read=LanceSpark)
+            tree = _parse_tree(self.text)
         except (ParseError, TokenError) as e:
-            raise self.error(f"cannot parse ({str(e).splitlines()[0]})") from None
+            # a column named like an SQL keyword (``values``, ``select``): DataFusion reads it
+            # as the column; quote the schema's names and try once more
+            quoted = _quote_columns(self.text, self.schema)
+            try:
+                tree = _parse_tree(quoted) if quoted != self.text else None
+            except (ParseError, TokenError):
+                tree = None
+            if tree is None:
+                raise self.error(f"cannot parse ({str(e).splitlines()[0]})") from None
         if tree is None:
             raise self.error("empty")
         return tree
@@ -705,10 +738,17 @@ def parse_filter(text: str, schema: pa.Schema | None = None) -> pc.Expression:
     if hit is not None:
         return hit
     t = Translator(text, schema)
-    expr = t.predicate(t.parse()).expr
+    typed = t.predicate(t.parse())
+    expr = typed.expr
     if len(_FILTERS) >= MAX_CACHED_FILTERS:
         _FILTERS.clear()
+        _FILTER_COLUMNS.clear()
     _FILTERS[key] = expr
+    if schema is not None:  # the translation knows the columns it read: no probing later
+        names = {c.split(".")[0] for c in typed.columns}
+        if all(schema.get_field_index(n) >= 0 or n in META_COLUMNS for n in names):
+            _FILTER_COLUMNS[id(expr)] = (expr, schema, tuple(n for n in list(schema.names) +
+                                                            list(META_COLUMNS) if n in names))
     return expr
 
 
@@ -738,9 +778,16 @@ def to_expression(filter: Any, schema: pa.Schema | None = None) -> pc.Expression
         f"a filter is a SQL string or a pyarrow Expression, not {type(filter).__name__}")
 
 
+_FILTER_COLUMNS: dict = {}  # id(expr) -> (expr, schema, columns) for filters parse_filter made
+
+
 def referenced_columns(expr: pc.Expression, schema: pa.Schema) -> list[str]:
     """Top-level columns of ``schema`` (and ``_rowid``/``_rowaddr``) the expression reads; a
-    superset at worst, never fewer (checked by evaluating it over just those columns)."""
+    superset at worst, never fewer (checked by evaluating it over just those columns, unless
+    the filter's own translation said which columns it read)."""
+    known = _FILTER_COLUMNS.get(id(expr))
+    if known is not None and known[0] is expr and known[1] == schema:
+        return list(known[2])
     return list(_referenced(str(expr), expr, schema))
 
 

@@ -28,7 +28,7 @@ from pyroaring import BitMap
 from ..errors import CorruptFileError, InvalidArgumentError
 from ..io import check_relative, child, open_store
 from . import _deletion
-from ._ipc_bounds import check_ipc_file_sizes
+from ..encoding.ipc_bounds import check_ipc_file_sizes
 from .._proto import table_pb2
 from .naming import DELETIONS_DIR, deletion_file_name
 
@@ -157,7 +157,9 @@ class DeletionVector:
 
     def window(self, offset: int, num_rows: int) -> np.ndarray:
         """Deleted offsets inside rows ``offset .. offset + num_rows``, relative to ``offset``."""
-        lo, hi = np.searchsorted(self._offsets, [offset, offset + num_rows])
+        # keys of the offsets' dtype (uint32): a list of ints would copy every offset first
+        lo, hi = np.searchsorted(self._offsets, np.array([offset, offset + num_rows], np.uint64)
+                                 .clip(0, 2**32 - 1).astype(self._offsets.dtype))
         window = self._offsets[lo:hi]
         return window - np.uint32(offset) if offset else window
 

@@ -83,3 +83,58 @@ print(pa.default_memory_pool().max_memory())
     assert out.returncode == 0, out.stderr
     verdict, peak = out.stdout.split()
     assert verdict == "corrupt" and int(peak) < 1 << 26
+
+
+def _bare_frame(content_size: int, blocks: bytes) -> bytes:
+    """A zstd frame header (single segment, 8-byte content size, no checksum) and ``blocks``."""
+    return b"\x28\xb5\x2f\xfd" + bytes([0xE0]) + content_size.to_bytes(8, "little") + blocks
+
+
+def _block(kind: int, size: int, last: bool, payload: bytes) -> bytes:
+    return ((size << 3) | (kind << 1) | int(last)).to_bytes(3, "little") + payload
+
+
+@pytest.mark.parametrize("size", [0, 1, 131072, 131073, 1 << 21])
+def test_zstd_bound_covers_what_the_frame_decodes_to(size):
+    import os
+
+    import zstandard
+
+    for data in (bytes(size), os.urandom(size)):
+        for frame in (compression.compress("zstd", data)[8:],
+                      zstandard.ZstdCompressor(write_checksum=True).compress(data)):
+            bound = compression.zstd_output_bound(frame, 0)
+            assert size <= bound <= max(131072, 2 * size) + 131072
+            assert compression.decompress("zstd", frame).to_pybytes() == data
+
+
+def test_zstd_length_claiming_more_than_its_blocks_hold_is_refused():
+    """A bare frame's content size (and a Lance prefix) is checked against the block headers
+    before pyarrow allocates: one RLE block of 5 bytes decodes to 5 bytes, never to 8 GiB."""
+    rle = _block(1, 5, True, b"a")
+    assert compression.decompress("zstd", _bare_frame(5, rle)).to_pybytes() == b"aaaaa"
+    with pytest.raises(CorruptFileError, match="claims 8589934592 .* at most 5") as e:
+        compression.decompress("zstd", _bare_frame(1 << 33, rle), "f.lance")
+    assert e.value.path == "f.lance"
+    prefixed = struct.pack("<Q", 1 << 33) + _bare_frame(5, rle)
+    with pytest.raises(CorruptFileError, match="at most 5"):
+        compression.decompress("zstd", prefixed, "f.lance")
+
+
+@pytest.mark.parametrize("frame", [
+    _bare_frame(5, b""),                                # no block
+    _bare_frame(5, _block(0, 100, True, b"x" * 10)),    # a raw block past the end
+    _bare_frame(5, _block(3, 5, True, b"")),            # the reserved block type
+    _bare_frame(5, _block(1, 5, False, b"a")),          # no last block
+])
+def test_zstd_malformed_frames_are_corrupt(frame):
+    with pytest.raises(CorruptFileError):
+        compression.decompress("zstd", frame, "f.lance")
+
+
+def test_lz4_length_claiming_more_than_255x_is_refused():
+    framed = compression.compress("lz4", bytes(10000))
+    assert compression.decompress("lz4", framed).size == 10000
+    body = framed[4:]
+    with pytest.raises(CorruptFileError, match="at most"):
+        compression.decompress("lz4", struct.pack("<I", len(body) * 255 + 1) + body)

@@ -90,3 +90,33 @@ def test_small_file_read_whole_by_the_tail_serves_ranges_without_requests(tmp_pa
         with pytest.raises(CorruptFileError):
             fetch([(2000, 49)])  # past the end: the file's bytes bound every range
     assert calls == []
+
+
+@pytest.mark.parametrize("declared", [2**64 - 1, 2**63, -1])
+def test_an_impossible_declared_size_is_corrupt(data_file, declared):
+    path, _ = data_file
+    with pytest.raises(CorruptFileError, match="impossible") as info:
+        ByteSource(path, file_size=declared)
+    assert info.value.path == path
+
+
+def test_a_manifest_declaring_an_impossible_file_size_is_corrupt(tmp_path):
+    """``DataFile.file_size_bytes`` comes from the manifest: 2**64 - 1 made the tail read an
+    OverflowError (found by fuzz.int_probe); now a CorruptFileError naming the data file."""
+    import pyarrow as pa
+
+    import lancefmt
+    from lancefmt.table.manifest import encode_manifest_file
+    from lancefmt.table.versions import latest_manifest, load_manifest
+
+    uri = str(tmp_path / "ds")
+    lancefmt.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}), uri)
+    loc = latest_manifest(uri)
+    mf = load_manifest(uri, loc.version)
+    pb = mf.manifest
+    pb.fragments[0].files[0].file_size_bytes = 2**64 - 1
+    with open(loc.uri, "wb") as out:
+        out.write(encode_manifest_file(pb, mf.transaction(), mf.indices))
+    with pytest.raises(CorruptFileError, match="impossible") as info:
+        lancefmt.dataset(uri).to_table()
+    assert info.value.path.endswith(".lance")

@@ -71,3 +71,49 @@ def test_environment_alone_for_both_libraries(proxied_s3, monkeypatch, endpoint_
     # signed in the Authorization header, or (presigned ranged GETs) in the query
     assert all("Credential=AKIDENV/" in s.headers.get("authorization", "") or
                "X-Amz-Credential=AKIDENV/" in unquote(s.query) for s in e.proxy.seen())
+
+
+def _data_gets(proxy) -> list:
+    return [s.headers.get("range") for s in proxy.seen("GET", "/data/")]
+
+
+def test_cut_bodies_are_ridden_out_and_given_up_on_as_pylance_does(proxied_s3):
+    """Every other data GET cut off half way: both libraries answer a take with the right rows.
+    Every data GET cut off: both resume each range from the bytes received, start it over,
+    and give up after the same requests (client_max_retries=2, download_retry_count=1)."""
+    import numpy as np
+
+    e, bucket = proxied_s3
+    uri = f"s3://{bucket}/faults-{uuid.uuid4().hex[:6]}"
+    opts = {**_dicts(e.endpoint)["long names"], "aws_access_key_id": "testing"}
+    n = 40_000
+    t = pa.table({"id": pa.array(range(n), pa.int64()), "s": [f"v{i:06d}" for i in range(n)]})
+    lance.write_dataset(t, uri, storage_options=opts, max_rows_per_file=10_000)
+    idx = sorted(np.random.default_rng(7).choice(n, 200, replace=False).tolist())
+    for lib in (lance, lancefmt):
+        e.proxy.reset()
+        ds = lib.dataset(uri, storage_options=opts)
+        ds.take([0])  # metadata cached: what follows reads data pages only
+        e.proxy.reset()
+        e.proxy.inject("truncate", times=10_000, method="GET", path_contains="/data/", every=2)
+        got = ds.take(idx, columns=["id", "s"])
+        assert got["id"].to_pylist() == idx, lib.__name__
+        assert got["s"].to_pylist() == [f"v{i:06d}" for i in idx], lib.__name__
+        assert e.proxy.faults_served["truncate"] >= 4, lib.__name__
+    tuned = {**opts, "client_max_retries": "2", "download_retry_count": "1"}
+    patterns = {}
+    for lib in (lance, lancefmt):
+        e.proxy.reset()
+        ds = lib.dataset(uri, storage_options=tuned)
+        ds.take([0])
+        e.proxy.reset()
+        e.proxy.inject("truncate", times=10_000, method="GET", path_contains="/data/")
+        with pytest.raises(OSError) as info:
+            ds.take([5], columns=["id"])
+        gets = _data_gets(e.proxy)
+        first = gets[0]
+        patterns[lib.__name__] = [r for r in gets if r.split("-")[1] == first.split("-")[1]]
+    ours = patterns["lancefmt"]
+    assert len(ours) == len(patterns["lance"]) == 6  # (2 resumes + 1) x (1 restart + 1)
+    assert ours[0] == ours[3] and ours[1] == ours[4] and ours[0] != ours[1]  # resumed, restarted
+    assert "bytes " in str(info.value) and "gave up after 6 attempts" in str(info.value)

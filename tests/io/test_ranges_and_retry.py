@@ -62,7 +62,7 @@ def test_classification(exc, kind):
 def test_backoff_is_decorrelated_jitter_under_a_cap():
     b = Backoff(rng=random.Random(1))
     sleeps = [b.next() for _ in range(200)]
-    assert sleeps[0] == 0.1
+    assert 0.05 <= sleeps[0] <= 0.15
     # each a random time between 100 ms and twice the previous one, never above 15 s
     assert all(0.1 <= s <= min(15.0, 2 * p) for p, s in zip(sleeps, sleeps[1:]))
     assert len(set(sleeps)) > 150  # jittered
@@ -107,6 +107,43 @@ def test_budgets():
     assert len(calls) == 2
     attempt, calls = _failing([ShortBody(1, 2), _Answer(503, "SlowDown"), ShortBody(1, 2)])
     assert _run(attempt, download_retries=2, max_retries=1) == "ok"  # separate budgets
+
+
+def test_first_sleeps_differ_so_retried_ranges_do_not_come_back_together():
+    firsts = {Backoff().next() for _ in range(50)}
+    assert len(firsts) > 40 and all(0.05 <= s <= 0.15 for s in firsts)
+
+
+def _run_resuming(errors, **settings):
+    """``with_retries`` on a read that resumes: (result, calls, restarts)."""
+    attempt, calls = _failing(errors)
+    restarts = []
+
+    async def go():
+        return await with_retries(attempt, "read_range", "s3://b/k", StoreSettings(**settings),
+                                  resume=lambda: restarts.append(len(calls)),
+                                  what="bytes 10-19")
+
+    from unittest import mock
+
+    with mock.patch("asyncio.sleep", new=_no_sleep):
+        return asyncio.run(go()), calls, restarts
+
+
+def test_a_cut_body_resumes_then_starts_over_each_within_its_budget():
+    # 3 resumes of one download, a restart, 3 more resumes, then the answer
+    out, calls, restarts = _run_resuming([ShortBody(1, 2)] * 7, body_resumes=3)
+    assert out == "ok" and len(calls) == 8 and restarts == [4]
+    # (resumes + 1) x (download retries + 1) attempts, then the error naming the range
+    with pytest.raises(StorageError) as info:
+        _run_resuming([ShortBody(1, 2)] * 20, body_resumes=2, download_retries=1)
+    err = info.value
+    assert "bytes 10-19" in str(err) and "gave up after 6 attempts" in str(err)
+    assert err.path == "s3://b/k"
+    # request failures keep their own budget between resumes
+    out, calls, _ = _run_resuming([ShortBody(1, 2), _Answer(503, "SlowDown"), ShortBody(1, 2)],
+                                  body_resumes=1, download_retries=1, max_retries=1)
+    assert out == "ok" and len(calls) == 4
 
 
 def test_final_errors_keep_their_kind():

@@ -451,3 +451,22 @@ def test_inline_optimization_keeps_manifest_indices_both_ways(tmp_path):
     for oid in ("a$t0", "a$p", "a$q", "a"):
         assert m.count_rows(f"object_id = '{oid}'") == 1
         assert m.to_table(filter=f"object_id = '{oid}'", use_scalar_index=False).num_rows == 1
+
+
+@pytest.mark.parametrize("metadata", ['{"owner: x}', "[1, 2]", '{"n": 1}', "7"])
+def test_manifest_row_with_bad_metadata_is_corrupt_not_a_crash(tmp_path, metadata):
+    """A ``__manifest`` row whose metadata is not a JSON object of strings (another writer's
+    or a damaged table) is a CorruptFileError naming the table, not a JSON or model error."""
+    from lancefmt.errors import CorruptFileError
+
+    root = str(tmp_path / "lake")
+    rows = pa.table({"object_id": ["a", "b"], "object_type": ["namespace", "namespace"],
+                     "location": [None, None], "metadata": [metadata, '{"k": "v"}'],
+                     "base_objects": [None, None]}, schema=SCHEMA)
+    lancefmt.write_dataset(rows, os.path.join(root, "__manifest"))
+    ns = DirectoryNamespace(root=root)
+    assert ns.list_namespaces([]) == ["a", "b"]
+    assert ns.describe_namespace(["b"]).properties == {"k": "v"}
+    with pytest.raises(CorruptFileError, match="not a JSON object") as info:
+        ns.describe_namespace(["a"])
+    assert "__manifest" in str(info.value)

@@ -79,7 +79,10 @@ def test_concurrent_append_survives_the_compaction(spark, tmp_path, monkeypatch)
     assert ds.version == 4                                   # delete, append, rewrite
     ids = sorted(ds.to_table()["id"].to_pylist())
     assert ids == [i for i in range(200) if i % 7 != 3] + list(range(1000, 1010))
-    assert ds.get_fragments()[-1].count_rows() == 10         # the append, as it was
+    frags = ds.get_fragments()
+    assert [f.fragment_id for f in frags] == sorted(f.fragment_id for f in frags)  # id order
+    assert sorted(f.count_rows() for f in frags) == [10, 171]  # the append, as it was
+    ds.validate()
     assert unreferenced_files(uri) == []
 
 

@@ -160,6 +160,8 @@ def test_jobs_on_two_executor_processes(tmp_path):
     assert ids == live_ids(range(ROWS)) + list(range(10_000, 10_050))
     assert job["result"]["runs"] == 1 and ds.version == 4      # rebased over the append
     fragments = ds.get_fragments()
-    assert len(fragments) == 5 and fragments[-1].count_rows() == 50   # 4 compacted + the append
+    assert len(fragments) == 5 and 50 in [f.count_rows() for f in fragments]  # 4 compacted + the append
+    assert [f.fragment_id for f in fragments] == sorted(f.fragment_id for f in fragments)
+    ds.validate()
     assert all(f.metadata.deletion_file is None for f in fragments)
     assert unreferenced_files(uri) == []

@@ -65,7 +65,9 @@ class _Rule:
     method: str | None
     kind: str | None
     path_contains: str | None
+    every: int = 1
     served: int = 0
+    matched: int = 0
 
     def matches(self, seen: Seen) -> bool:
         if self.served >= self.times:
@@ -76,7 +78,8 @@ class _Rule:
             return False
         if self.path_contains and self.path_contains not in f"/{seen.bucket}/{seen.key}":
             return False
-        return True
+        self.matched += 1
+        return (self.matched - 1) % self.every == 0
 
 
 def request_kind(method: str, key: str, query: dict, headers) -> str:
@@ -189,11 +192,14 @@ class S3Proxy:
                 self._pipes = {}
 
     def inject(self, fault: str, times: int = 1, *, method: str | None = None,
-               kind: str | None = None, path_contains: str | None = None) -> None:
+               kind: str | None = None, path_contains: str | None = None,
+               every: int = 1) -> None:
+        """``fault`` for the next ``times`` matching requests; with ``every=N``, for the first
+        of each N matching requests (``every=2``: every other one) until ``times`` are served."""
         if fault not in FAULTS and not fault.startswith("delay:"):
             raise ValueError(f"unknown fault {fault!r}")
         with self._lock:
-            self._rules.append(_Rule(fault, times, method, kind, path_contains))
+            self._rules.append(_Rule(fault, times, method, kind, path_contains, max(1, every)))
 
     def counts(self, path_contains: str = "") -> Counter:
         """Requests by kind (see :func:`request_kind`), those touching ``path_contains`` only."""
@@ -336,7 +342,8 @@ class S3Proxy:
                        bandwidth=(float(q["bandwidth"]) or None) if "bandwidth" in q else "keep")
         elif op == "inject":
             self.inject(q["fault"], int(q.get("times", 1)), method=q.get("method"),
-                        kind=q.get("kind"), path_contains=q.get("path_contains"))
+                        kind=q.get("kind"), path_contains=q.get("path_contains"),
+                        every=int(q.get("every", 1)))
         elif op != "counts":
             return web.Response(status=404)
         return web.json_response({"counts": dict(self.counts(q.get("path_contains", ""))),
@@ -440,9 +447,10 @@ class RemoteProxy:
         self._call("reset", latency=latency,
                    bandwidth=None if bandwidth == "keep" else (bandwidth or 0))
 
-    def inject(self, fault, times=1, *, method=None, kind=None, path_contains=None) -> None:
+    def inject(self, fault, times=1, *, method=None, kind=None, path_contains=None,
+               every=1) -> None:
         self._call("inject", fault=fault, times=times, method=method, kind=kind,
-                   path_contains=path_contains)
+                   path_contains=path_contains, every=every)
 
     def stop(self) -> None:
         if self._proc.poll() is None:

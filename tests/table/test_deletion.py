@@ -353,3 +353,76 @@ print(pa.default_memory_pool().max_memory())
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, env={**os.environ})
     assert int(out.stdout.split()[-1]) < 1 << 26
+
+
+def _ipc_messages(data: bytes) -> tuple[int, list]:
+    """(footer start, [(offset, metadata length, body length)]) of an Arrow IPC file's stream."""
+    import struct
+
+    import pyarrow as pa
+
+    footer_start = len(data) - 10 - struct.unpack_from("<i", data, len(data) - 10)[0]
+    pos, out = 8, []
+    while struct.unpack_from("<i", data, pos + 4)[0]:
+        msg = pa.ipc.read_message(pa.BufferReader(data[pos:]))
+        meta = 8 + struct.unpack_from("<i", data, pos + 4)[0]
+        out.append((pos, meta, msg.body.size))
+        pos += meta + msg.body.size
+    return footer_start, out
+
+
+def test_arrow_deletion_footer_pointing_past_the_end_of_stream_is_checked_too():
+    """pyarrow's file reader reads the batch the footer's block points at; a copy of the batch
+    placed after the end-of-stream marker (claiming 3 GiB) is invisible to a stream walk, so
+    the check follows the footer."""
+    import struct
+
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.deletion import DeletionVector, deletion_file_bytes, parse_deletion_file
+
+    good = deletion_file_bytes(DeletionVector.from_offsets([1, 5, 9]), "arrow", compression="zstd")
+    footer_start, messages = _ipc_messages(good)
+    offset, meta, body = messages[1]  # schema, then the record batch
+    evil = bytearray(good[offset:offset + meta + body])
+    at = evil.find(b"\x28\xb5\x2f\xfd", meta)
+    struct.pack_into("<q", evil, at - 8, 3 << 30)
+    footer = good[footer_start:-10]
+    assert footer.count(struct.pack("<q", offset)) == 1
+    data = (good[:footer_start] + bytes(evil)
+            + footer.replace(struct.pack("<q", offset), struct.pack("<q", footer_start))
+            + good[-10:])
+    assert len(data) < 1024
+    with pytest.raises(CorruptFileError, match="claims 3221225472 bytes"):
+        parse_deletion_file(data, "arrow", physical_rows=100, path="x.arrow")
+    # the same file with the batch's honest prefix still reads (the walk matches pyarrow's)
+    struct.pack_into("<q", evil, at - 8, 12)
+    honest = (good[:footer_start] + bytes(evil)
+              + footer.replace(struct.pack("<q", offset), struct.pack("<q", footer_start))
+              + good[-10:])
+    assert parse_deletion_file(honest, "arrow", physical_rows=100).offsets.tolist() == [1, 5, 9]
+
+
+def test_arrow_deletion_block_disagreeing_with_its_message_is_refused():
+    import struct
+
+    from lancefmt.errors import CorruptFileError
+    from lancefmt.table.deletion import DeletionVector, deletion_file_bytes, parse_deletion_file
+
+    good = deletion_file_bytes(DeletionVector.from_offsets([2, 4]), "arrow", compression="zstd")
+    footer_start, messages = _ipc_messages(good)
+    offset, meta, body = messages[1]
+    block = struct.pack("<qi4xq", offset, meta, body)
+    at = good.find(block, footer_start)
+    assert at > 0
+    bad = bytearray(good)
+    struct.pack_into("<qi4xq", bad, at, offset, meta, body + 8)
+    with pytest.raises(CorruptFileError, match="body"):
+        parse_deletion_file(bytes(bad), "arrow", physical_rows=100)
+
+
+def test_window_holds_the_deleted_offsets_of_a_row_range():
+    dv = DeletionVector.from_offsets([0, 5, 9, 10, 4_000_000_000])
+    assert dv.window(0, 10).tolist() == [0, 5, 9]
+    assert dv.window(5, 6).tolist() == [0, 4, 5]
+    assert dv.window(11, 100).tolist() == []
+    assert dv.window(3_999_999_999, 2**32).tolist() == [1]  # an end past u32 is clipped

@@ -6,8 +6,9 @@ the base it lives in (``_indices/{uuid}/`` of the dataset root, or of ``base_id`
 """
 from __future__ import annotations
 
-from ...index.core.catalog import build_catalog
-from ...index.core.metadata import uuid_text
+from ...index.core.catalog import Segment, build_catalog
+from ...index.core.metadata import fragment_ids, uuid_text
+from ...index.core.registry import by_details
 from ...index.core.store import IndexStore
 
 
@@ -55,6 +56,17 @@ def index_catalog(snapshot) -> dict:
         if not entries:
             return {}
         return build_catalog(entries, field_paths(snapshot.ctx.fields).get,
-                             lambda pb: index_store(snapshot, pb), snapshot.has_stable_row_ids)
+                             lambda pb: index_store(snapshot, pb), snapshot.has_stable_row_ids,
+                             snapshot.session.index_cache)
 
     return snapshot.memo("index catalog", build)
+
+
+def segment_of(snapshot, entry, itype=None) -> Segment | None:
+    """Manifest entry ``entry`` as a segment of ``snapshot``'s session (None when lancefmt does
+    not know its type)."""
+    itype = itype or by_details(entry.index_details)
+    if itype is None:
+        return None
+    return Segment(entry, itype, fragment_ids(entry), index_store(snapshot, entry),
+                   snapshot.has_stable_row_ids, snapshot.session.index_cache)

@@ -28,6 +28,7 @@ from ...table.versions import latest_manifest, list_versions, load_manifest
 from .commit import commit_manifest
 from .context import ScanContext
 from .files import data_file_uri, delete_files
+from .session import Session
 
 
 class Snapshot:
@@ -40,8 +41,9 @@ class Snapshot:
     """
 
     def __init__(self, uri: str, manifest_file: ManifestFile, storage_options=None, *,
-                 base_store_params=None, manifest_store=None, after_commit=None):
+                 base_store_params=None, manifest_store=None, after_commit=None, session=None):
         self.uri = uri
+        self.session = session if session is not None else Session()
         self.manifest_file = manifest_file
         self.storage_options = dict(storage_options) if storage_options else None
         self.base_store_params = dict(base_store_params) if base_store_params else None
@@ -54,7 +56,7 @@ class Snapshot:
 
     @classmethod
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None,
-             manifest_store=None, after_commit=None) -> "Snapshot":
+             manifest_store=None, after_commit=None, session=None) -> "Snapshot":
         """``uri`` at ``version`` (None = latest, an int, or a tag name; a tag of a branch
         version opens that branch)."""
         uri = normalize_uri(uri)
@@ -62,12 +64,12 @@ class Snapshot:
         uri, version = resolve_version_ref(uri, version, store=store)  # a branch's tag: tree/
         mf = load_manifest(uri, version, store=store)
         return cls(uri, mf, storage_options, base_store_params=base_store_params,
-                   manifest_store=store.manifest_store, after_commit=after_commit)
+                   manifest_store=store.manifest_store, after_commit=after_commit, session=session)
 
     def _derived(self, uri: str, mf: ManifestFile, manifest_store=None) -> "Snapshot":
         return Snapshot(uri, mf, self.storage_options, base_store_params=self.base_store_params,
                         manifest_store=manifest_store or self.manifest_store,
-                        after_commit=self.after_commit)
+                        after_commit=self.after_commit, session=self.session)
 
     def _resolve_row_counts(self) -> None:
         """A fragment whose manifest says 0 rows has its data file's count (pylance reads it so
@@ -212,7 +214,8 @@ class Snapshot:
         uri = self.root if isinstance(version, str) else self.uri
         return Snapshot.open(uri, version, storage_options=self.storage_options,
                              base_store_params=self.base_store_params,
-                             manifest_store=self.manifest_store, after_commit=self.after_commit)
+                             manifest_store=self.manifest_store, after_commit=self.after_commit,
+                             session=self.session)
 
     def latest(self) -> "Snapshot":
         return self.at(None)
@@ -225,20 +228,22 @@ class Snapshot:
     # -- committing ----------------------------------------------------------------------------
     @classmethod
     def commit_to(cls, uri, operation, read_version: int | None = None, *,
-                  base_store_params=None, after_commit=None, **options) -> "Snapshot":
+                  base_store_params=None, after_commit=None, session=None,
+                  **options) -> "Snapshot":
         """Commit ``operation`` to the dataset at ``uri`` (see
         :func:`.commit.commit_manifest` for ``read_version`` and ``options``); the new
         version's snapshot, whose :meth:`run_after_commit` the caller runs."""
         uri, storage_options, store, mf = commit_manifest(uri, operation, read_version, **options)
         return cls(uri, mf, storage_options, base_store_params=base_store_params,
-                   manifest_store=store.manifest_store, after_commit=after_commit)
+                   manifest_store=store.manifest_store, after_commit=after_commit, session=session)
 
     def commit(self, operation, *, read_version: int | None = None, **options) -> "Snapshot":
         """Commit ``operation`` planned against this version (or ``read_version``)."""
         return Snapshot.commit_to(
             self.uri, operation, self.version if read_version is None else read_version,
             storage_options=self.storage_options, manifest_store=self.manifest_store,
-            base_store_params=self.base_store_params, after_commit=self.after_commit, **options)
+            base_store_params=self.base_store_params, after_commit=self.after_commit,
+            session=self.session, **options)
 
     def run_after_commit(self) -> "Snapshot":
         """Run the ``after_commit`` hook for this (just committed) version; the commit has

@@ -18,14 +18,13 @@ from dataclasses import dataclass
 
 from ...errors import InvalidArgumentError, LanceError, NotSupportedError
 from ..._proto import table_pb2
-from ...index.core.catalog import Segment
 from ...index.core.metadata import fragment_ids, new_metadata, new_uuid, uuid_text
 from ...index.core.registry import IndexType, TrainingData, by_details, by_name
 from ...table.index_entry import from_pb, to_pb
 from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
-from ..core.indices import field_paths, index_entries, index_store, index_store_for
+from ..core.indices import field_paths, index_entries, index_store_for, segment_of
 from ..read.index_training import column_field, training_data
 
 SCALAR_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER",
@@ -112,8 +111,7 @@ def segment_params(snapshot, itype: IndexType, pb) -> dict:
     of it uses: pylance keeps a zone map's ``rows_per_zone`` through an optimize)."""
     params = itype.default_params()
     if len(fragment_ids(pb)):
-        loaded = Segment(pb, itype, fragment_ids(pb), index_store_for(
-            snapshot, uuid_text(pb), pb.base_id if pb.HasField("base_id") else None)).load()
+        loaded = segment_of(snapshot, pb, itype).load()
         params = {**params, **loaded.params()}
     return params
 
@@ -212,8 +210,7 @@ def _merge_files(snapshot, itype, pbs, fragments):
     """The merged segment written from the segments' own files, or None."""
     uid = new_uuid()
     dest = index_store_for(snapshot, uid)
-    segments = [Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb),
-                        snapshot.has_stable_row_ids) for pb in pbs]
+    segments = [segment_of(snapshot, pb, itype) for pb in pbs]
     if len({s.records_addresses for s in segments}) != 1:
         return None  # row ids and addresses cannot share a segment
     try:

@@ -14,12 +14,13 @@ one ``CreateIndex``.
 from __future__ import annotations
 
 from ...errors import InvalidArgumentError
+from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
-from ..core.indices import field_paths, index_entries, index_store
+from ..core.indices import field_paths, index_entries, segment_of
 from ..read.index_info import index_groups
 from .create import BuildRequest, IndexNotFoundError, build_segment, segment_params
 
@@ -36,14 +37,14 @@ def prewarm_index(snapshot, name: str, index_segments=None) -> None:
     segments = [e for e in index_entries(snapshot) if e.name == name]
     if not segments:
         raise IndexNotFoundError(f"Lance index not found: name={name}")
-    from ...index.core.catalog import Segment
 
     for pb in segments:
         if wanted is not None and uuid_text(pb) not in wanted:
             continue
         itype = by_details(pb.index_details)
         if itype is not None and len(fragment_ids(pb)):
-            Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb)).load().prewarm()
+            seg = segment_of(snapshot, pb, itype)
+            guarded(seg, lambda: seg.load().prewarm())
 
 
 def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retrain: bool = False,

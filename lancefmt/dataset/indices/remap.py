@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...index.core.catalog import Segment
+from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, new_uuid, uuid_text
 from ...index.core.registry import RowIdMapping, by_details
 from ...table.rowids import load_row_ids
 from ...table.transaction import Rewrite, RewrittenIndex
 from ..core.files import delete_files
-from ..core.indices import index_entries, index_store, index_store_for
+from ..core.indices import index_entries, index_store_for, segment_of
 from ..read.scan import load_deletions
 
 
@@ -96,7 +96,7 @@ def attach_index_remap(snapshot, op: Rewrite) -> list:
             covered = fragment_ids(pb)
             if itype is None or not (set(covered) & rewritten):
                 continue
-            segment = Segment(pb, itype, covered, index_store(snapshot, pb), stable)
+            segment = segment_of(snapshot, pb, itype)
             use_ids = stable and not segment.records_addresses
             if use_ids not in mappings:
                 mappings[use_ids] = _mapping(snapshot, op.groups, use_ids)
@@ -106,7 +106,7 @@ def attach_index_remap(snapshot, op: Rewrite) -> list:
             uid = new_uuid()
             dest = index_store_for(snapshot, uid, pb.base_id if pb.HasField("base_id") else None)
             try:
-                details = segment.load().remap(mapping, dest)
+                details = guarded(segment, lambda: segment.load().remap(mapping, dest))
             except NotImplementedError:
                 continue
             finally:

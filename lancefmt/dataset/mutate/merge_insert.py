@@ -188,15 +188,41 @@ def analyze_merge(snapshot, b: MergeInsertBuilder, schema, metrics: dict) -> str
 
 
 def _conform_source(source: pa.Table, schema: pa.Schema, on) -> pa.Table:
-    missing = [n for n in schema.names if n not in source.column_names]
+    """The source in the dataset's column order and types. A source may leave columns out (a
+    partial merge insert, as pylance allows): matched rows keep their values of those columns,
+    inserted rows get nulls (see :func:`_completed`); the join keys must be there."""
     extra = [n for n in source.column_names if n not in schema.names]
-    if missing or extra:
+    absent_keys = [k for k in on if k not in source.column_names]
+    if extra or absent_keys:
         raise InvalidArgumentError(f"merge_insert data has columns {source.column_names}, the "
-                                   f"dataset {schema.names} (partial updates are not supported)")
+                                   f"dataset {schema.names}" +
+                                   (f" (the join keys {absent_keys} are missing)" if absent_keys else ""))
+    present = [n for n in schema.names if n in source.column_names]
     try:
-        return source.select(schema.names).cast(schema)
+        return source.select(present).cast(pa.schema([schema.field(n) for n in present],
+                                                     metadata=schema.metadata))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
         raise InvalidArgumentError(f"merge_insert data does not match the dataset schema: {e}") from None
+
+
+def _completed(snapshot, rows: pa.Table, addrs) -> pa.Table:
+    """``rows`` of a partial source with every dataset column: the left-out ones from the
+    target rows at ``addrs`` (matched rows), or nulls (inserted rows, ``addrs`` None)."""
+    schema = snapshot.schema
+    missing = [n for n in schema.names if n not in rows.column_names]
+    if not missing:
+        return rows
+    if addrs is not None:
+        old = take_addresses(snapshot, addrs, missing)
+        fill = {n: old.column(n) for n in missing}
+    else:
+        for n in missing:
+            if not schema.field(n).nullable:
+                raise InvalidArgumentError(f"merge_insert would insert rows without a value for "
+                                           f"the non-nullable column {n!r}")
+        fill = {n: pa.nulls(rows.num_rows, schema.field(n).type) for n in missing}
+    cols = [rows.column(n) if n in rows.column_names else fill[n] for n in schema.names]
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def _target_keys(snapshot, on, stable: bool) -> pa.Table:
@@ -240,7 +266,8 @@ def _plan(snapshot, b: MergeInsertBuilder, source: pa.Table):
     if b._insert:
         keep = np.ones(source.num_rows, dtype=bool)
         keep[matched_src] = False
-        insert_rows = source.filter(pa.array(keep)) if not keep.all() else source
+        insert_rows = _completed(snapshot, source.filter(pa.array(keep)) if not keep.all()
+                                 else source, None)
     # matched rows to update / delete
     update_rows = update_ids = update_addrs = None
     delete_addrs = []
@@ -251,7 +278,7 @@ def _plan(snapshot, b: MergeInsertBuilder, source: pa.Table):
         chosen = matched.filter(pa.array(sel)) if not sel.all() else matched
         addrs = chosen.column(_ADDR).to_numpy()
         if b._matched == "update" and chosen.num_rows:
-            update_rows = source.take(chosen.column(_SRC))
+            update_rows = _completed(snapshot, source.take(chosen.column(_SRC)), addrs)
             update_addrs = addrs
             update_ids = chosen.column(_ROWID).to_numpy() if stable else None
         delete_addrs.append(addrs)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime as _dt
 
 from ...errors import InvalidArgumentError
-from ...index.core.catalog import Segment
+from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
-from ..core.indices import field_paths, index_entries, index_store
+from ..core.indices import field_paths, index_entries, segment_of
 from .scan import live_counts
 
 
@@ -140,8 +140,8 @@ def index_stats(snapshot, name: str) -> dict:
         if itype is None or not len(fragment_ids(pb)):
             stats.append({})
             continue
-        seg = Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb))
-        stats.append(seg.load().statistics())
+        seg = segment_of(snapshot, pb, itype)
+        stats.append(guarded(seg, lambda: seg.load().statistics()))
     trained = [pb for pb in pbs if len(fragment_ids(pb))]
     kind = type_name_of(trained[0]) if trained else "N/A"
     unindexed = [f for f in rows if f not in covered]

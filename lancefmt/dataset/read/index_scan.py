@@ -176,10 +176,14 @@ class SelectedScan(FragmentScan):
         if pos.size <= TAKE_MAX_ROWS and pos.size <= TAKE_DENSITY * (stop - start):
             yield self._taken(pos)
             return
+        # runs of consecutive windows holding selected rows, each read in one pass (a range
+        # read per window would decode the Lance pages under it once per window)
         window = max(self.spec.batch_size, WINDOW_ROWS)
-        first = pos // window
-        for w in np.unique(first).tolist():
-            yield from super().windows(max(start, w * window), min((w + 1) * window, stop))
+        used = np.unique(pos // window)
+        cuts = np.flatnonzero(np.diff(used) > 1) + 1
+        for run in np.split(used, cuts):
+            yield from super().windows(max(start, int(run[0]) * window),
+                                       min((int(run[-1]) + 1) * window, stop))
 
     def _taken(self, positions: np.ndarray) -> pa.Table:
         plan, nulls = self.file_plan()
@@ -190,7 +194,7 @@ class SelectedScan(FragmentScan):
                 columns[n] = col
         for n in nulls:
             columns[n] = pa.nulls(len(positions), self.ctx.schema.field(n).type)
-        return self._finish(columns, 0, self.num_rows, positions, taken=True)
+        return self.taken(columns, positions)
 
     def count(self) -> int:
         if self.apply_filter:
@@ -247,7 +251,7 @@ def selected_fragment_batches(fragment, start, stop, chosen, negated, exact, arg
     """Batches of a fragment's rows in ``[start, stop)`` an index answer selected (what a
     Spark executor reads for a partition the driver planned with an index); ``args``: the
     scan's columns, filter, row id/address flags and batch size."""
-    from ...jsonb.arrow import decode_batch
+    from ...jsonb.arrow import batch_decoder
     from .scan import ScanSpec
 
     ctx = fragment.scan_context
@@ -255,4 +259,6 @@ def selected_fragment_batches(fragment, start, stop, chosen, negated, exact, arg
                           args.get("with_row_id", False), args.get("with_row_address", False),
                           args.get("batch_size"))
     scan = SelectedScan(ctx, fragment.pb, spec, chosen, negated, exact)
-    return (decode_batch(b, ctx.schema) for b in scan.batches(start, stop))
+    decode = batch_decoder(ctx.schema)  # JSON columns: decided once, not per batch
+    batches = scan.batches(start, stop)
+    return batches if decode is None else map(decode, batches)

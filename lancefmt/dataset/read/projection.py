@@ -2,12 +2,12 @@
 (``"st.small"``), or a dict of output name -> SQL expression (``{"twice": "id * 2"}``).
 
 The scan reads the top-level columns the projection needs (:class:`ScanSpec` columns); when
-the output is more than a selection of top-level columns, each batch is then evaluated into
-the output columns with pyarrow compute.
+the output is more than a selection of top-level columns, each window of batches is then
+evaluated into the output columns with pyarrow compute.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +22,7 @@ class Projection:
     read_columns: tuple           # top-level columns (and _rowid/_rowaddr) the scan must return
     outputs: tuple | None         # ((name, expression), ...) or None: read_columns as they are
     schema: pa.Schema             # output schema (without with_row_id/address extras)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def computed(self) -> bool:
@@ -31,21 +32,44 @@ class Projection:
         """The output columns of one scanned batch (``extras``: metadata columns kept as is)."""
         if self.outputs is None:
             return batch
-        cols = {name: e for name, e in self.outputs}
-        for x in extras:
-            cols[x] = pc.field(x)
         if batch.num_rows == 0:
             return pa.RecordBatch.from_pylist([], schema=self.output_schema(extras))
-        out = pads.dataset(pa.Table.from_batches([batch])).to_table(columns=cols)
-        out = out.cast(self.output_schema(extras)) if not out.schema.equals(self.output_schema(extras)) else out
+        out = self._evaluate(pa.Table.from_batches([batch]), extras)
         return out.combine_chunks().to_batches()[0] if out.num_rows else \
             pa.RecordBatch.from_pylist([], schema=out.schema)
 
+    def apply_window(self, batches: list, extras=()) -> list:
+        """:meth:`apply` for a window's batches (a list, as scans hand them over) in one
+        evaluation: an Arrow dataset is built per window, not per batch, and the batches keep
+        their boundaries."""
+        if self.outputs is None or not batches:
+            return batches
+        return self._evaluate(pa.Table.from_batches(batches), extras).to_batches()
+
+    def _evaluate(self, table: pa.Table, extras) -> pa.Table:
+        schema = self.output_schema(extras)
+        out = pads.dataset(table).to_table(columns=self._columns(extras))
+        return out if out.schema.equals(schema) else out.cast(schema)
+
+    def _columns(self, extras) -> dict:
+        key = ("columns", tuple(extras))
+        cols = self._memo.get(key)
+        if cols is None:
+            cols = {name: e for name, e in self.outputs}
+            for x in extras:
+                cols[x] = pc.field(x)
+            self._memo[key] = cols
+        return cols
+
     def output_schema(self, extras=()) -> pa.Schema:
-        fields = list(self.schema)
-        for x in extras:
-            fields.append(pa.field(x, META_COLUMNS[x]))
-        return pa.schema(fields, metadata=self.schema.metadata)
+        key = ("schema", tuple(extras))
+        schema = self._memo.get(key)
+        if schema is None:  # once per scan, not per batch
+            fields = list(self.schema)
+            for x in extras:
+                fields.append(pa.field(x, META_COLUMNS[x]))
+            schema = self._memo[key] = pa.schema(fields, metadata=self.schema.metadata)
+        return schema
 
 
 def _nested(schema: pa.Schema, path: str):
@@ -136,5 +160,4 @@ def projected(schema: pa.Schema, columns, read):
     plain columns it needs are read, then each batch is evaluated into the output."""
     proj = build_projection(schema, columns)
     base = read([c for c in proj.read_columns if schema.get_field_index(c) >= 0])
-    return pa.Table.from_batches([proj.apply(b) for b in base.to_batches()] or [],
-                                 schema=proj.schema)
+    return pa.Table.from_batches(proj.apply_window(base.to_batches()), schema=proj.schema)

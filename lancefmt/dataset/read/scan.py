@@ -12,11 +12,12 @@ Cython/Arrow decoders release the GIL) and yields their batches in order, then a
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain, islice
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -33,9 +34,10 @@ from ...table.rowids.meta import load_row_id_sequence
 from ...table.rowids.segment import SegmentKind
 from ..core.context import ScanContext
 from ..core.reader_cache import cached_value, caches_of, open_data_file
+from .deleted_rows import gather_width, keep_rows
+from .window_shape import ROW_ADDRESS, ROW_ID, WindowShape
+from .window_stream import WindowStream, trim_windows
 
-ROW_ID = "_rowid"
-ROW_ADDRESS = "_rowaddr"
 DEFAULT_BATCH_SIZE = 8192
 # Rows read per step inside a fragment: large enough to amortise per-call work, small enough
 # to bound memory for wide rows (vectors).
@@ -199,10 +201,12 @@ def shifted(positions: np.ndarray, first: int) -> np.ndarray:
 class FragmentScan:
     """Reads one fragment for one :class:`ScanSpec`."""
 
-    def __init__(self, ctx: ScanContext, frag, spec: ScanSpec):
+    def __init__(self, ctx: ScanContext, frag, spec: ScanSpec, shape: WindowShape | None = None):
         self.ctx = ctx
         self.frag = frag
         self.spec = spec
+        # one per scan (see window_shape)
+        self.shape = shape or WindowShape(ctx.schema, spec, not is_remote(ctx))
         self.num_rows = frag.physical_rows
         self._deletions = None
         self._deletions_loaded = False
@@ -302,26 +306,40 @@ class FragmentScan:
         if start >= stop:
             return
         plan, nulls = self.file_plan()
+        shape = self.shape
         kept = self.kept_positions()
-        window = max(self.spec.batch_size, WINDOW_ROWS)
+        window = max(self.spec.batch_size, WINDOW_ROWS, shape.narrow_rows)
         iters = [reader.read_batches(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
-        schema = self.ctx.schema
+        # where each read column comes from, and the window schema: once per call
+        source = {}
+        for i, (_, proj, _) in enumerate(plan):
+            for j, f in enumerate(proj.schema):
+                source[f.name] = (i, j, f.type)
+        null_types = [shape.null_types[n] for n in nulls]
+        picks = [source[n][:2] if n in source else (-1, nulls.index(n)) for n in shape.read_names]
+        types = [source[n][2] if n in source else shape.null_types[n] for n in shape.read_names]
+        widths = [gather_width(t) for t in types] if kept is not None else None
+        if shape.row_id:
+            types.append(pa.uint64())
+        if shape.row_address:
+            types.append(pa.uint64())
+        schema = shape.schema(tuple(types))
         pos = start
         while pos < stop:
             end = min(pos + window, stop)
-            columns = {}
-            for it, (_, _, names) in zip(iters, plan):
-                batch = next(it)
-                for n, col in zip(batch.schema.names, batch.columns):
-                    columns[n] = col
-            for n in nulls:
-                columns[n] = pa.nulls(end - pos, schema.field(n).type)
+            batches = [next(it) for it in iters]
+            if nulls:
+                batches.append([pa.nulls(end - pos, t) for t in null_types])
+            arrays = [batches[i][j] for i, j in picks]
             positions = None
             if kept is not None:
-                lo, hi = np.searchsorted(kept, [pos, end])
+                # keys of the offsets' own dtype: mixed types would copy all of them
+                lo, hi = np.searchsorted(kept, np.array([pos, end], kept.dtype))
                 if hi - lo != end - pos:
                     positions = kept[lo:hi]
-            yield self._finish(columns, pos, end, positions)
+            if positions is not None:
+                arrays = keep_rows(arrays, widths, positions, pos)
+            yield self._finish(arrays, schema, pos, end, positions)
             pos = end
 
     def kept_positions(self) -> np.ndarray | None:
@@ -329,53 +347,39 @@ class FragmentScan:
         dv = self.deletions
         return dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
 
-    def _finish(self, columns: dict, start: int, end: int, positions, taken: bool = False) -> pa.Table:
-        """Drop deleted rows (``positions``: physical offsets kept, None = all of the window),
-        add row ids/addresses, filter and project. ``taken``: the columns hold just the rows
-        at ``positions`` already."""
-        spec = self.spec
-        n = end - start
-        if positions is not None and not taken:
-            take = pa.array((positions - start).astype(np.int32))
-            columns = {k: v.take(take) for k, v in columns.items()}
-        names = [c for c in spec.read_columns]
-        arrays = [columns[c] for c in names]
-        if spec.need_row_id:
-            names.append(ROW_ID)
+    def taken(self, columns: dict, positions: np.ndarray) -> pa.Table:
+        """The rows at physical ``positions`` read by a take (``columns``: name -> the values
+        of just those rows), with row ids/addresses, filtered and projected as a window is."""
+        shape = self.shape
+        arrays = [columns[n] for n in shape.read_names]
+        types = [a.type for a in arrays] + [pa.uint64()] * (shape.row_id + shape.row_address)
+        return self._finish(arrays, shape.schema(tuple(types)), 0, self.num_rows, positions)
+
+    def _finish(self, arrays: list, schema: pa.Schema, start: int, end: int, positions) -> pa.Table:
+        """Add row ids/addresses to a window's arrays (the rows not wanted already dropped:
+        ``positions`` are the physical offsets kept, None = all of the window), filter and
+        project."""
+        shape = self.shape
+        if shape.row_id:
             arrays.append(pa.array(self.row_ids_at(start, end, positions)))
-        if spec.need_row_address:
-            names.append(ROW_ADDRESS)
+        if shape.row_address:
             base = int(self.frag.id) << 32
             arrays.append(pa.array(id_run(base + start, end - start) if positions is None
                                    else shifted(positions, base)))
-        length = len(arrays[0]) if arrays else (len(positions) if positions is not None else n)
-        table = pa.Table.from_arrays(arrays, schema=self._window_schema(names, arrays)) if arrays \
-            else pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
-        if spec.filter is not None and self.apply_filter:
-            table = table.filter(spec.filter)
-        out = list(spec.columns)
-        if spec.with_row_id:
-            out.append(ROW_ID)
-        if spec.with_row_address:
-            out.append(ROW_ADDRESS)
-        if table.column_names != out:
-            table = table.select(out)
+        if arrays:
+            table = pa.Table.from_arrays(arrays, schema=schema)
+        else:
+            length = len(positions) if positions is not None else end - start
+            table = pa.table({"__n": pa.nulls(length, pa.bool_())}).drop_columns(["__n"])
+        if shape.filter is not None and self.apply_filter:
+            table = table.filter(shape.filter)
+        if shape.select is not None:
+            table = table.select(shape.select)
         return table
 
-    def _window_schema(self, names, arrays) -> pa.Schema:
-        """The arrays' own types, with the dataset's nullability (a ``not null`` column stays
-        ``not null`` in what scans return, as the dataset schema says)."""
-        schema = self.ctx.schema
-        fields = []
-        for name, arr in zip(names, arrays):
-            i = schema.get_field_index(name)
-            nullable = schema.field(i).nullable if i >= 0 else True
-            fields.append(pa.field(name, arr.type, nullable=nullable))
-        return pa.schema(fields)
-
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
-        for table in self.windows(start, stop):
-            yield from table.to_batches(max_chunksize=self.spec.batch_size)
+        """The batches of :meth:`windows` (flattened by ``chain``: no Python frame per batch)."""
+        return chain.from_iterable(_task_windows((self, start, stop)))
 
     def count(self) -> int:
         if self.spec.filter is None:
@@ -385,9 +389,12 @@ class FragmentScan:
 
 
 def _tasks(ctx, fragments, spec, make_scan=None):
-    make_scan = make_scan or FragmentScan
+    """(scan, start, stop) tasks. The fragments of a plain scan share one WindowShape;
+    ``make_scan(ctx, fragment, spec)`` (the index read path) makes scans of their own."""
+    shape = WindowShape(ctx.schema, spec, not is_remote(ctx)) if make_scan is None else None
     for frag in fragments:
-        scan = make_scan(ctx, frag, spec)
+        scan = FragmentScan(ctx, frag, spec, shape) if make_scan is None else \
+            make_scan(ctx, frag, spec)
         n = frag.physical_rows
         if n <= MAX_TASK_ROWS:
             yield scan, 0, n
@@ -397,86 +404,28 @@ def _tasks(ctx, fragments, spec, make_scan=None):
 
 
 def _task_windows(task) -> Iterator[list]:
-    """A task's batches, a window's worth at a time (one hand-over per window, not per batch)."""
+    """A task's non-empty batches, a window's worth at a time (one hand-over per window)."""
     scan, start, stop = task
+    size = scan.spec.batch_size
     for table in scan.windows(start, stop):
-        yield table.to_batches(max_chunksize=scan.spec.batch_size)
-
-
-def _task_batches(task) -> Iterator[pa.RecordBatch]:
-    for batches in _task_windows(task):
-        yield from batches
-
-
-class _End:
-    """Marks the end of a task's batches in its queue."""
-
-
-class _Failed:
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-class _Stream:
-    """One task's batches, produced on a pool thread into a bounded queue of windows (so a scan
-    holds a few windows per running task, whatever the dataset's size). The consumer reads a task no
-    thread has taken yet itself: a scan started while another one's producers hold every
-    pool thread still makes progress."""
-
-    def __init__(self, task, pool: ThreadPoolExecutor, depth: int):
-        self.task = task
-        self.queue: queue.Queue = queue.Queue(depth)
-        self.stop = threading.Event()
-        self.future = pool.submit(self._produce)
-
-    def _produce(self) -> None:
-        try:
-            for batches in _task_windows(self.task):
-                if not self._put(batches):
-                    return
-            self._put(_End)
-        except BaseException as e:  # noqa: BLE001 -- raised in the consumer
-            self._put(_Failed(e))
-
-    def _put(self, item) -> bool:
-        while not self.stop.is_set():
-            try:
-                self.queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False  # the consumer went away
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        if self.future.cancel():  # not started: read it here rather than wait for a thread
-            yield from _task_batches(self.task)
-            return
-        while True:
-            item = self.queue.get()
-            if item is _End:
-                return
-            if isinstance(item, _Failed):
-                raise item.error
-            yield from item
-
-    def close(self) -> None:
-        self.stop.set()
-        self.future.cancel()
+        if table.num_rows:
+            yield [b for b in table.to_batches(max_chunksize=size) if b.num_rows]
 
 
 # Windows a running task may hold ready beyond what the consumer took.
 STREAM_DEPTH = 2
 
 
-def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
-                 threads: int | None = None, readahead: int | None = None,
-                 make_scan=None) -> Iterator[pa.RecordBatch]:
-    """Batches of the fragments in order, after ``offset``, up to ``limit``. Up to
-    ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read ahead on ``threads``
-    threads, each streaming its windows through a queue of :data:`STREAM_DEPTH`: memory stays
-    bounded by the running tasks' windows, not by the dataset. ``make_scan(ctx, fragment,
-    spec)`` makes each fragment's scan (default :class:`FragmentScan`; the index read path
-    gives scans that read only the rows an index selected)."""
+def scan_windows(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None,
+                 offset=None, threads: int | None = None, readahead: int | None = None,
+                 make_scan=None) -> Iterator[list]:
+    """The fragments' batches in order, after ``offset``, up to ``limit``, as lists (a
+    window's worth each; ``itertools.chain.from_iterable`` flattens them with no Python call
+    per batch). Up to ``readahead`` tasks (fragments, or 1M-row ranges of big ones) are read
+    ahead on ``threads`` threads, each streaming at most :data:`STREAM_DEPTH` windows: memory
+    stays bounded by the running tasks' windows, not by the dataset. ``make_scan(ctx,
+    fragment, spec)`` makes each fragment's scan (default :class:`FragmentScan`; the index read
+    path gives scans that read only the rows an index selected)."""
     if limit is not None and int(limit) < 0:
         raise InvalidArgumentError("limit must be >= 0")
     if offset is not None and int(offset) < 0:
@@ -489,50 +438,42 @@ def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
     readahead = readahead or threads * 2
     tasks = iter(_tasks(ctx, fragments, spec, make_scan))
     if threads <= 1 or len(fragments) <= 1:
-        yield from _trim((_task_batches(t) for t in tasks), skip, remaining)
+        yield from trim_windows(chain.from_iterable(map(_task_windows, tasks)), skip, remaining)
         return
     pool = scan_pool(threads)
     streams: deque = deque()
 
     def fill():
-        while len(streams) < readahead:
-            try:
-                t = next(tasks)
-            except StopIteration:
-                return
-            streams.append(_Stream(t, pool, STREAM_DEPTH))
+        for t in islice(tasks, readahead - len(streams)):
+            streams.append(WindowStream(partial(_task_windows, t), pool, STREAM_DEPTH))
 
-    def results():
+    def in_order():
         fill()
         while streams:
-            yield streams[0]  # _trim reads it to its end before asking for the next
+            yield streams[0]  # read to its end before the next is asked for
             streams.popleft()
             fill()
 
     try:
-        yield from _trim(results(), skip, remaining)
+        yield from trim_windows(chain.from_iterable(in_order()), skip, remaining)
     finally:
         for stream in streams:
             stream.close()
 
 
-def _trim(results, skip, remaining):
-    for batches in results:
-        for b in batches:
-            if skip:
-                if b.num_rows <= skip:
-                    skip -= b.num_rows
-                    continue
-                b = b.slice(skip)
-                skip = 0
-            if remaining is not None:
-                if b.num_rows >= remaining:
-                    if remaining:
-                        yield b.slice(0, remaining)
-                    return
-                remaining -= b.num_rows
-            if b.num_rows:
-                yield b
+def scan_batches(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit=None, offset=None,
+                 threads: int | None = None, readahead: int | None = None,
+                 make_scan=None) -> Iterator[pa.RecordBatch]:
+    """The batches of :func:`scan_windows`, one by one."""
+    yield from chain.from_iterable(scan_windows(ctx, fragments, spec, limit=limit, offset=offset,
+                                                threads=threads, readahead=readahead,
+                                                make_scan=make_scan))
+
+
+def count_matching(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, make_scan=None) -> int:
+    """Rows of ``fragments`` that ``spec`` selects, summed with no Python call per batch."""
+    return sum(map(len, chain.from_iterable(scan_windows(ctx, fragments, spec,
+                                                         make_scan=make_scan))))
 
 
 def live_counts(ctx: ScanContext, pbs) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from itertools import chain
 from typing import Iterator
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ import pyarrow.dataset as pads
 
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
-from ...jsonb.arrow import decode_batch, user_schema
+from ...jsonb.arrow import batch_decoder, user_schema
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .nearest import NearestRequest, nearest_table
 from .nearest import plan_lines as nearest_plan_lines
@@ -26,7 +27,8 @@ from .vector_query import parse_nearest
 from .vector_search import DISTANCE
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
-from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, live_counts, scan_batches
+from .scan_stats import measured
+from .scan import ROW_ADDRESS, ROW_ID, ScanSpec, count_matching, live_counts, scan_windows
 
 _UNSET = object()
 
@@ -115,6 +117,7 @@ class LanceScanner(pads.Scanner):
         self._limit = None if limit is None else int(limit)
         self._offset = None if offset is None else int(offset)
         self._threads = threads
+        self._stats_callback = options.get("scan_stats_callback")
         use_index = options.get("use_scalar_index")
         self._use_index = True if use_index is None else bool(use_index)
         self._selection = _UNSET
@@ -238,25 +241,37 @@ class LanceScanner(pads.Scanner):
         return table.slice(start, max(0, stop - start))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self._stats_callback is not None:
+            return measured(self._run, self._stats_callback)
+        return self._run()
+
+    def _run(self) -> Iterator[pa.RecordBatch]:
         if self._nearest is not None:
-            stored = self._stored_schema()
-            table = self._nearest_stored()
-            out = (decode_batch(b, stored) for b in table.to_batches(self._spec.batch_size))
+            decode = batch_decoder(self._stored_schema())
+            out = self._nearest_stored().to_batches(self._spec.batch_size)
+            out = iter(out) if decode is None else map(decode, out)
             return rebatch(out, self._batch_size) if self._strict else out
         direct = self._direct()
         if direct is not None:
-            stored = self._stored_schema()
-            out = (decode_batch(b, stored) for b in direct.to_batches(self._spec.batch_size))
+            decode = batch_decoder(self._stored_schema())
+            out = direct.to_batches(self._spec.batch_size)
+            out = iter(out) if decode is None else map(decode, out)
             return rebatch(out, self._batch_size) if self._strict else out
-        batches = scan_batches(self._source.ctx, self._scanned_fragments(), self._spec,
-                               limit=self._limit, offset=self._offset, threads=self._threads,
+        return self._batches(self._limit)
+
+    def _batches(self, limit) -> Iterator[pa.RecordBatch]:
+        # batches of a plain scan cross no Python frame: windows are flattened by chain, and
+        # whether a column needs converting (JSON) is decided once here
+        windows = scan_windows(self._source.ctx, self._scanned_fragments(), self._spec,
+                               limit=limit, offset=self._offset, threads=self._threads,
                                make_scan=self._make_scan())
-        if self._projection.computed:
-            batches = (self._projection.apply(b, self._extras) for b in batches)
+        if self._projection.computed:  # evaluated a window at a time
+            windows = (self._projection.apply_window(w, self._extras) for w in windows)
+        batches = chain.from_iterable(windows)
         if self._offset_at is not None:
             batches = self._add_offsets(batches)
-        stored = self._stored_schema()
-        out = (decode_batch(b, stored) for b in batches)
+        decode = batch_decoder(self._stored_schema())
+        out = batches if decode is None else map(decode, batches)
         return rebatch(out, self._batch_size) if self._strict else out
 
     def to_reader(self) -> pa.RecordBatchReader:
@@ -287,23 +302,15 @@ class LanceScanner(pads.Scanner):
                                            sel.negated, True).count()
                               for f in frags if sel.covers(int(f.id)))
                 frags = [f for f in frags if not sel.covers(int(f.id))]
-            return counted + sum(b.num_rows for b in scan_batches(
-                self._source.ctx, frags, count_spec, make_scan=self._make_scan()))
+            return counted + count_matching(self._source.ctx, frags, count_spec,
+                                            make_scan=self._make_scan())
         return sum(b.num_rows for b in self.to_batches())
 
     def head(self, num_rows: int) -> pa.Table:
         if self._nearest is not None:
             return self.to_table().slice(0, num_rows)
         limit = num_rows if self._limit is None else min(num_rows, self._limit)
-        batches = scan_batches(self._source.ctx, self._scanned_fragments(), self._spec, limit=limit,
-                               offset=self._offset, make_scan=self._make_scan())
-        if self._projection.computed:
-            batches = (self._projection.apply(b, self._extras) for b in batches)
-        if self._offset_at is not None:
-            batches = self._add_offsets(batches)
-        stored = self._stored_schema()
-        return pa.Table.from_batches([decode_batch(b, stored) for b in batches],
-                                     schema=self.projected_schema)
+        return pa.Table.from_batches(list(self._batches(limit)), schema=self.projected_schema)
 
     def take(self, indices) -> pa.Table:
         return self.to_table().take(indices)

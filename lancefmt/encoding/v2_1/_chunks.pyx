@@ -160,3 +160,45 @@ def gather_variable(const uint8_t[::1] data, const int64_t[:, ::1] ranges,
     if bad >= 0:
         raise ValueError(f"chunk {bad}: variable-width offsets out of order or past the buffer")
     return offsets, out[:dpos]
+
+
+def chunk_table(const uint8_t[::1] meta, bint wide, int64_t num_items, int64_t data_size):
+    """A mini-block page's chunk table in one pass: per chunk metadata word (u16, or u32 when
+    ``wide``) ``log2(values) | (size / 8 - 1) << 4``; the last chunk holds the items left.
+    Returns (counts, offsets[n + 1], sizes, value_starts[n + 1]) as int64. Raises ValueError
+    when the words are cut short, no chunk holds the items, the chunks hold more items than
+    the page, or their bytes run past ``data_size``."""
+    cdef int width = 4 if wide else 2
+    cdef Py_ssize_t nbytes = meta.shape[0]
+    if nbytes % width:
+        raise ValueError(f"chunk metadata of {nbytes} bytes")
+    cdef Py_ssize_t n = nbytes // width, i
+    if n == 0 and num_items:
+        raise ValueError(f"{num_items} items but no chunks")
+    counts = np.empty(n, dtype=np.int64)
+    sizes = np.empty(n, dtype=np.int64)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    starts = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] cn = counts, sz = sizes, of = offsets, vs = starts
+    cdef uint32_t word
+    cdef int64_t held = 0
+    with nogil:
+        of[0] = 0
+        vs[0] = 0
+        for i in range(n):
+            word = _u32(meta, i * 4) if wide else _u16(meta, i * 2)
+            cn[i] = (<int64_t>1) << (word & 0xF)
+            sz[i] = ((<int64_t>(word >> 4)) + 1) * 8
+            of[i + 1] = of[i] + sz[i]
+            if i + 1 < n:
+                held += cn[i]
+    if n:
+        if num_items - held < 0:
+            raise ValueError(f"chunks hold more than the page's {num_items} items")
+        cn[n - 1] = num_items - held
+        if of[n] > data_size:
+            raise ValueError(f"chunks of {of[n]} bytes in a {data_size}-byte buffer")
+    with nogil:
+        for i in range(n):
+            vs[i + 1] = vs[i] + cn[i]
+    return counts, offsets, sizes, starts

@@ -53,6 +53,11 @@ cdef void _unpack_block(const word_t* packed, word_t* out, int w) noexcept nogil
     if w == 0:
         memset(out, 0, 1024 * sizeof(word_t))
         return
+    if w == t:  # full width (e.g. random doubles): row r is word row r, moved as a whole
+        for r in range(t):
+            memcpy(out + FL_ORDER[r // 8] * 16 + (r % 8) * 128, packed + r * lanes,
+                   lanes * sizeof(word_t))
+        return
     for r in range(t):
         k = (r * w) // t
         sh = (r * w) % t

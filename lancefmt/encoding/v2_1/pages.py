@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import CorruptFileError, UnsupportedFeatureError
 from . import blocks
 from . import compressive
-from ._chunks import gather, gather_variable, parse_headers
+from ._chunks import chunk_table, gather, gather_variable, parse_headers
 from ._repdef import zip_walk_fixed, zip_walk_variable
 from .layout import Layers
 from .values import DictionaryValues, FixedValues, StructValues, VariableValues
@@ -60,31 +60,11 @@ class MiniBlockChunks:
 
     def __init__(self, mb, meta_buf, data_size: int, where: str, path):
         wide = mb.has_large_chunk
-        width = 4 if wide else 2
-        if len(meta_buf) % width:
-            raise CorruptFileError(f"{where}: chunk metadata of {len(meta_buf)} bytes", path)
-        words = np.frombuffer(meta_buf, dtype="<u4" if wide else "<u2").astype(np.int64)
-        n = words.size
-        if n == 0 and mb.num_items:
-            raise CorruptFileError(f"{where}: {mb.num_items} items but no chunks", path)
-        logs = words & 0xF
-        sizes = ((words >> 4) + 1) * 8
-        counts = np.left_shift(np.int64(1), logs)
-        if n:
-            rest = int(mb.num_items) - int(counts[:-1].sum())
-            if rest < 0:
-                raise CorruptFileError(f"{where}: chunks hold more than the page's "
-                                       f"{mb.num_items} items", path)
-            counts[-1] = rest
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        if n and int(offsets[-1]) > data_size:
-            raise CorruptFileError(f"{where}: chunks of {int(offsets[-1])} bytes in a "
-                                   f"{data_size}-byte buffer", path)
-        self.counts = counts
-        self.offsets = offsets
-        self.sizes = sizes
-        self.value_starts = np.concatenate([[0], np.cumsum(counts)])
+        try:
+            self.counts, self.offsets, self.sizes, self.value_starts = chunk_table(
+                _u8(meta_buf), wide, int(mb.num_items), int(data_size))  # one Cython pass
+        except ValueError as e:
+            raise CorruptFileError(f"{where}: {e}", path) from None
         self.wide = wide
 
     def __len__(self):

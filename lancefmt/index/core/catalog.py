@@ -15,17 +15,20 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
+import pyarrow as pa
 from pyroaring import BitMap
 
-from ...errors import LanceWarning
+from ...errors import CorruptFileError, LanceError, LanceWarning
 from .metadata import fragment_ids, is_system, uuid_text
 from .registry import IndexType, LoadedIndex, by_details
+from .stats import count
 from .store import IndexStore
 
 MAX_LOADED = 128
 
 
-class _LoadedCache:
+class LoadedCache:
+    """Loaded segments by directory, least recently used dropped first (a session's)."""
     def __init__(self, limit: int):
         self.limit = limit
         self._items: OrderedDict = OrderedDict()
@@ -49,8 +52,11 @@ class _LoadedCache:
         with self._lock:
             self._items.clear()
 
+    def __len__(self) -> int:
+        return len(self._items)
 
-LOADED = _LoadedCache(MAX_LOADED)
+
+LOADED = LoadedCache(MAX_LOADED)  # for segments loaded outside any session
 _WARNED: set = set()
 
 
@@ -61,6 +67,7 @@ class Segment:
     fragments: BitMap
     store: IndexStore
     stable_row_ids: bool = False
+    cache: "LoadedCache | None" = None      # the session's; None: the process-wide one
 
     @property
     def index_version(self) -> int:
@@ -76,8 +83,34 @@ class Segment:
 
     def load(self) -> LoadedIndex:
         details = self.itype.unpack_details(self.meta.index_details, self.store.dir_uri)
-        return LOADED.get_or_load(("segment", self.store.dir_uri),
-                                  lambda: self.itype.load(self.store, details))
+        cache = self.cache if self.cache is not None else LOADED
+
+        def load():
+            count("indices_loaded")
+            return guarded(self, lambda: self.itype.load(self.store, details))
+
+        return cache.get_or_load(("segment", self.store.dir_uri), load)
+
+    def search(self, query):
+        loaded = self.load()
+        return guarded(self, lambda: loaded.search(query))
+
+
+# What a type's reader may raise on bytes that are well-formed Lance files but not the index it
+# expects (a missing column, a wrong type, a value out of range): a corrupt index, not a crash.
+_MALFORMED = (KeyError, ValueError, TypeError, IndexError, OverflowError, pa.ArrowException)
+
+
+def guarded(segment: "Segment", call):
+    """``call()``, with a malformed index's Python/Arrow error turned into CorruptFileError
+    naming the segment's directory (LanceErrors pass as they are)."""
+    try:
+        return call()
+    except LanceError:
+        raise
+    except _MALFORMED as e:
+        raise CorruptFileError(f"index {segment.meta.name!r} ({segment.itype.type_name}) is "
+                               f"malformed: {type(e).__name__}: {e}", segment.store.dir_uri) from None
 
 
 @dataclass
@@ -99,7 +132,8 @@ class NamedIndex:
 
 
 def build_catalog(entries, column_of: Callable[[int], str | None],
-                  store_of: Callable[[object], IndexStore], stable_row_ids: bool = False) -> dict:
+                  store_of: Callable[[object], IndexStore], stable_row_ids: bool = False,
+                  cache: "LoadedCache | None" = None) -> dict:
     """``{column: [NamedIndex, ...]}`` from manifest entries. ``column_of(field_id)`` names a
     column (None: not one an index on it can answer); ``store_of(entry)`` opens the entry's
     directory."""
@@ -122,7 +156,8 @@ def build_catalog(entries, column_of: Callable[[int], str | None],
         named = by_name.get(pb.name)
         if named is None:
             named = by_name[pb.name] = NamedIndex(pb.name, column, itype)
-        named.segments.append(Segment(pb, itype, fragment_ids(pb), store_of(pb), stable_row_ids))
+        named.segments.append(Segment(pb, itype, fragment_ids(pb), store_of(pb), stable_row_ids,
+                                      cache))
     out: dict = {}
     for named in by_name.values():
         out.setdefault(named.column, []).append(named)

@@ -41,7 +41,7 @@ def _choose(term: Term, catalog: dict):
     candidates = [n for n in catalog.get(term.column, ()) if n.itype.serves(term.query)]
     if not candidates:
         return None
-    candidates.sort(key=lambda n: (not n.itype.exact, n.name))
+    candidates.sort(key=lambda n: not n.itype.exact)  # stable: the first built wins a tie, as pylance
     return candidates[0]
 
 
@@ -63,7 +63,7 @@ class _Run:
         self.used: dict = {}
 
     def search(self, segment, query) -> SearchResult:
-        res = segment.load().search(query)
+        res = segment.search(query)
         if res.addresses or segment.records_addresses or self.to_addresses is None:
             return SearchResult(res.rows, res.exact, res.negated, True)
         return SearchResult(self.to_addresses(res.rows), res.exact, res.negated, True)

@@ -24,8 +24,10 @@ import pyarrow.compute as pc
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
 from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ..core.memory import reserve_sort_memory
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
+from ..core.stats import count
 from ..core.store import IndexStore
 from .pages import SortedPage, as_numpy, numpy_kind, scalar_as
 
@@ -77,6 +79,7 @@ class BTreeType(IndexType):
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         table = data.table()
+        reserve_sort_memory(table.nbytes)
         values = table.column(VALUE).combine_chunks()
         ids = table.column(ROW_ID).to_numpy()
         write_sorted(store, *sort_by_value(values, ids), int(params.get("batch_size") or DEFAULT_BATCH_SIZE))
@@ -141,6 +144,13 @@ class BTreeIndex(LoadedIndex):
         if not {"min", "max", "null_count", "page_idx"} <= names:
             raise CorruptFileError(f"page lookup has columns {sorted(names)}", path)
         self.type = lookup.schema.field("min").type
+        want = {"max": self.type, "null_count": pa.uint32(), "page_idx": pa.uint32()}
+        for name, t in want.items():
+            if not lookup.schema.field(name).type.equals(t):
+                raise CorruptFileError(f"page lookup column {name} is {lookup.schema.field(name).type}, "
+                                       f"not {t}", path)
+        if lookup.column("null_count").null_count or lookup.column("page_idx").null_count:
+            raise CorruptFileError("page lookup has null counts or page numbers", path)
         self.mins = lookup.column("min").combine_chunks()
         self.maxs = lookup.column("max").combine_chunks()
         self.null_count = lookup.column("null_count").to_numpy().astype(np.int64)
@@ -157,6 +167,11 @@ class BTreeIndex(LoadedIndex):
             self.sorted_keys = bool((self.min_keys[1:] >= self.min_keys[:-1]).all() and
                                     (self.max_keys[1:] >= self.max_keys[:-1]).all())
         data = store.reader(PAGE_DATA)
+        fields = {f.name: f.type for f in data.schema}
+        if set(fields) != {"values", "ids"} or not fields["values"].equals(self.type) or \
+                fields["ids"] != pa.uint64():
+            raise CorruptFileError(f"page data has columns {fields}, not values: {self.type} and "
+                                   f"ids: uint64", store.uri(PAGE_DATA))
         self.num_rows = data.num_rows
         pages = -(-self.num_rows // self.batch_size)
         if self.page_idx.size and (self.page_idx.min() < 0 or self.page_idx.max() >= max(pages, 1)):
@@ -170,10 +185,18 @@ class BTreeIndex(LoadedIndex):
             hit = self._pages.get(k)
             if hit is not None:
                 self._pages.move_to_end(k)
+                count("index_cache_hits")
                 return hit
+        count("parts_loaded")
         start = k * self.batch_size
-        t = self.store.reader(PAGE_DATA).read_range(start, min(start + self.batch_size, self.num_rows))
-        page = SortedPage(t.column("values"), t.column("ids").to_numpy())
+        # a take decodes only the mini-block chunks of these rows; a range read would decode
+        # the whole (often 500k-row) Lance page holding them
+        rows = np.arange(start, min(start + self.batch_size, self.num_rows), dtype=np.int64)
+        t = self.store.reader(PAGE_DATA).take(rows)
+        ids = t.column("ids")
+        if ids.null_count:
+            raise CorruptFileError(f"page {k} has null row ids", self.store.uri(PAGE_DATA))
+        page = SortedPage(t.column("values"), ids.to_numpy())
         with self._lock:
             self._pages[k] = page
             while len(self._pages) > MAX_CACHED_PAGES:

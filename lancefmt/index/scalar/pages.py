@@ -53,6 +53,8 @@ class SortedPage:
         self.nulls = values.null_count
         self.ids = ids
         self.values = values.slice(self.nulls)
+        if self.values.null_count:
+            raise ValueError("a page's nulls are not all before its values")
         self.kind = numpy_kind(values.type)
         self.keys = as_numpy(self.values, self.kind) if self.kind is not None else None
 

@@ -127,3 +127,43 @@ def test_nested_field_index(tmp_path):
     lancefmt.dataset(uri).create_scalar_index("st.a", "BTREE")
     assert lance.dataset(uri).describe_indices()[0].name == "st.a_idx"
     assert_answers_equal_full_scan(lance, uri, ["st.a = 3"], uses=["st.a_idx"])
+
+
+def test_scan_statistics_count_index_work_per_session(uri):
+    """``scan_stats_callback`` reports I/O and index work; loaded index parts live in the
+    dataset's session (a freshly opened dataset starts cold, a prewarmed one loads nothing)."""
+    lancefmt.dataset(uri).create_scalar_index("id", "BTREE")
+    seen = []
+    ds = lancefmt.dataset(uri)
+    ds.scanner(filter="id > 0", scan_stats_callback=seen.append).to_table()
+    assert isinstance(seen[-1], lancefmt.ScanStatistics)
+    assert seen[-1].parts_loaded > 0 and seen[-1].indices_loaded == 1 and seen[-1].iops > 0
+    ds.scanner(filter="id > 0", scan_stats_callback=seen.append).to_table()
+    assert seen[-1].parts_loaded == 0 and seen[-1].index_cache_hits > 0   # same session
+    ds = lancefmt.dataset(uri)
+    ds.scanner(filter="id > 0", scan_stats_callback=seen.append).to_table()
+    assert seen[-1].parts_loaded > 0                                       # a new session
+    ds = lancefmt.dataset(uri)
+    ds.prewarm_index("id_idx")
+    ds.scanner(filter="id > 0", scan_stats_callback=seen.append).to_table()
+    assert seen[-1].parts_loaded == 0
+
+
+def test_memory_pool_setting_refuses_a_build_it_cannot_hold(uri, monkeypatch):
+    ds = lancefmt.dataset(uri)
+    monkeypatch.setenv("LANCE_MEM_POOL_SIZE", "1024")
+    with pytest.raises(RuntimeError, match="LANCE_MEM_POOL_SIZE"):
+        ds.create_scalar_index("id", "BTREE")
+    monkeypatch.setenv("LANCE_BYPASS_SPILLING", "1")
+    ds.create_scalar_index("id", "BTREE")
+    assert ds.has_index
+
+
+def test_columns_named_like_sql_keywords_and_the_first_index_wins(tmp_path):
+    uri = str(tmp_path / "kw")
+    lance.write_dataset(pa.table({"values": list(range(1000))}), uri, max_rows_per_file=300)
+    ds = lancefmt.dataset(uri)
+    ds.create_scalar_index("values", "BTREE")
+    ds.create_scalar_index("values", "BITMAP", name="values_bitmap")
+    assert ds.count_rows("values == 5") == 1 and ds.count_rows("values > 990") == 9
+    assert "@values_idx(BTree)" in ds.scanner(filter="values = 5").explain_plan()

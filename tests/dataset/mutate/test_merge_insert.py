@@ -58,9 +58,29 @@ def test_errors(ds):
         ds.merge_insert("id").when_matched_update_all().execute(table([1, 1]))
     with pytest.raises(InvalidArgumentError):
         ds.merge_insert("nope")
+    with pytest.raises(InvalidArgumentError, match="join keys"):
+        ds.merge_insert("id").when_matched_update_all().execute(pa.table({"v": ["x"]}))
     with pytest.raises(InvalidArgumentError):
-        ds.merge_insert("id").when_matched_update_all().execute(pa.table({"id": [1]}))
+        ds.merge_insert("id").when_matched_update_all().execute(pa.table({"id": [1], "zz": [2]}))
     assert ds.version == 1
+
+
+def test_partial_columns_keep_matched_values_and_null_new_rows(tmp_path):
+    """A source without some columns (pylance's partial merge insert): matched rows keep their
+    other values, inserted rows get nulls, as pylance answers."""
+    lance = pytest.importorskip("lance")
+    base = pa.table({"id": range(10), "payload": range(10), "other": range(100, 110)})
+    src = pa.table({"id": [8, 9, 10, 11], "payload": [0, 0, 0, 0]})
+    out = {}
+    for lib in (lance, lancefmt):
+        uri = str(tmp_path / lib.__name__)
+        lance.write_dataset(base, uri)
+        stats = lib.dataset(uri).merge_insert("id").when_matched_update_all() \
+            .when_not_matched_insert_all().execute(src)
+        assert (stats["num_updated_rows"], stats["num_inserted_rows"]) == (2, 2)
+        out[lib.__name__] = lance.dataset(uri).to_table().sort_by("id")
+    assert out["lancefmt"].equals(out["lance"])
+    assert out["lancefmt"]["other"].to_pylist()[-4:] == [108, 109, None, None]
 
 
 def test_concurrent_delete_of_same_fragment_is_retried(tmp_path):

@@ -7,6 +7,7 @@ import pyarrow as pa
 
 import lancefmt
 from lancefmt.dataset.read import scan as scan_mod
+from lancefmt.dataset.read import window_shape
 
 
 def _dataset(tmp_path, rows=40_000, per_file=2_000):
@@ -17,6 +18,7 @@ def _dataset(tmp_path, rows=40_000, per_file=2_000):
 def test_windows_read_ahead_stay_bounded(tmp_path, monkeypatch):
     ds = _dataset(tmp_path)
     monkeypatch.setattr(scan_mod, "WINDOW_ROWS", 500)  # 4 windows per fragment
+    monkeypatch.setattr(window_shape, "WINDOW_BYTES", 0)  # not grown for narrow rows
     lock = threading.Lock()
     state = {"produced": 0, "consumed": 0, "most_ahead": 0}
     real = scan_mod.FragmentScan.windows
@@ -74,3 +76,21 @@ def test_limit_and_offset_across_streamed_tasks(tmp_path):
     ds = _dataset(tmp_path)
     got = ds.to_table(offset=1_999, limit=3)["id"].to_pylist()
     assert got == [1_999, 2_000, 2_001]
+
+
+def test_narrow_rows_of_a_local_scan_come_in_few_windows(tmp_path):
+    rows = 300_000  # > WINDOW_ROWS
+    t = pa.table({"id": pa.array(range(rows), pa.int64()), "s": pa.array(["x"] * rows)})
+    ds = lancefmt.write_dataset(t, str(tmp_path / "ds"))
+    snap = ds.snapshot
+    (pb,) = snap.fragment_pbs()
+
+    def windows(columns):
+        spec = scan_mod.ScanSpec.build(ds.schema, columns)
+        return [w.num_rows for w in scan_mod.FragmentScan(snap.ctx, pb, spec).windows()]
+
+    # 8 bytes a row: one 8 MiB window holds the fragment; a string's width is not known up
+    # front, so its rows keep the row window
+    assert windows(["id"]) == [rows]
+    assert windows(["id", "s"]) == [scan_mod.WINDOW_ROWS, scan_mod.WINDOW_ROWS,
+                                    rows - 2 * scan_mod.WINDOW_ROWS]
