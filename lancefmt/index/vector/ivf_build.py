@@ -22,7 +22,7 @@ from ...errors import InvalidArgumentError
 from ..core.store import IndexStore
 from .distance import COSINE, DOT, HAMMING, L2, fsl_matrix
 from .ivf import IvfModel, nearest_centroids
-from .ivf_index import AUX_FILE, FLAT_MARKER, INDEX_FILE, ROW_ID
+from .layout import AUX_FILE, FLAT_MARKER, INDEX_FILE, ROW_ID
 from .kmeans import sample_rows, train_kmeans
 from .quantizers import FlatQuantizer, ProductQuantizer, ScalarQuantizer, normalize
 

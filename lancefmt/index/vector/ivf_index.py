@@ -27,13 +27,11 @@ from ..core.store import IndexStore
 from . import _ivf
 from .distance import COSINE, DOT, parse_metric
 from .ivf import IvfModel, probe_counts
+from .ivf_build import Built, arrange, write_segment
+from .layout import AUX_FILE, INDEX_FILE, ROW_ID
 from .quantizers import (FLAT_COLUMN, PQ_CODE, SQ_CODE, FlatQuantizer, ProductQuantizer,
                          ScalarQuantizer, normalize, storage_metric)
 
-INDEX_FILE = "index.idx"
-AUX_FILE = "auxiliary.idx"
-ROW_ID = "_rowid"
-FLAT_MARKER = "__flat_marker"
 
 
 @dataclass
@@ -276,7 +274,6 @@ class IvfIndex(LoadedIndex):
     def remap(self, mapping, dest: IndexStore):
         """The same partitions and codes with row ids moved by ``mapping`` and dropped rows
         left out (compaction)."""
-        from .ivf_build import Built, arrange, write_segment
         labels, ids, codes = self.rows()
         new_ids, keep = mapping.apply(ids)
         ivf = IvfModel(self.ivf.centroids, loss=self.ivf.loss)
