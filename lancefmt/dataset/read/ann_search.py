@@ -130,7 +130,8 @@ class AnnSearch:
         for seg, loaded, mask, total in self.segments:
             hits = loaded.search_vectors(qset[0], kk, minimum_nprobes=vq.minimum_nprobes,
                                          maximum_nprobes=vq.maximum_nprobes, mask=mask,
-                                         distance_range=vq.distance_range, allowed_total=total)
+                                         distance_range=vq.distance_range, allowed_total=total,
+                                         ef=vq.ef)
             addrs = addresses_of(self.snapshot, hits.ids)
             parts.append(Candidates(hits.ids, addrs, hits.dists))
         return Candidates.concat(parts).top(kk)

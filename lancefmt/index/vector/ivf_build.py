@@ -6,7 +6,8 @@
 2. every vector is assigned to its nearest centroid and encoded, block by block (BLAS);
 3. rows are ordered by partition (row ids ascending inside one) and written: ``auxiliary.idx``
    (row ids and codes, PQ codes transposed per partition) and ``index.idx`` (the FLAT
-   sub-index: no rows, the centroids in the IVF global buffer).
+   sub-index: no rows, the centroids in the IVF global buffer; or each partition's HNSW
+   graph, :mod:`.hnsw_build`).
 
 :func:`write_segment` is the last step alone: an update or a remap re-writes stored rows
 with the same model.
@@ -22,6 +23,7 @@ from ...errors import InvalidArgumentError
 from ..core.store import IndexStore
 from .distance import COSINE, DOT, HAMMING, L2, fsl_matrix
 from .ivf import IvfModel, nearest_centroids
+from .hnsw_build import build_graphs, write_graphs
 from .layout import AUX_FILE, FLAT_MARKER, INDEX_FILE, ROW_ID
 from .kmeans import sample_rows, train_kmeans
 from .quantizers import FlatQuantizer, ProductQuantizer, ScalarQuantizer, normalize
@@ -70,15 +72,18 @@ def centroids_array(centroids, dim: int) -> np.ndarray:
 
 
 class Built:
-    """What a build produced: model, quantizer, and the rows in storage order."""
+    """What a build produced: model, quantizer, and the rows in storage order (``vectors``:
+    the full-precision vectors in that order, which HNSW graphs are built from)."""
 
     def __init__(self, ivf: IvfModel, quantizer, row_ids: np.ndarray, codes: np.ndarray,
-                 value_type: pa.DataType):
+                 value_type: pa.DataType, vectors: np.ndarray | None = None, params=None):
         self.ivf = ivf
         self.quantizer = quantizer
         self.row_ids = row_ids
         self.codes = codes            # row-major (n x width), partition order
         self.value_type = value_type
+        self.vectors = vectors
+        self.params = dict(params or {})
 
 
 def train_model(kind: str, metric: str, sample: np.ndarray, params: dict, *, rows: int):
@@ -164,13 +169,14 @@ def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
     return np.concatenate(labels), np.concatenate(ids).astype(np.uint64), np.concatenate(codes)
 
 
-def arrange(ivf: IvfModel, labels, ids, codes):
-    """Rows ordered by (partition, row id); sets the model's offsets and lengths."""
+def arrange(ivf: IvfModel, labels, ids, codes, vectors=None):
+    """Rows ordered by (partition, row id); sets the model's offsets and lengths. Returns
+    (row ids, codes, vectors or None) in that order."""
     order = np.lexsort((ids, labels))
     lengths = np.bincount(labels, minlength=ivf.num_partitions).astype(np.int64)
     ivf.lengths = lengths
     ivf.offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return ids[order], codes[order]
+    return ids[order], codes[order], (None if vectors is None else vectors[order])
 
 
 DEFAULT_SEED = 20240601
@@ -193,8 +199,9 @@ def build(kind: str, metric: str, data, params: dict) -> Built:
         sample = np.asarray(sample, np.float32)
     ivf, quantizer = train_model(kind, metric, sample, {**params, "_value_type": value_type}, rows=rows)
     labels, ids, codes = encode_all(ivf, quantizer, metric, parts)
-    ids, codes = arrange(ivf, labels, ids, codes)
-    return Built(ivf, quantizer, ids, codes, value_type)
+    graph_input = everything if "HNSW" in kind else None
+    ids, codes, vectors = arrange(ivf, labels, ids, codes, graph_input)
+    return Built(ivf, quantizer, ids, codes, value_type, vectors, params)
 
 
 def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> None:
@@ -218,6 +225,13 @@ def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> No
     meta = {"distance_type": metric, "lance:ivf": "1",
             "storage_metadata": json.dumps([q.storage_metadata(2)], separators=(",", ":"))}
     store.write_table(AUX_FILE, table, meta, buffers)
+    if "HNSW" in kind:
+        vectors = built.vectors if built.vectors is not None else \
+            q.decode(built.codes, ivf, metric)
+        graphs = build_graphs(vectors, ivf.offsets, ivf.lengths, metric, built.params,
+                              built.params.get("seed", DEFAULT_SEED))
+        write_graphs(store, kind, metric, ivf, graphs, built.params, dt)
+        return
     marker = pa.schema([pa.field(FLAT_MARKER, pa.uint64(), nullable=False)])
     imeta = {"lance:index": json.dumps({"type": kind, "distance_type": metric}, separators=(",", ":")),
              "lance:ivf": "1",

@@ -99,6 +99,7 @@ class IvfIndex(LoadedIndex):
         metric = parse_metric(info.get("distance_type", "l2"))
         ivf = IvfModel.from_proto(IvfModel.parse(
             idx.read_global_buffer(_buffer_index(meta, "lance:ivf", idx, ipath)), ipath), ipath)
+        sub_rows = (ivf.offsets.copy(), ivf.lengths.copy())  # the sub-index's rows in index.idx
         aux = store.reader(AUX_FILE)
         apath = store.uri(AUX_FILE)
         ameta = aux.schema_metadata
@@ -135,7 +136,12 @@ class IvfIndex(LoadedIndex):
             raise CorruptFileError(e.reason, apath) from None
         if quantizer.dim != ivf.dim:
             raise CorruptFileError(f"vectors of dimension {quantizer.dim}, centroids of {ivf.dim}", apath)
-        return cls(kind, metric, ivf, quantizer, row_ids, stored, value_type, details)
+        out = cls(kind, metric, ivf, quantizer, row_ids, stored, value_type, details)
+        out.attach_sub_index(idx, meta, sub_rows, ipath)
+        return out
+
+    def attach_sub_index(self, reader, meta: dict, rows, path: str) -> None:
+        """Read what ``index.idx`` holds beyond the model (FLAT: nothing)."""
 
     @staticmethod
     def _quantizer(kind, qmeta, schema, aux, path):
@@ -162,49 +168,43 @@ class IvfIndex(LoadedIndex):
 
     def search_vectors(self, query: np.ndarray, k: int, *, minimum_nprobes: int = 1,
                        maximum_nprobes: int | None = None, mask: np.ndarray | None = None,
-                       distance_range=None, allowed_total: int | None = None) -> VectorHits:
+                       distance_range=None, allowed_total: int | None = None,
+                       ef: int | None = None) -> VectorHits:
         """The ``k`` best rows for ``query`` (ranked by (distance, row id)); ``mask``: a
         uint8 per stored row, 0 = not a candidate; ``allowed_total``: how many rows the mask
-        allows (pylance returns them all, unranked, when that is at most ``k``)."""
+        allows (pylance returns them all, unranked, when that is at most ``k``); ``ef``: the
+        HNSW beam width (HNSW sub-indices only)."""
         q = self.prepare_query(query)
         parts, pdist = self.ivf.ranked_partitions(q, self.metric)
         lo, hi = probe_counts(pdist, k, minimum_nprobes, maximum_nprobes)
-        top = _ivf.TopK(k)
-        residual = self.quantizer.use_residual(self.metric)
-        offsets, lengths = self.ivf.offsets, self.ivf.lengths
         use_mask = mask is not None
         m = mask if use_mask else _EMPTY_MASK
         if use_mask and m.size < self.num_rows:
             raise ValueError("row mask shorter than the index")
         low = -np.inf if distance_range is None or distance_range[0] is None else distance_range[0]
         high = np.inf if distance_range is None or distance_range[1] is None else distance_range[1]
+        probe = Probe(q, parts, lo, hi, k, m, use_mask, low, high, ef)
+        self.probe_partitions(probe)
+        return self._finish(probe.top, probe.found, probe.probed, k, m, use_mask, allowed_total)
+
+    def probe_partitions(self, p: "Probe") -> None:
+        """Score the probed partitions' rows into ``p.top`` (the flat sub-index: every row)."""
+        residual = self.quantizer.use_residual(self.metric)
+        offsets, lengths = self.ivf.offsets, self.ivf.lengths
         q_pq = self.quantizer
         if isinstance(q_pq, ProductQuantizer):  # the whole probe loop in one Cython call
-            probed, found = _ivf.pq_search(
-                np.ascontiguousarray(q, np.float32), np.ascontiguousarray(parts, np.int64), lo, hi,
-                k, self._centroids32(), q_pq.codebook_t, q_pq.m, q_pq.num_bits, self.stored,
-                offsets, lengths, self.row_ids, m, use_mask, residual,
-                storage_metric(self.metric) == DOT, low, high, top)
-            return self._finish(top, found, probed, k, m, use_mask, allowed_total)
-        score = self.quantizer.scorer(self.stored, q, self.metric)
+            p.probed, p.found = _ivf.pq_search(
+                np.ascontiguousarray(p.query, np.float32), np.ascontiguousarray(p.parts, np.int64),
+                p.lo, p.hi, p.k, self._centroids32(), q_pq.codebook_t, q_pq.m, q_pq.num_bits,
+                self.stored, offsets, lengths, self.row_ids, p.mask, p.use_mask, residual,
+                storage_metric(self.metric) == DOT, p.low, p.high, p.top)
+            return
+        score = self.quantizer.scorer(self.stored, p.query, self.metric)
         cents = self.ivf.centroids
-        found = 0
-        probed = 0
-        i = 0
-        while i < hi:
-            if i >= lo and found >= k:
-                break
-            p = int(parts[i])
-            i += 1
-            n = int(lengths[p])
-            probed += 1
-            if not n:
-                continue
-            start = int(offsets[p])
-            pq = (q - cents[p]).astype(np.float32) if residual else None
+        for part, start, n in p.partitions(offsets, lengths):
+            pq = (p.query - cents[part]).astype(np.float32) if residual else None
             d = score(start, n, pq)
-            found += min(k, top.push(d, self.row_ids, start, m, use_mask, low, high))
-        return self._finish(top, found, probed, k, m, use_mask, allowed_total)
+            p.found += min(p.k, p.top.push(d, self.row_ids, start, p.mask, p.use_mask, p.low, p.high))
 
     def _centroids32(self) -> np.ndarray:
         c = getattr(self, "_c32", None)
@@ -277,13 +277,36 @@ class IvfIndex(LoadedIndex):
         labels, ids, codes = self.rows()
         new_ids, keep = mapping.apply(ids)
         ivf = IvfModel(self.ivf.centroids, loss=self.ivf.loss)
-        out_ids, out_codes = arrange(ivf, labels[keep], new_ids[keep], codes[keep])
+        out_ids, out_codes, _ = arrange(ivf, labels[keep], new_ids[keep], codes[keep])
         write_segment(dest, self.kind, self.metric, Built(ivf, self.quantizer, out_ids, out_codes,
-                                                           self.value_type))
+                                                           self.value_type, params=self.params()))
         return self.details
 
 
 _EMPTY_MASK = np.zeros(0, np.uint8)
+
+
+class Probe:
+    """One query's walk over the partitions: at least ``lo`` of ``parts`` (nearest first), more
+    while fewer than ``k`` rows were found, at most ``hi``; rows go into ``top``."""
+
+    def __init__(self, query, parts, lo, hi, k, mask, use_mask, low, high, ef=None):
+        self.query, self.parts, self.lo, self.hi, self.k = query, parts, lo, hi, k
+        self.mask, self.use_mask, self.low, self.high, self.ef = mask, use_mask, low, high, ef
+        self.top = _ivf.TopK(k)
+        self.found = 0
+        self.probed = 0
+
+    def partitions(self, offsets, lengths):
+        """(partition, first row, rows) of each partition to score, in probing order."""
+        for i in range(self.hi):
+            if i >= self.lo and self.found >= self.k:
+                return
+            part = int(self.parts[i])
+            self.probed += 1
+            n = int(lengths[part])
+            if n:
+                yield part, int(offsets[part]), n
 
 
 def _checked_buffer(reader, index: int, path: str) -> int:

@@ -86,6 +86,11 @@ class Quantizer:
     def params(self) -> dict:
         return {}
 
+    def decode(self, codes: np.ndarray, ivf, metric: str) -> np.ndarray:
+        """Approximate vectors of row-major ``codes`` in partition order (``ivf`` gives each
+        partition's rows): what a graph is rebuilt from when the originals are gone."""
+        return np.asarray(codes, np.float32)
+
 
 # -- FLAT ---------------------------------------------------------------------------------
 class FlatQuantizer(Quantizer):
@@ -183,6 +188,10 @@ class ScalarQuantizer(Quantizer):
 
     def params(self):
         return {"num_bits": self.num_bits}
+
+    def decode(self, codes, ivf, metric):
+        step = (self.end - self.start) / 255.0
+        return (np.asarray(codes, np.float32) * np.float32(step) + np.float32(self.start))
 
     def scorer(self, stored, query, metric):
         q = self.scale(np.asarray(query, np.float32)[None, :])[0]
@@ -342,6 +351,18 @@ class ProductQuantizer(Quantizer):
 
     def params(self):
         return {"num_sub_vectors": self.m, "num_bits": self.num_bits}
+
+    def decode(self, codes, ivf, metric):
+        c = np.asarray(codes, np.uint8)
+        if self.num_bits == 4:
+            c = np.stack([c & 15, c >> 4], axis=2).reshape(c.shape[0], -1)
+        sub = self.dim // self.m
+        book = self.codebook.reshape(self.m, self.ncent, sub)
+        out = np.concatenate([book[j][c[:, j]] for j in range(self.m)], axis=1)
+        if self.use_residual(metric):
+            labels = np.repeat(np.arange(ivf.num_partitions), ivf.lengths)
+            out = out + ivf.centroids[labels].astype(np.float32)
+        return out.astype(np.float32)
 
     def scorer(self, stored, query, metric):
         dot = storage_metric(metric) == DOT

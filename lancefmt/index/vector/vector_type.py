@@ -16,10 +16,13 @@ from ..core.registry import IndexType, TrainingData, register
 from ..core.store import IndexStore
 from .distance import METRIC_CODES, metric_from_code, parse_metric
 from .ivf_build import build, write_segment
+from .hnsw import HnswIndex
+from .hnsw_build import VECTOR_ID, hnsw_params
 from .ivf_index import IvfIndex
+from .layout import INDEX_FILE
 
 KINDS = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
-BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ")
 DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 
 
@@ -52,6 +55,10 @@ def make_details(kind: str, metric: str, params: dict) -> index_pb2.VectorIndexD
         d.rq.num_bits = int(params.get("num_bits", 1))
     else:
         d.flat.SetInParent()
+    if "HNSW" in kind:
+        hp = hnsw_params(params)
+        d.hnsw.m, d.hnsw.ef_construction, d.hnsw.max_level = hp["m"], hp["ef_construction"], hp["max_level"]
+        hints["lance.hnsw.prefetch_distance"] = "2"
     for k, v in hints.items():
         d.runtime_hints[k] = v
     return d
@@ -99,7 +106,8 @@ class VectorIndexType(IndexType):
         return make_details(kind, metric, params)
 
     def load(self, store: IndexStore, details) -> IvfIndex:
-        return IvfIndex.load(store, details)
+        graph = VECTOR_ID in store.reader(INDEX_FILE).schema.names
+        return (HnswIndex if graph else IvfIndex).load(store, details)
 
 
 VECTOR = register(VectorIndexType())
