@@ -24,7 +24,7 @@ from ...errors import CorruptFileError
 from . import _hnsw, _ivf
 from .distance import COSINE, DOT
 from .hnsw_build import NEIGHBORS, VECTOR_ID
-from .ivf_index import IvfIndex, _json
+from .ivf_index import IvfIndex, metadata_json
 from .quantizers import ProductQuantizer, ScalarQuantizer, storage_metric
 
 # below this share of a partition's rows allowed by a prefilter, pylance searches them flat
@@ -36,7 +36,7 @@ class HnswIndex(IvfIndex):
     """An IVF segment whose partitions are searched through their HNSW graphs."""
 
     def attach_sub_index(self, reader, meta: dict, rows, path: str) -> None:
-        entries = _json(meta, "lance:hnsw", path)
+        entries = metadata_json(meta, "lance:hnsw", path)
         offsets, lengths = rows
         if not isinstance(entries, list) or len(entries) != self.ivf.num_partitions:
             raise CorruptFileError("lance:hnsw does not list every partition", path)

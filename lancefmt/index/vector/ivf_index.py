@@ -43,7 +43,7 @@ class VectorHits:
     probed: int
 
 
-def _json(meta: dict, key: str, path: str):
+def metadata_json(meta: dict, key: str, path: str):
     raw = meta.get(key)
     if raw is None:
         raise CorruptFileError(f"schema metadata lacks {key!r}", path)
@@ -92,7 +92,7 @@ class IvfIndex(LoadedIndex):
         idx = store.reader(INDEX_FILE)
         ipath = store.uri(INDEX_FILE)
         meta = idx.schema_metadata
-        info = _json(meta, "lance:index", ipath)
+        info = metadata_json(meta, "lance:index", ipath)
         if not isinstance(info, dict) or "type" not in info:
             raise CorruptFileError("lance:index names no type", ipath)
         kind = str(info["type"]).upper()
@@ -115,7 +115,7 @@ class IvfIndex(LoadedIndex):
             raise CorruptFileError("partition offsets and lengths do not cover the file's "
                                    f"{aux.num_rows} rows", apath)
         ivf.offsets, ivf.lengths = offsets, lengths
-        storage = _json(ameta, "storage_metadata", apath)
+        storage = metadata_json(ameta, "storage_metadata", apath)
         if not isinstance(storage, list) or len(storage) != 1:
             raise CorruptFileError("storage_metadata is not a list of one entry", apath)
         try:
