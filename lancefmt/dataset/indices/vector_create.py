@@ -109,3 +109,44 @@ def create_vector_index(snapshot, column, index_type, name=None, metric="L2", *,
     req = plan_vector_build(snapshot, column, index_type, name, metric, params)
     return create_from_request(snapshot, req, replace=replace, train=train,
                                fragment_ids=fragment_ids, index_uuid=index_uuid)
+
+
+def train_shared_model(snapshot, req: BuildRequest, *, seed: int = 20240601) -> dict:
+    """Train the model of a distributed build once, on a sample of the column's live rows (read
+    by random take, never the whole column): the parameters every segment then encodes with
+    (``ivf_centroids`` and, by quantizer, ``pq_codebook`` or ``sq_bounds``)."""
+    from ...index.vector.ivf_build import sample_size, train_model, vector_batches
+    from ..read.scan import live_counts
+    from ..read.take import take_rows
+
+    params = dict(req.params)
+    kind, metric = params["index_type"], params["metric"]
+    total = int(live_counts(snapshot.ctx, snapshot.fragment_pbs()).sum())
+    wanted = min(total, sample_size(kind, params, total))
+    rng = np.random.default_rng(seed)
+    picks = np.sort(rng.choice(total, wanted, replace=False)) if wanted < total else np.arange(total)
+    field, path, _, _ = check_vector_column(snapshot.schema, req.column)
+    table = take_rows(snapshot, picks, [path[0]])
+    col = table.column(path[0])
+    for name in path[1:]:
+        import pyarrow.compute as pc
+        col = pc.struct_field(col, [col.type.get_field_index(name)])
+    batch = pa.record_batch({"value": col.combine_chunks(),
+                             "_rowid": pa.array(np.arange(len(col), dtype=np.uint64))})
+    mats = [m for m, _ in vector_batches([batch])]
+    if not mats:
+        raise InvalidArgumentError("no vectors to train the index on")
+    from ...index.vector.quantizers import normalize
+    sample = mats[0] if metric != "cosine" else normalize(mats[0])
+    if metric != "hamming":
+        sample = np.asarray(sample, np.float32)
+    ivf, quantizer = train_model(kind, metric, sample, {**params, "seed": seed,
+                                                        "_value_type": field.type.value_type},
+                                 rows=total)
+    out = {"ivf_centroids": ivf.centroids}
+    extra = quantizer.params()
+    if hasattr(quantizer, "codebook"):
+        out["pq_codebook"] = quantizer.codebook.reshape(quantizer.m, quantizer.ncent, -1)
+    if hasattr(quantizer, "start") and hasattr(quantizer, "end"):
+        out["sq_bounds"] = (quantizer.start, quantizer.end)
+    return {**extra, **out}

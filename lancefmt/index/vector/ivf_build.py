@@ -71,6 +71,16 @@ def centroids_array(centroids, dim: int) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
+def sample_size(kind: str, params: dict, rows: int) -> int:
+    """Rows a model is trained on: ``sample_rate`` per partition for the centroids (and per PQ
+    centroid for the codebook), as pylance samples."""
+    rate = int(params.get("sample_rate", 256))
+    nparts = params.get("num_partitions")
+    nparts = int(nparts) if nparts else num_partitions_for(kind, rows, params.get("target_partition_size"))
+    bits = int(params.get("num_bits", 8))
+    return max(nparts * rate, (rate << bits) if ("PQ" in kind or "SQ" in kind) else 0)
+
+
 class Built:
     """What a build produced: model, quantizer, and the rows in storage order (``vectors``:
     the full-precision vectors in that order, which HNSW graphs are built from)."""

@@ -8,6 +8,7 @@ Vector segments record stable row ids on datasets that have them (``index_versio
 """
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from ..._proto import index_pb2
@@ -18,6 +19,8 @@ from .distance import METRIC_CODES, metric_from_code, parse_metric
 from .ivf_build import build, write_segment
 from .hnsw import HnswIndex
 from .hnsw_build import VECTOR_ID, hnsw_params
+from .ivf import IvfModel
+from .ivf_build import Built, arrange, write_segment
 from .ivf_index import IvfIndex
 from .layout import INDEX_FILE
 
@@ -105,6 +108,25 @@ class VectorIndexType(IndexType):
         write_segment(store, kind, metric, built)
         return make_details(kind, metric, params)
 
+    def merge(self, segments: list, dest: IndexStore):
+        """One segment of every segment's rows (their fragments are disjoint), written without
+        reading the dataset; the segments must share their model (centroids, codebook or
+        bounds), as segments built with the same ``ivf_centroids`` (and ``pq_codebook``) do.
+        NotImplementedError otherwise: the caller rebuilds from the data."""
+        first = segments[0]
+        if not all(_same_model(first, s) for s in segments[1:]):
+            raise NotImplementedError("vector segments trained separately cannot be merged")
+        parts = [s.rows() for s in segments]
+        labels = np.concatenate([p[0] for p in parts])
+        ids = np.concatenate([p[1] for p in parts])
+        codes = np.concatenate([p[2] for p in parts])
+        ivf = IvfModel(first.ivf.centroids, loss=first.ivf.loss)
+        out_ids, out_codes, _ = arrange(ivf, labels, ids, codes)
+        write_segment(dest, first.kind, first.metric,
+                      Built(ivf, first.quantizer, out_ids, out_codes, first.value_type,
+                            params=first.params()))
+        return first.details
+
     def load(self, store: IndexStore, details) -> IvfIndex:
         graph = VECTOR_ID in store.reader(INDEX_FILE).schema.names
         return (HnswIndex if graph else IvfIndex).load(store, details)
@@ -115,3 +137,17 @@ VECTOR = register(VectorIndexType())
 
 def is_vector(itype) -> bool:
     return getattr(itype, "vector", False)
+
+
+def _same_model(a, b) -> bool:
+    """Whether two loaded segments encode with the same model."""
+    if (a.kind, a.metric, type(a.quantizer)) != (b.kind, b.metric, type(b.quantizer)):
+        return False
+    if not np.array_equal(a.ivf.centroids, b.ivf.centroids):
+        return False
+    pa_, pb_ = a.params(), b.params()
+    for key in ("pq_codebook", "sq_bounds", "num_sub_vectors", "num_bits"):
+        if key in pa_ or key in pb_:
+            if not np.array_equal(np.asarray(pa_.get(key)), np.asarray(pb_.get(key))):
+                return False
+    return True
