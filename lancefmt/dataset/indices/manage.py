@@ -65,7 +65,8 @@ def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retr
                 continue
             itype = by_details(segments[0].index_details)
             column = paths.get(int(segments[0].fields[0]))
-            if itype is None or column is None:
+            if itype is None or column is None or \
+                    not all(itype.supports(s.index_details) for s in segments):
                 continue
             covered = set()
             for s in segments:

@@ -32,8 +32,9 @@ def vector_index_for(snapshot, vq, metric: str | None):
     if not vq.use_index or vq.multivector:
         return None
     for named in sorted(index_catalog(snapshot).get(vq.column, ()), key=lambda n: n.name):
-        if not is_vector(named.itype) or not named.segments:
-            continue
+        if not is_vector(named.itype) or not named.segments or \
+                not all(named.itype.supports(s.meta.index_details) for s in named.segments):
+            continue  # an index kind lancefmt cannot read (IVF_RQ): searched exactly
         imetric = named.itype.metric_of(named.segments[0].meta.index_details)
         if metric is None or metric == imetric:
             return named

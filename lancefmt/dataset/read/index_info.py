@@ -137,7 +137,7 @@ def index_stats(snapshot, name: str) -> dict:
     stats = []
     for pb in pbs:
         itype = by_details(pb.index_details)
-        if itype is None or not len(fragment_ids(pb)):
+        if itype is None or not len(fragment_ids(pb)) or not itype.supports(pb.index_details):
             stats.append({})
             continue
         seg = segment_of(snapshot, pb, itype)

@@ -172,6 +172,12 @@ class IndexType:
         kinds, as vector indices do)."""
         return self.type_name
 
+    def supports(self, details) -> bool:
+        """Whether lancefmt can load (and so search, remap, rebuild) a segment with
+        ``details``; a type may cover kinds it cannot (pylance's IVF_RQ vector indices). Such
+        segments are left alone: their rows are searched without them."""
+        return True
+
     def serves(self, query) -> bool:
         """Whether the planner should give this type ``query`` (a type may decline queries
         of a class it serves, e.g. patterns too short to look up)."""

@@ -82,6 +82,9 @@ class VectorIndexType(IndexType):
     def type_name_for(self, details) -> str:
         return kind_of(self.unpack_details(details))
 
+    def supports(self, details) -> bool:
+        return self.type_name_for(details) in BUILT
+
     def index_version_for(self, stable_row_ids: bool) -> int:
         return 1
 
