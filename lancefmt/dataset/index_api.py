@@ -115,6 +115,19 @@ class DatasetIndexAPI:
                       "LanceDataset.stats.index_stats() instead", DeprecationWarning, stacklevel=2)
         return _info.index_stats(self.snapshot, index_name)
 
+    def get_ivf_model(self, index_name: str):
+        """The IVF model (centroids, distance type) of vector index ``index_name``."""
+        return _info.ivf_model(self.snapshot, index_name)
+
+    def centroids(self, *, index_name: str | None = None, column: str | None = None):
+        """IVF centroids of an index (or of ``column``'s first IVF index)."""
+        if index_name is None:
+            if column is None:
+                raise InvalidArgumentError("Must provide 'index_name' or 'column'.")
+            index_name = _info.default_vector_index(self.snapshot, column)
+        model = _info.ivf_model(self.snapshot, index_name)
+        return None if model is None else model.centroids
+
     @property
     def has_index(self) -> bool:
         return len(self.describe_indices()) > 0

@@ -155,3 +155,46 @@ def index_stats(snapshot, name: str) -> dict:
         "num_indexed_rows_per_delta": per_segment,
         "updated_at_timestamp_ms": max(created) if created else None,
     }
+
+
+class IvfModel:
+    """The IVF model of a vector index (pylance's ``lance.indices.IvfModel``): ``centroids``
+    (fixed-size lists) and the ``distance_type`` they were trained with."""
+
+    def __init__(self, centroids, distance_type: str):
+        self.centroids = centroids
+        self.distance_type = distance_type
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.centroids)
+
+    def __repr__(self):
+        return f"IvfModel(num_partitions={self.num_partitions}, distance_type={self.distance_type!r})"
+
+
+def ivf_model(snapshot, index_name: str):
+    """The IVF model of vector index ``index_name`` (its first segment's); None when the index
+    has no trained segment or is not an IVF index lancefmt reads."""
+    import pyarrow as pa
+
+    pbs = [pb for pb in index_groups(snapshot).get(index_name, []) if len(fragment_ids(pb))]
+    if not index_groups(snapshot).get(index_name):
+        raise IndexNameNotFound(f'Index "{index_name}" not found')
+    for pb in pbs:
+        itype = by_details(pb.index_details)
+        if itype is None or not getattr(itype, "vector", False) or not itype.supports(pb.index_details):
+            continue
+        loaded = Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb)).load()
+        c = loaded.ivf.centroids
+        values = pa.array(c.reshape(-1))
+        return IvfModel(pa.FixedSizeListArray.from_arrays(values, c.shape[1]), loaded.metric)
+    return None
+
+
+def default_vector_index(snapshot, column: str) -> str:
+    """The first index on ``column`` that is an IVF index (KeyError when there is none)."""
+    for d in describe_indices(snapshot):
+        if column in d.field_names and str(d.index_type).startswith("IVF"):
+            return d.name
+    raise IndexNameNotFound(f"No IVF index for column '{column}'")
