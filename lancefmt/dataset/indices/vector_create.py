@@ -35,7 +35,7 @@ def check_vector_column(schema: pa.Schema, column: str, num_sub_vectors=None) ->
     if pa.types.is_fixed_size_list(t):
         dim, elem = t.list_size, t.value_type
     elif pa.types.is_list(t) and pa.types.is_fixed_size_list(t.value_type):
-        raise NotSupportedError(f"lancefmt does not build indices on multivector column {column} yet")
+        dim, elem = t.value_type.list_size, t.value_type.value_type   # multivector: every vector
     else:
         raise UnsupportedColumnTypeError(
             f"Vector column {column} must be FixedSizeListArray 1-dimensional "

@@ -41,6 +41,15 @@ def vector_index_for(snapshot, vq, metric: str | None):
     return None
 
 
+def column_index_metric(snapshot, vq) -> str | None:
+    """The metric of the first vector index on the query's column (what an exact search of a
+    multivector column uses by default, as pylance does)."""
+    for named in sorted(index_catalog(snapshot).get(vq.column, ()), key=lambda n: n.name):
+        if is_vector(named.itype) and named.segments:
+            return index_metric(named)
+    return None
+
+
 def index_metric(named: NamedIndex) -> str:
     return named.itype.metric_of(named.segments[0].meta.index_details)
 

@@ -11,6 +11,7 @@ import datetime as _dt
 
 from ...errors import InvalidArgumentError
 from ...index.core.catalog import guarded
+from ...index.core.catalog import Segment
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
@@ -198,3 +199,55 @@ def default_vector_index(snapshot, column: str) -> str:
         if column in d.field_names and str(d.index_type).startswith("IVF"):
             return d.name
     raise IndexNameNotFound(f"No IVF index for column '{column}'")
+
+
+def index_partition(snapshot, index_name: str, partition: int, with_vector: bool = False):
+    """The rows of one IVF partition of ``index_name`` (its first segment): ``_rowid`` and,
+    with ``with_vector``, the stored vectors or codes (PQ codes one row each)."""
+    import pyarrow as pa
+
+    from ...index.vector.quantizers import ProductQuantizer
+
+    for pb in index_groups(snapshot).get(index_name, []):
+        itype = by_details(pb.index_details)
+        if itype is None or not getattr(itype, "vector", False) or not itype.supports(pb.index_details):
+            continue
+        loaded = Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb)).load()
+        start, n = int(loaded.ivf.offsets[partition]), int(loaded.ivf.lengths[partition])
+        cols = {"_rowid": pa.array(loaded.row_ids[start:start + n], pa.uint64())}
+        if with_vector:
+            q = loaded.quantizer
+            if isinstance(q, ProductQuantizer):
+                codes = q.untranspose(loaded.stored, loaded.ivf.offsets, loaded.ivf.lengths)[start:start + n]
+                cols[q.column] = pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel(), pa.uint8()), q.width)
+            else:
+                block = loaded.stored[start:start + n]
+                cols[q.column] = pa.FixedSizeListArray.from_arrays(pa.array(block.ravel()), block.shape[1])
+        return pa.table(cols)
+    raise IndexNameNotFound(f"Index {index_name} is not vector index")
+
+
+class VectorIndexReader:
+    """pylance's ``lance.dataset.VectorIndexReader``: a vector index's partitions."""
+
+    def __init__(self, dataset, index_name: str):
+        self.dataset = dataset
+        self.index_name = index_name
+        self.stats = dataset.stats.index_stats(index_name)
+        try:
+            self.num_partitions()
+        except (KeyError, IndexError, TypeError):
+            raise InvalidArgumentError(f"Index {index_name} is not vector index") from None
+
+    def num_partitions(self) -> int:
+        return self.stats["indices"][0]["num_partitions"]
+
+    def read_partition(self, partition_id: int, *, with_vector: bool = False):
+        if partition_id < 0 or partition_id >= self.num_partitions():
+            raise IndexOutOfRange(f"Partition id {partition_id} is out of range, expected 0 <= "
+                                  f"partition_id < {self.num_partitions()}")
+        return index_partition(self.dataset.snapshot, self.index_name, partition_id, with_vector)
+
+
+class IndexOutOfRange(InvalidArgumentError, IndexError):
+    """pylance raises IndexError for a partition id past the last."""

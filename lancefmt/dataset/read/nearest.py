@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .ann_search import AnnSearch, prefilter_addresses, vector_index_for
+from .ann_search import AnnSearch, column_index_metric, prefilter_addresses, vector_index_for
 from .index_scan import index_selection, scan_maker
 from .projection import Projection
 from .row_lookup import take_addresses
@@ -74,7 +74,8 @@ def find(snapshot, req: NearestRequest) -> list:
     prefilter_expr = None if prefilter_spec is None else prefilter_spec.filter
     named = vector_index_for(snapshot, vq, vq.metric)
     if named is None:
-        found = flat_search(ctx, req.fragments, vq, search_metric(vq), vq.k,
+        metric = search_metric(vq, column_index_metric(snapshot, vq) if vq.multivector else None)
+        found = flat_search(ctx, req.fragments, vq, metric, vq.k,
                             filter=prefilter_expr, make_scan=make_scan, threads=req.threads)
     else:
         allowed = None if prefilter_spec is None else \

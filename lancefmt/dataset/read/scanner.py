@@ -72,6 +72,8 @@ class LanceScanner(pads.Scanner):
             if key in ("full_text_query", "index_segments") and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
         if include_deleted_rows:
+            if options.get("nearest") is not None:
+                raise InvalidArgumentError("Cannot include deleted rows in a nearest neighbor search")
             raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
         if order_by:
             raise InvalidArgumentError("order_by is not supported by lancefmt scans")
@@ -100,6 +102,12 @@ class LanceScanner(pads.Scanner):
         self._nearest = None
         nearest = options.get("nearest")
         if nearest is not None:
+            if fragments is not None and not options.get("prefilter"):
+                raise InvalidArgumentError("This operation is not supported for fragment scan: "
+                                           "a nearest search over chosen fragments needs "
+                                           "prefilter=True")
+            if isinstance(nearest, dict) and nearest.get("k") is None and limit is not None:
+                nearest = {**nearest, "k": int(limit)}   # pylance: the limit is the k
             columns, with_row_id, with_row_address = self._plan_nearest(
                 source, schema, nearest, columns, with_row_id, with_row_address, options)
         self._projection: Projection = build_projection(schema, columns)

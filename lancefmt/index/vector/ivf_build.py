@@ -46,8 +46,21 @@ def vector_batches(batches, value="value", row_id=ROW_ID):
         col = b.column(value)
         if not len(col):
             continue
-        mat, valid = fsl_matrix(col)
         ids = b.column(row_id).to_numpy()
+        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+            # a multivector column: every vector of a row is indexed under the row's id
+            lists = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            offsets = lists.offsets.to_numpy().astype(np.int64)
+            counts = np.diff(offsets)
+            if lists.null_count:
+                counts = np.where(lists.is_valid().to_numpy(zero_copy_only=False), counts, 0)
+            ids = np.repeat(ids, counts)
+            flat = lists.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+            if lists.null_count:  # a null list's slots (if any) hold no vector
+                valid_row = np.repeat(lists.is_valid().to_numpy(zero_copy_only=False), np.diff(offsets))
+                flat = flat.filter(pa.array(valid_row))
+            col = flat
+        mat, valid = fsl_matrix(col)
         keep = np.ones(mat.shape[0], bool) if valid is None else valid.copy()
         if mat.dtype.kind == "f":
             keep &= ~np.isnan(mat).any(axis=1)
@@ -100,6 +113,7 @@ def train_model(kind: str, metric: str, sample: np.ndarray, params: dict, *, row
     """(IvfModel, quantizer) trained on ``sample`` (already normalized for cosine)."""
     dim = sample.shape[1]
     given = params.get("ivf_centroids")
+    loss = None
     if given is not None:
         cents = centroids_array(given, dim)
         if metric == HAMMING:
@@ -115,9 +129,9 @@ def train_model(kind: str, metric: str, sample: np.ndarray, params: dict, *, row
         idx = sample_rows(sample.shape[0], nparts * rate, params.get("seed"))
         train = sample if idx is None else sample[idx]
         km = {DOT: DOT, HAMMING: HAMMING}.get(metric, L2)
-        cents, _ = train_kmeans(train, nparts, max_iters=int(params.get("max_iters", 50)),
-                                metric=km, seed=params.get("seed"))
-    ivf = IvfModel(cents)
+        cents, loss = train_kmeans(train, nparts, max_iters=int(params.get("max_iters", 50)),
+                                   metric=km, seed=params.get("seed"))
+    ivf = IvfModel(cents, loss=loss if given is None else None)
     return ivf, train_quantizer(kind, metric, ivf, sample, params)
 
 
@@ -199,6 +213,8 @@ def build(kind: str, metric: str, data, params: dict) -> Built:
     if metric == HAMMING and not kind.endswith("_FLAT"):
         raise InvalidArgumentError(f"{kind} does not support hamming distance")
     value_type = data.field.type.value_type
+    if pa.types.is_fixed_size_list(value_type):  # multivector: lists of vectors
+        value_type = value_type.value_type
     parts = list(vector_batches(data.batches()))
     rows = sum(m.shape[0] for m, _ in parts)
     if not rows:

@@ -77,6 +77,8 @@ class IvfIndex(LoadedIndex):
         self.stored = stored
         self.value_type = value_type
         self.details = details
+        self.uri = ""
+        self.uuid = ""
 
     @property
     def num_rows(self) -> int:
@@ -137,6 +139,8 @@ class IvfIndex(LoadedIndex):
         if quantizer.dim != ivf.dim:
             raise CorruptFileError(f"vectors of dimension {quantizer.dim}, centroids of {ivf.dim}", apath)
         out = cls(kind, metric, ivf, quantizer, row_ids, stored, value_type, details)
+        out.uri = ipath
+        out.uuid = store.dir_uri.rstrip("/").rsplit("/", 1)[-1]
         out.attach_sub_index(idx, meta, sub_rows, ipath)
         return out
 
@@ -235,10 +239,14 @@ class IvfIndex(LoadedIndex):
                         "bounds": {"start": q.start, "end": q.end}, "index_type": "SQ"})
         else:
             sub.update({"dim": q.dim, "index_type": "FLAT"})
-        return {"index_type": self.kind, "metric_type": self.metric,
-                "num_partitions": self.ivf.num_partitions, "sub_index": sub,
-                "partitions": [{"size": int(n)} for n in self.ivf.lengths],
-                "centroids": self.ivf.centroids.tolist()}
+        out = {"index_type": self.kind, "uuid": self.uuid, "uri": self.uri,
+               "metric_type": self.metric, "num_partitions": self.ivf.num_partitions,
+               "sub_index": sub, "partitions": [{"size": int(n)} for n in self.ivf.lengths],
+               "centroids": self.ivf.centroids.tolist()}
+        if self.ivf.loss is not None:
+            out["loss"] = float(self.ivf.loss)
+        out["index_file_version"] = "V3"
+        return out
 
     def params(self) -> dict:
         """Build parameters and the trained model (centroids, codebook or bounds): a rebuild
