@@ -11,7 +11,6 @@ import datetime as _dt
 
 from ...errors import InvalidArgumentError
 from ...index.core.catalog import guarded
-from ...index.core.catalog import Segment
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
@@ -186,7 +185,7 @@ def ivf_model(snapshot, index_name: str):
         itype = by_details(pb.index_details)
         if itype is None or not getattr(itype, "vector", False) or not itype.supports(pb.index_details):
             continue
-        loaded = Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb)).load()
+        loaded = segment_of(snapshot, pb, itype).load()
         c = loaded.ivf.centroids
         values = pa.array(c.reshape(-1))
         return IvfModel(pa.FixedSizeListArray.from_arrays(values, c.shape[1]), loaded.metric)
@@ -212,7 +211,7 @@ def index_partition(snapshot, index_name: str, partition: int, with_vector: bool
         itype = by_details(pb.index_details)
         if itype is None or not getattr(itype, "vector", False) or not itype.supports(pb.index_details):
             continue
-        loaded = Segment(pb, itype, fragment_ids(pb), index_store(snapshot, pb)).load()
+        loaded = segment_of(snapshot, pb, itype).load()
         start, n = int(loaded.ivf.offsets[partition]), int(loaded.ivf.lengths[partition])
         cols = {"_rowid": pa.array(loaded.row_ids[start:start + n], pa.uint64())}
         if with_vector:

@@ -167,13 +167,16 @@ def train_quantizer(kind: str, metric: str, ivf: IvfModel, sample: np.ndarray, p
 
 
 def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
-    """(partition ids, row ids, row-major codes) of every (vectors, ids) part."""
+    """(partition ids, row ids, row-major codes) of every (vectors, ids) part. Given centroids
+    get a loss too: the sum of every vector's distance to its centroid."""
     labels, ids, codes = [], [], []
+    loss = 0.0
     for mat, rid in parts:
         for s in range(0, mat.shape[0], ENCODE_BLOCK):
             x = mat[s:s + ENCODE_BLOCK]
             xf = normalize(x) if metric == COSINE else x
-            lab, _ = nearest_centroids(xf, ivf.centroids, {DOT: DOT, HAMMING: HAMMING}.get(metric, L2))
+            lab, dist = nearest_centroids(xf, ivf.centroids, {DOT: DOT, HAMMING: HAMMING}.get(metric, L2))
+            loss += float(dist.astype(np.float64).sum())
             if isinstance(quantizer, ProductQuantizer):
                 y = xf.astype(np.float32)
                 if quantizer.use_residual(metric):
@@ -190,6 +193,8 @@ def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
         width = quantizer.width if isinstance(quantizer, ProductQuantizer) else quantizer.dim
         dtype = np.uint8 if not isinstance(quantizer, FlatQuantizer) else np.float32
         return np.empty(0, np.int64), np.empty(0, np.uint64), np.empty((0, width), dtype)
+    if ivf.loss is None:
+        ivf.loss = loss
     return np.concatenate(labels), np.concatenate(ids).astype(np.uint64), np.concatenate(codes)
 
 
