@@ -10,7 +10,10 @@ one, lancefmt on the other.
 * IVF_PQ build: ``create_index(..., replace=True)`` on each library's copy;
 * recall@10 at ``nprobes=20`` against exact search, 100 queries: both libraries searching the
   same (pylance-built) index (the target: within 0.01), and each on its own build;
-* latency: one query (``nprobes=20``, ``k=10``), and a batch of 1,000 queries in one call.
+* latency: one query (``nprobes=20``, ``k=10``), and a batch of 1,000 queries in one call;
+* IVF_HNSW_SQ (64 partitions, ``m=20``, ``ef_construction=150``): build time, recall@10 at
+  ``nprobes=8`` and query latency, side by side (each library on its own build, and both on
+  pylance's).
 
 ``track_*_speedup`` is pylance time / lancefmt time, measured back to back in one process
 (above 1: lancefmt faster). Targets (the issue's, at 1M x 128): every speedup >= 1.0.
@@ -45,10 +48,12 @@ BATCH = 1000
 
 
 def vectors(rows, seed=42):
-    """Clustered vectors (see module docstring), float32."""
+    """Clustered vectors (see module docstring), float32: the clusters are always the same
+    (seed 42); ``seed`` draws the points."""
+    model = np.random.default_rng(42)
+    centers = model.standard_normal((CLUSTERS, DIM)).astype(np.float32) * 2.0
+    bases = model.standard_normal((CLUSTERS, 16, DIM)).astype(np.float32) / 4.0
     rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((CLUSTERS, DIM)).astype(np.float32) * 2.0
-    bases = rng.standard_normal((CLUSTERS, 16, DIM)).astype(np.float32) / 4.0
     out = np.empty((rows, DIM), np.float32)
     step = 65536
     for s in range(0, rows, step):
@@ -61,6 +66,7 @@ def vectors(rows, seed=42):
 
 
 def queries(n, seed=7):
+    """Query vectors from the data's distribution (other points of the same clusters)."""
     return vectors(n, seed)
 
 
@@ -84,6 +90,15 @@ def build_peer(path):
                                      num_sub_vectors=SUB_VECTORS, replace=True)
 
 
+HNSW_PARTITIONS = 64
+HNSW_NPROBES = 8
+
+
+def build_hnsw(lib, path):
+    lib.dataset(path).create_index("vec", "IVF_HNSW_SQ", num_partitions=HNSW_PARTITIONS,
+                                   replace=True, name="hnsw_idx")
+
+
 def write_fixtures(root, rows=ROWS):
     import lance
 
@@ -97,6 +112,15 @@ def write_fixtures(root, rows=ROWS):
         paths[who] = path
     build_ours(paths["ours"])
     build_peer(paths["peer"])
+    for who in ("hnsw_ours", "hnsw_peer"):
+        path = os.path.join(root, who)
+        shutil.rmtree(path, ignore_errors=True)
+        lance.write_dataset(t, path, max_rows_per_file=-(-rows // FRAGMENTS),
+                            data_storage_version="2.2")
+        paths[who] = path
+    import lancefmt
+    build_hnsw(lancefmt, paths["hnsw_ours"])
+    build_hnsw(lance, paths["hnsw_peer"])
     return paths
 
 
@@ -110,7 +134,7 @@ def searchers(path, nearest, columns=("id",)):
             lambda: peer.to_table(nearest=nearest, columns=list(columns)))
 
 
-def recall(path, lib, qs, nprobes=NPROBES):
+def recall(path, lib, qs, nprobes=NPROBES, **extra):
     """Mean recall@K of ``lib``'s indexed answers against exact search (by pylance)."""
     import lance
 
@@ -120,7 +144,7 @@ def recall(path, lib, qs, nprobes=NPROBES):
     for q in qs:
         exact = exact_ds.to_table(nearest={"column": "vec", "q": q, "k": K, "use_index": False},
                                   columns=["id"])["id"].to_pylist()
-        ann = ds.to_table(nearest={"column": "vec", "q": q, "k": K, "nprobes": nprobes},
+        ann = ds.to_table(nearest={"column": "vec", "q": q, "k": K, "nprobes": nprobes, **extra},
                           columns=["id"])["id"].to_pylist()
         got.append(len(set(exact) & set(ann)) / K)
     return float(np.mean(got))
@@ -137,7 +161,7 @@ class VectorIndex:
         if not os.path.exists(marker):
             write_fixtures(root)
             open(marker, "w").close()
-        return {w: os.path.join(root, w) for w in ("ours", "peer")}
+        return {w: os.path.join(root, w) for w in ("ours", "peer", "hnsw_ours", "hnsw_peer")}
 
     def _query(self):
         return queries(1)[0]
@@ -186,6 +210,29 @@ class VectorIndex:
         return speedup(*searchers(paths["peer"], {"column": "vec", "q": queries(BATCH), "k": K,
                                                   "nprobes": NPROBES}), repeat=2, warmup=1)
 
+    # IVF_HNSW_SQ side by side
+    def track_hnsw_build_speedup(self, paths):
+        import lance
+        import lancefmt
+        return speedup(lambda: build_hnsw(lancefmt, paths["hnsw_ours"]),
+                       lambda: build_hnsw(lance, paths["hnsw_peer"]), repeat=1, warmup=0)
+
+    def track_hnsw_recall_lancefmt(self, paths):
+        import lancefmt
+        return recall(paths["hnsw_ours"], lancefmt, queries(QUERIES), HNSW_NPROBES)
+
+    def track_hnsw_recall_pylance(self, paths):
+        import lance
+        return recall(paths["hnsw_peer"], lance, queries(QUERIES), HNSW_NPROBES)
+
+    def track_hnsw_query_speedup(self, paths):
+        return speedup(*searchers(paths["hnsw_peer"], {"column": "vec", "q": self._query(), "k": K,
+                                                       "nprobes": HNSW_NPROBES}), repeat=20, warmup=3)
+
+    track_hnsw_build_speedup.unit = "x"
+    track_hnsw_recall_lancefmt.unit = "recall@10"
+    track_hnsw_recall_pylance.unit = "recall@10"
+    track_hnsw_query_speedup.unit = "x"
     track_exact_search_speedup.unit = "x"
     track_build_speedup.unit = "x"
     track_recall_lancefmt.unit = "recall@10"
@@ -244,6 +291,21 @@ def main(rows):
           f"(difference {r_ours - r_peer:+.3f})")
     print(f"recall@10 nprobes={NPROBES}, each its own build: lancefmt {recall(paths['ours'], lance, qs):.3f}"
           f"  pylance {r_peer:.3f}")
+    for who in ("hnsw_ours", "hnsw_peer"):
+        paths[who] = os.path.join(root, who)
+        shutil.rmtree(paths[who], ignore_errors=True)
+        lance.write_dataset(t, paths[who], max_rows_per_file=-(-rows // FRAGMENTS),
+                            data_storage_version="2.2")
+    o, p = _ratios(lambda: build_hnsw(lancefmt, paths["hnsw_ours"]),
+                   lambda: build_hnsw(lance, paths["hnsw_peer"]), 1, 0)
+    _line(f"IVF_HNSW_SQ build ({HNSW_PARTITIONS})", o, p)
+    _line(f"HNSW query nprobes={HNSW_NPROBES} k=10", *_ratios(*searchers(
+        paths["hnsw_peer"], {"column": "vec", "q": q, "k": K, "nprobes": HNSW_NPROBES}), 30, 3))
+    h_ours = recall(paths["hnsw_ours"], lancefmt, qs, HNSW_NPROBES)
+    h_peer = recall(paths["hnsw_peer"], lance, qs, HNSW_NPROBES)
+    h_same = recall(paths["hnsw_peer"], lancefmt, qs, HNSW_NPROBES)
+    print(f"IVF_HNSW_SQ recall@10 nprobes={HNSW_NPROBES}: lancefmt (own build) {h_ours:.3f}  "
+          f"pylance (own build) {h_peer:.3f}  lancefmt on pylance's {h_same:.3f}")
 
 
 if __name__ == "__main__":

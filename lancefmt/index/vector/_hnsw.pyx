@@ -42,17 +42,18 @@ cdef struct Space:
     Py_ssize_t n
 
 
+cdef extern from "index/vector/vec_simd.h":
+    ctypedef float (*lancefmt_vec_fn)(const float *, const float *, Py_ssize_t, int) noexcept nogil
+    lancefmt_vec_fn lancefmt_vec_pick() noexcept nogil
+
+
+cdef lancefmt_vec_fn VEC = lancefmt_vec_pick()
+
+
 cdef inline float fdist(const float* a, const float* b, int dim, int metric) noexcept nogil:
-    cdef float acc = 0.0, d
-    cdef int i
-    if metric == 1:
-        for i in range(dim):
-            acc += a[i] * b[i]
-        return 1.0 - acc
-    for i in range(dim):
-        d = a[i] - b[i]
-        acc += d * d
-    return acc
+    """Distance of two float vectors (``vec_simd.h``: AVX2 where the CPU has it; graphs need
+    no particular summation order)."""
+    return VEC(a, b, dim, metric)
 
 
 cdef inline float qdist(Space* s, uint32_t node) noexcept nogil:
@@ -610,6 +611,12 @@ cdef void _link(Space* s, Adj* a, uint32_t owner, uint32_t node, float d, int ca
         return
     if c + 1 > 512:
         return
+    td = a.ds[t * cap]
+    for i in range(1, c):   # Lance's cutoff: a full list takes only an edge nearer than its farthest
+        if a.ds[t * cap + i] > td:
+            td = a.ds[t * cap + i]
+    if not (d < td):
+        return
     for i in range(c):
         tmp_id[i] = a.ids[t * cap + i]
         tmp_d[i] = a.ds[t * cap + i]
@@ -635,10 +642,12 @@ cdef void _link(Space* s, Adj* a, uint32_t owner, uint32_t node, float d, int ca
 
 def random_levels(Py_ssize_t n, int m, int max_level, seed):
     """Each node's number of levels, as Lance draws them: ``1 + min(floor(-ln(U) / ln(m)),
-    max_level - 1)``."""
+    max_level - 1)``; node 0 gets every level (searches start there)."""
     rng = np.random.default_rng(seed)
     u = rng.random(n, dtype=np.float32)
     u[u <= 0] = np.float32(1e-30)
     ml = np.float32(1.0) / np.log(np.float32(max(m, 2)))
     lv = np.minimum((-np.log(u) * ml).astype(np.int64), max_level - 1) + 1
+    if n:
+        lv[0] = max_level
     return lv.astype(np.int32)
