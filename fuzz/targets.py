@@ -111,18 +111,22 @@ class _DatasetReplacer:
     """A small dataset (written by the seeds step) copied to a temp dir; each input replaces
     one of its files (first byte: which) and the dataset is read every way lancefmt offers."""
 
+    prefix = "lancefmt-fuzz-ds-"
+
     def __init__(self, source: str):
-        self.root = tempfile.mkdtemp(prefix="lancefmt-fuzz-ds-")
+        self.root = tempfile.mkdtemp(prefix=self.prefix)
         self.uri = os.path.join(self.root, "ds")
         shutil.copytree(source, self.uri)
-        self.files = sorted(os.path.relpath(os.path.join(d, n), self.uri)
-                            for d, _, names in os.walk(self.uri) for n in names)
+        self.files = self.replaceable()
         self.original = {f: open(os.path.join(self.uri, f), "rb").read() for f in self.files}
         self.dirty = None
 
-    def __call__(self, data: bytes) -> None:
-        import lancefmt
+    def replaceable(self) -> list:
+        """The files an input may replace, relative to the dataset, in a fixed order."""
+        return sorted(os.path.relpath(os.path.join(d, n), self.uri)
+                      for d, _, names in os.walk(self.uri) for n in names)
 
+    def __call__(self, data: bytes) -> None:
         if not data:
             return
         if self.dirty is not None:
@@ -132,15 +136,17 @@ class _DatasetReplacer:
         with open(os.path.join(self.uri, name), "wb") as f:
             f.write(data[1:])
         self.dirty = name
+        self.read()
+
+    def read(self) -> None:
+        import lancefmt
+
         ds = lancefmt.dataset(self.uri)
         t = ds.to_table()
         n = ds.count_rows()
         assert n >= 0 and (n == t.num_rows), f"count_rows {n} but the scan gave {t.num_rows}"
         if n:
             ds.take([0, n - 1])
-        ds.count_rows("id > 3")
-        ds.versions()
-        ds.tags.list()
 
 
 class _MetadataEditor:
@@ -311,34 +317,24 @@ class _NamespaceManifest:
                 _raise_cap_hit(exc)
 
 
-class _IndexReplacer:
-    """An indexed dataset (written by the seeds step) copied to a temp dir; each input replaces
-    one of its index files (first byte: which) and reads go through the index: every filter of
-    the type, counted and read, plus its statistics."""
+class _IndexReplacer(_DatasetReplacer):
+    """An indexed dataset (written by the seeds step): each input replaces one of its index
+    files (first byte: which), then reads go through the index: every filter of the type,
+    counted and read, plus its statistics (a fresh Dataset each time: a session of its own, so
+    nothing of the replaced file is served from a cache)."""
+
+    prefix = "lancefmt-fuzz-index-"
 
     def __init__(self, source: str, kind: str):
-        self.root = tempfile.mkdtemp(prefix=f"lancefmt-fuzz-index-{kind}-")
-        self.uri = os.path.join(self.root, "ds")
-        shutil.copytree(source, self.uri)
-        self.files = seed_sets.index_files(self.uri)
-        self.original = {f: open(os.path.join(self.uri, f), "rb").read() for f in self.files}
         self.filters = [f.format(c=c) for c in ("a", "b") for f in seed_sets.INDEX_KINDS[kind][1]]
-        self.dirty = None
+        super().__init__(source)
 
-    def __call__(self, data: bytes) -> None:
+    def replaceable(self) -> list:
+        return seed_sets.index_files(self.uri)
+
+    def read(self) -> None:
         import lancefmt
-        from lancefmt.index.core.catalog import LOADED
 
-        if not data:
-            return
-        if self.dirty is not None:
-            with open(os.path.join(self.uri, self.dirty), "wb") as f:
-                f.write(self.original[self.dirty])
-        name = self.files[data[0] % len(self.files)]
-        with open(os.path.join(self.uri, name), "wb") as f:
-            f.write(data[1:])
-        self.dirty = name
-        LOADED.clear()  # the replaced file is read again, not served from the cache
         ds = lancefmt.dataset(self.uri)
         for text in self.filters:
             try:

@@ -9,11 +9,13 @@ Shaped like Lance's ``lance-index`` crate: one small protocol and many index typ
   NGRAM), each one module plus one registration.
 * :mod:`.vector` -- vector search: distances, the IVF model, quantizers (PQ, SQ, flat) and the
   vector index type.
+* :mod:`.fts` -- full-text search: the INVERTED index (tokenizer, posting lists, BM25) and
+  the scorer of pylance's full-text queries.
 
 This package sits above ``table`` and ``file`` and below ``dataset``: the dataset's read
 planner, writes and maintenance use it; it never reads a dataset itself (training data is
 handed to it).
 """
 
-from . import scalar  # noqa: E402,F401 -- registers the scalar index types
+from . import fts, scalar  # noqa: E402,F401 -- registers the index types
 from . import vector  # noqa: E402,F401 -- registers the vector index types

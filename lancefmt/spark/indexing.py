@@ -9,6 +9,10 @@ the sorted runs, no data read again), and commits the index in one ``CreateIndex
 of several segments (delta segments), which pylance reads as well. pylance builds an index in
 one process; here the build scales with the executors.
 
+An INVERTED index is built as pylance's distributed builds are: each task stages its fragments
+as one partition of a shared index directory, and the driver unites them into one partition
+(``merge_index_metadata``) and commits it.
+
 Vector indices (:func:`create_vector_index`) are trained once, on the driver, on a sample; the
 tasks encode their fragments with that model and the driver gathers their rows into one
 segment.
@@ -18,12 +22,14 @@ Nothing is visible before the commit; a failed job removes every segment it wrot
 from __future__ import annotations
 
 from ..dataset.core.files import delete_index_dir
-from ..dataset.indices.create import commit_segments, merge_segments
-from ..index.core.metadata import uuid_text
+from ..dataset.indices.create import commit_segments, commit_staged, merge_segments
+from ..index.core.metadata import new_uuid, uuid_text
 from ..table.index_entry import to_pb
 from .jobs import Pinned, StagedJob, run_tasks
 
 DEFAULT_ROWS_PER_TASK = 1 << 21
+#: types whose tasks stage parts of one index (merged by the driver) instead of whole segments
+STAGED_TYPES = ("INVERTED", "FTS")
 
 
 def create_scalar_index(spark, uri, column: str, index_type: str, name: str | None = None, *,
@@ -36,6 +42,8 @@ def create_scalar_index(spark, uri, column: str, index_type: str, name: str | No
     snapshot = pinned.snapshot()
     groups = _groups(snapshot, rows_per_task)
     name = name or f"{column}_idx"
+    if str(index_type).upper() in STAGED_TYPES:
+        return _create_staged(spark, pinned, snapshot, uri, column, index_type, name, groups, params)
     job = StagedJob(pinned).open()
     written = []
     try:
@@ -54,6 +62,27 @@ def create_scalar_index(spark, uri, column: str, index_type: str, name: str | No
         raise
     if merge and len(written) > 1:  # the task segments the merged one replaced
         _remove(snapshot, written[:-1])
+    from ..dataset import Dataset
+
+    return Dataset(committed)
+
+
+def _create_staged(spark, pinned, snapshot, uri, column, index_type, name, groups, params):
+    """INVERTED: every task stages its fragments as a partition of one index directory (pylance's
+    distributed layout), and the driver unites them into one partition and commits."""
+    uid = new_uuid()
+    job = StagedJob(pinned).open()
+    index_dir = snapshot.ctx.resolver.index_dir_uri(uid, None)
+    try:
+        run_tasks(spark, job, [(pinned, column, index_type, name, g, {**params, "index_uuid": uid})
+                               for g in groups], build_on_executor, "index")
+        job.finish([])
+        committed = commit_staged(snapshot, uid, name, column, index_type,
+                                  [f for g in groups for f in g])
+    except BaseException:
+        job.abort()
+        _remove(snapshot, [index_dir])
+        raise
     from ..dataset import Dataset
 
     return Dataset(committed)

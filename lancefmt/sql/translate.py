@@ -24,6 +24,9 @@ from sqlglot.errors import ParseError, TokenError
 from ..errors import InvalidArgumentError
 from .json_functions import is_json_function, json_arity, json_function
 from .list_functions import list_function
+from .arrow_types import ArrowTypeNameError, parse_arrow_type
+from .float_order import (common_float, is_float, is_zero, key_type, order_key_expr, scalar_key,
+                          with_both_zeros, zero_for)
 from .literals import Literal, LiteralTypeError, coerce, number, parse_timestamp
 
 ROW_ID = "_rowid"
@@ -309,9 +312,16 @@ class Translator:
 
     # comparisons
     def compare(self, n, op):
-        a0, b0 = self.node(n.this), self.node(n.expression)
+        return self.compare_values(self.node(n.this), self.node(n.expression), op)
+
+    def compare_values(self, a0, b0, op) -> Typed:
+        """``a0 <op> b0`` for two translated nodes (a literal takes the other side's type)."""
+        a0, b0 = _storage(a0), _storage(b0)
         coerced = isinstance(a0, Literal) != isinstance(b0, Literal)  # literal took the other's type
         a, b = self.operands(a0, b0)
+        floats = self.float_comparison(a0, b0, a, b, op)
+        if floats is not None:
+            return floats
         try:
             e = {"eq": a.expr == b.expr, "neq": a.expr != b.expr, "lt": a.expr < b.expr,
                  "lte": a.expr <= b.expr, "gt": a.expr > b.expr, "gte": a.expr >= b.expr}[op]
@@ -320,6 +330,38 @@ class Translator:
         if coerced:
             return Typed(e, pa.bool_(), a.columns + b.columns)
         return self.typed(e, a.columns + b.columns)
+
+    def float_comparison(self, a0, b0, a: Typed, b: Typed, op) -> Typed | None:
+        """A comparison involving floats as pylance evaluates it (see :mod:`.float_order`):
+        order keys compared, a zero literal meaning both zeros; None when no float is involved
+        (or a side is NULL, which the plain comparison already answers)."""
+        ta, tb = a.type, b.type
+        if not (is_float(ta) or is_float(tb)) or not (_plain_number(ta) and _plain_number(tb)):
+            return None
+        t = common_float(ta, tb)
+        columns = a.columns + b.columns
+        if isinstance(a0, Literal) and not isinstance(b0, Literal):
+            a0, b0, a, b, op = b0, a0, b, a, _FLIP[op]
+        x = a.expr if a.type == t else a.expr.cast(t)
+        if isinstance(b0, Literal) and not isinstance(a0, Literal):
+            try:
+                v = coerce(b0, t).as_py()
+            except LiteralTypeError:
+                return None
+            if v is None:
+                return None
+            value = pc.scalar(pa.scalar(v, t))
+            if v == v and op in ("eq", "neq"):  # IEEE equality with a number is bit equality,
+                return Typed(x == value if op == "eq" else x != value, pa.bool_(), columns)  # zeros aside
+            if is_zero(v):
+                v = zero_for(op)
+            y = pc.scalar(pa.scalar(scalar_key(v, t), key_type(t)))
+        else:
+            y = order_key_expr(b.expr if b.type == t else b.expr.cast(t), t)
+        kx = order_key_expr(x, t)
+        e = {"eq": kx == y, "neq": kx != y, "lt": kx < y, "lte": kx <= y, "gt": kx > y,
+             "gte": kx >= y}[op]
+        return Typed(e, pa.bool_(), columns)
 
     def _eq(self, n):
         return self.compare(n, "eq")
@@ -340,9 +382,10 @@ class Translator:
         return self.compare(n, "gte")
 
     def _nullsafeeq(self, n):
-        a, b = self.operands(self.node(n.this), self.node(n.expression))
+        a0, b0 = self.node(n.this), self.node(n.expression)
+        a, b = self.operands(a0, b0)
         both_null = a.expr.is_null() & b.expr.is_null()
-        eq = pc.Expression._call("coalesce", [a.expr == b.expr, pc.scalar(False)])
+        eq = pc.Expression._call("coalesce", [self.compare_values(a0, b0, "eq").expr, pc.scalar(False)])
         return self.typed(both_null | eq, a.columns + b.columns)
 
     def _is(self, n):
@@ -368,6 +411,7 @@ class Translator:
             raise self.error("IN () needs values")
         if isinstance(left, Literal):
             left = self.value(n.this)
+        left = _storage(left)
         if all(isinstance(i, Literal) for i in items) and left.type is not None:
             for i in items:
                 self.lit(i, left)  # refuses values the column's type cannot hold
@@ -377,8 +421,13 @@ class Translator:
                                type=left.type if not isinstance(left.type, pa.BaseExtensionType) else None)
             except (pa.ArrowInvalid, pa.ArrowTypeError, LiteralTypeError):
                 arr = None
-            if arr is not None:
+            if arr is not None and is_float(left.type):
+                # floats: bit equality (total order), a zero meaning both zeros
+                keys = [scalar_key(v, left.type) for v in with_both_zeros(arr.to_pylist())]
+                member = order_key_expr(left.expr, left.type).isin(pa.array(keys, key_type(left.type)))
+            elif arr is not None:
                 member = left.expr.isin(arr)
+            if arr is not None:
                 # SQL: NULL IN (...) is NULL (so NOT IN drops it too)
                 e = pc.Expression._call("if_else", [left.expr.is_valid(), member,
                                                     pc.scalar(pa.scalar(None, pa.bool_()))])
@@ -388,8 +437,7 @@ class Translator:
                 return Typed(e, pa.bool_(), left.columns)
         e = None
         for i in items:
-            a, b = self.operands(left, i)
-            term = a.expr == b.expr
+            term = self.compare_values(left, i, "eq").expr
             e = term if e is None else (e | term)
         if e is None:
             raise self.error("IN () needs values")
@@ -402,12 +450,7 @@ class Translator:
         return Typed(lo.expr & hi.expr, pa.bool_(), lo.columns)
 
     def compare_nodes(self, a, b, op):
-        coerced = isinstance(a, Literal) != isinstance(b, Literal)
-        a, b = self.operands(a, b)
-        e = {"gte": a.expr >= b.expr, "lte": a.expr <= b.expr}[op]
-        if coerced:
-            return Typed(e, pa.bool_(), a.columns + b.columns)
-        return self.typed(e, a.columns + b.columns)
+        return self.compare_values(a, b, op)
 
     # strings
     def _like(self, n, ignore_case=False, escape=None):
@@ -547,7 +590,45 @@ class Translator:
             return self.unary(exp.Length(this=args[0]), "utf8_length")
         if is_json_function(name):
             return self.json_call(name, args)
+        if name == "arrow_cast":
+            return self.arrow_cast(args)
         raise self.error(f"unsupported function {name}()")
+
+    def arrow_cast(self, args):
+        """DataFusion's ``arrow_cast(value, 'Type')``: a cast to an Arrow type named as arrow-rs
+        prints it (``FixedSizeBinary(16)``, ``Timestamp(ns)``...); a constant stays a constant."""
+        if len(args) != 2:
+            raise self.error("arrow_cast needs a value and a type name")
+        name = self.node(args[1])
+        if not isinstance(name, Literal) or not isinstance(name.value, str):
+            raise self.error("arrow_cast's type name must be a string constant")
+        try:
+            target = parse_arrow_type(name.value)
+        except ArrowTypeNameError as e:
+            raise self.error(str(e)) from None
+        inner = self.node(args[0])
+        if isinstance(inner, Literal):
+            return self.cast_literal(inner, target)
+        try:
+            expr = inner.expr.cast(target, safe=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
+            raise self.error(str(err)) from None
+        return self.typed(expr, inner.columns)
+
+    def cast_literal(self, lit: Literal, target: pa.DataType) -> Literal:
+        v = lit.value
+        if v is None:
+            return Literal(None, target)
+        if pa.types.is_fixed_size_binary(target) and isinstance(v, (bytes, str)):
+            b = v.encode() if isinstance(v, str) else v
+            if len(b) != target.byte_width:
+                raise self.error(f"cannot cast {len(b)} bytes to {target}")
+            return Literal(b, target)
+        try:
+            s = pc.cast(lit.default_scalar(), target, safe=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
+            raise self.error(f"Unsupported CAST of {v!r} to {target} ({err})") from None
+        return Literal(s.as_py(), target)
 
     def json_call(self, name: str, args) -> Typed:
         """pylance's json_* functions: a JSON column (JSONB) and string paths/keys."""
@@ -675,6 +756,21 @@ class Translator:
         for c, v in reversed(list(zip(conds, vals))):
             e = pc.Expression._call("if_else", [c, as_t(v).expr, e])
         return self.typed(e, self._cols(n))
+
+
+_FLIP = {"eq": "eq", "neq": "neq", "lt": "gt", "lte": "gte", "gt": "lt", "gte": "lte"}
+
+
+def _storage(node):
+    """An extension-typed value as its storage (``uuid`` compares as ``fixed_size_binary(16)``,
+    as DataFusion sees it); anything else unchanged."""
+    if isinstance(node, Typed) and isinstance(node.type, pa.BaseExtensionType):
+        return Typed(node.expr.cast(node.type.storage_type), node.type.storage_type, node.columns)
+    return node
+
+
+def _plain_number(t: pa.DataType | None) -> bool:
+    return t is not None and (pa.types.is_integer(t) or pa.types.is_floating(t))
 
 
 def _same_family(a: pa.DataType, b: pa.DataType) -> bool:

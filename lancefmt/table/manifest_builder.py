@@ -252,7 +252,7 @@ def build_manifest(
         _keep_inferred_format(manifest)
         if not keep_fragments:
             del manifest.fragments[:]
-    next_id = (previous.max_fragment_id + 1) if previous is not None and previous.HasField("max_fragment_id") else 0
+    next_id = _max_fragment_id(previous) + 1 if previous is not None else 0
     next_row_id = previous.next_row_id if (previous is not None and stable) else 0
     indices = list(previous_indices)
     old = list(previous.fragments) if previous is not None and not keep_fragments else []
@@ -368,8 +368,7 @@ def build_manifest(
     manifest.tag = txn.tag
     max_id = None if keep_fragments else max((f.id for f in final), default=None)
     if isinstance(op, ReserveFragments):
-        base = manifest.max_fragment_id if manifest.HasField("max_fragment_id") else 0
-        manifest.max_fragment_id = base + op.num_fragments
+        manifest.max_fragment_id = _max_fragment_id(manifest) + op.num_fragments
     elif not keep_fragments and (max_id is not None or next_id > 0):
         top = max(next_id - 1, max_id if max_id is not None else -1)
         if manifest.HasField("max_fragment_id"):
@@ -617,3 +616,11 @@ def _apply_update_bases(manifest, op: UpdateBases):
         by_id[new_id] = added
     del manifest.base_paths[:]
     manifest.base_paths.extend(by_id[i] for i in order)
+
+
+def _max_fragment_id(manifest) -> int:
+    """The high-water mark of fragment ids (-1: none yet); old manifests without
+    ``max_fragment_id`` use their fragments' largest id, as Lance does."""
+    if manifest.HasField("max_fragment_id"):
+        return int(manifest.max_fragment_id)
+    return max((int(f.id) for f in manifest.fragments), default=-1)

@@ -107,3 +107,30 @@ def test_spark_jobs_keep_pylance_indices_valid(spark, tmp_path, stable):
         want = theirs.to_table(filter=f, use_scalar_index=False).sort_by("id")
         assert theirs.to_table(filter=f).sort_by("id").equals(want), f
         assert lancefmt.dataset(uri).to_table(filter=f).sort_by("id").equals(want), f
+
+
+def test_spark_builds_an_inverted_index_from_staged_partitions(spark, tmp_path):
+    """INVERTED: each task stages a partition, the driver unites them and commits once; the
+    index is the one a single build writes, and pylance answers from it."""
+    from lancefmt.spark.indexing import create_scalar_index
+
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    words = np.array(["quick", "brown", "fox", "lazy", "dog", "search", "index"])
+    rng = np.random.default_rng(4)
+    texts = [" ".join(rng.choice(words, 6)) for _ in range(3000)]
+    lancefmt.write_dataset(pa.table({"id": np.arange(3000), "text": texts}), uri, max_rows_per_file=500)
+    before = lancefmt.dataset(uri).version
+    ds = create_scalar_index(spark, uri, "text", "INVERTED", rows_per_task=1000, with_position=True)
+    assert ds.version == before + 1
+    (desc,) = ds.describe_indices()
+    assert len(desc.segments) == 1 and sorted(desc.segments[0].fragment_ids) == list(range(6))
+    import os
+    (d,) = os.listdir(uri + "/_indices")
+    assert sorted(os.listdir(f"{uri}/_indices/{d}")) == [
+        "metadata.lance", "part_0_docs.lance", "part_0_invert.lance", "part_0_tokens.lance", "staging"]
+    theirs = lance.dataset(uri)
+    want = theirs.to_table(full_text_query="quick fox", columns=["id"])
+    got = ds.to_table(full_text_query="quick fox", columns=["id"])
+    assert sorted(want["id"].to_pylist()) == sorted(got["id"].to_pylist())
+    assert "MatchQuery" in theirs.scanner(full_text_query="quick fox").explain_plan()

@@ -7,6 +7,7 @@ the base it lives in (``_indices/{uuid}/`` of the dataset root, or of ``base_id`
 from __future__ import annotations
 
 from ...index.core.catalog import Segment, build_catalog
+from ...index.core.legacy import inferred_type
 from ...index.core.metadata import fragment_ids, uuid_text
 from ...index.core.registry import by_details
 from ...index.core.store import IndexStore
@@ -57,15 +58,30 @@ def index_catalog(snapshot) -> dict:
             return {}
         return build_catalog(entries, field_paths(snapshot.ctx.fields).get,
                              lambda pb: index_store(snapshot, pb), snapshot.has_stable_row_ids,
-                             snapshot.session.index_cache)
+                             snapshot.session.index_cache, lambda pb: entry_type(snapshot, pb))
 
     return snapshot.memo("index catalog", build)
+
+
+def entry_type(snapshot, entry):
+    """The type of manifest entry ``entry``: by its details, or, for an entry committed
+    without them (old datasets, pylance's distributed builds, hand-made ``CreateIndex``
+    commits), the one Lance infers from its column and its files (see
+    :mod:`lancefmt.index.core.legacy`); None when lancefmt does not know it."""
+    itype = by_details(entry.index_details)
+    if itype is None and not entry.index_details.type_url and len(entry.fields) == 1:
+        fields = {f.id: f for f in snapshot.ctx.fields}
+        field = fields.get(int(entry.fields[0]))
+        if field is not None:
+            key = ("index type by files", uuid_text(entry))
+            itype = snapshot.memo(key, lambda: inferred_type(field.logical_type, index_store(snapshot, entry)))
+    return itype
 
 
 def segment_of(snapshot, entry, itype=None) -> Segment | None:
     """Manifest entry ``entry`` as a segment of ``snapshot``'s session (None when lancefmt does
     not know its type)."""
-    itype = itype or by_details(entry.index_details)
+    itype = itype or entry_type(snapshot, entry)
     if itype is None:
         return None
     return Segment(entry, itype, fragment_ids(entry), index_store(snapshot, entry),

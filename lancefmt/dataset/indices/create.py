@@ -9,7 +9,10 @@ The distributed shape is pylance's: ``fragment_ids`` builds a segment over those
 only and returns it uncommitted (an :class:`~lancefmt.table.index_entry.Index`); segments are
 then committed together with ``commit_existing_index_segments`` (or
 ``LanceOperation.CreateIndex``), after ``merge_existing_index_segments`` if one segment is
-wanted.
+wanted. A BTREE built through ``create_scalar_index(..., fragment_ids=, index_uuid=)`` takes
+the older shape instead: every worker writes its part into the shared ``_indices/{uuid}/``,
+``merge_index_metadata(uuid, "BTREE")`` turns the parts into the index's files, and the
+caller commits a ``CreateIndex`` naming that uuid.
 """
 from __future__ import annotations
 
@@ -25,10 +28,10 @@ from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
 from ..core.indices import field_paths, index_entries, index_store_for, segment_of
-from ..read.index_training import column_field, training_data
+from ..read.index_training import column_field, storage_field, training_data
 
 SCALAR_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER",
-                "RTREE", "MINHASHLSH")
+                "RTREE", "MINHASHLSH", "JSON")
 
 
 class IndexExistsError(LanceError, RuntimeError):
@@ -74,10 +77,10 @@ def plan_build(snapshot, column: str, index_type, name=None, params=None) -> Bui
         itype = by_name(type_name)
     except InvalidArgumentError:
         raise NotSupportedError(f"lancefmt cannot build {type_name.upper()} indices yet") from None
-    itype.check_field(field)
+    itype.check_field(storage_field(field))
     column = ".".join(path)
     merged = {**itype.default_params(), **config, **(params or {})}
-    return BuildRequest(column, itype, name or f"{column}_idx", merged)
+    return BuildRequest(column, itype, name or itype.default_name(column, merged), merged)
 
 
 def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index_uuid=None,
@@ -89,8 +92,8 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
     field, _ = column_field(snapshot.schema, req.column)
     stable = snapshot.has_stable_row_ids
     data = training_data(snapshot, req.column, pbs) if train and pbs else \
-        TrainingData.empty(field, stable)
-    version = req.itype.index_version_for(stable)
+        TrainingData.empty(storage_field(field), stable)
+    version = req.itype.index_version_for(stable, req.params)
     if stable and req.itype.records_addresses(version, stable):
         data = data.recording_addresses()
     try:
@@ -128,10 +131,16 @@ def segments_named(snapshot, name: str) -> list:
 
 
 def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace: bool = True,
-                        train: bool = True, fragment_ids=None, index_uuid=None, **params):
+                        train: bool = True, fragment_ids=None, index_uuid=None,
+                        staged: bool = False, **params):
     """Build and commit (see module docstring). Returns the committed snapshot, or with
-    ``fragment_ids`` the uncommitted segment as an ``Index``."""
+    ``fragment_ids`` the uncommitted segment as an ``Index``, or None when the type stages
+    parts instead (INVERTED always; BTREE when ``staged``: pylance's ``create_scalar_index``,
+    the older distributed shape)."""
     req = plan_build(snapshot, column, index_type, name, params)
+    if fragment_ids is not None and _stages(req.itype) and (staged or req.itype.stages_by_default):
+        stage_fragments(snapshot, req, fragment_ids, index_uuid, train)
+        return None
     return create_from_request(snapshot, req, replace=replace, train=train,
                                fragment_ids=fragment_ids, index_uuid=index_uuid)
 
@@ -160,6 +169,75 @@ def create_from_request(snapshot, req: BuildRequest, *, replace: bool = True, tr
 
     committed, _ = commit_retrying(snapshot, stage)
     return committed
+
+
+def _stages(itype: IndexType) -> bool:
+    return type(itype).stage is not IndexType.stage
+
+
+def stage_fragments(snapshot, req: BuildRequest, fragment_ids, index_uuid, train: bool = True) -> str:
+    """Build fragments ``fragment_ids`` as a staged part of index ``index_uuid`` (pylance's
+    distributed INVERTED build, and the older BTREE one; ``merge_index_metadata`` joins the
+    parts), recording what a segment of ``staged_index_version`` records. Returns the uuid."""
+    uid = str(index_uuid) if index_uuid is not None else new_uuid()
+    wanted = {int(f) for f in fragment_ids}
+    pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]
+    missing = wanted - {int(pb.id) for pb in pbs}
+    if missing:
+        raise InvalidArgumentError(f"fragments {sorted(missing)} are not in version {snapshot.version}")
+    store = index_store_for(snapshot, uid)
+    stable = snapshot.has_stable_row_ids
+    if train and pbs:
+        data = training_data(snapshot, req.column, pbs)
+    else:
+        data = TrainingData.empty(storage_field(column_field(snapshot.schema, req.column)[0]), stable)
+    if stable and req.itype.records_addresses(req.itype.staged_index_version(stable, req.params), stable):
+        data = data.recording_addresses()
+    try:
+        req.itype.stage(data, store, req.params)
+    except BaseException:
+        delete_files([store.uri(n) for n, _ in store.written], store.storage_options)
+        raise
+    return uid
+
+
+DISTRIBUTED_MERGES = ("BTREE", "INVERTED", "FTS", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "VECTOR")
+
+
+def merge_index_metadata(snapshot, index_uuid: str, index_type: str, field=None):
+    """Join the parts staged under ``index_uuid`` (see :func:`stage_fragments`); nothing is
+    committed (``field``: the indexed column, when known). Returns the index's store and
+    details."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
+    if kind not in DISTRIBUTED_MERGES:
+        names = ", ".join(sorted(k for k in DISTRIBUTED_MERGES if k != "FTS"))
+        raise NotImplementedError(f"Only {names} are supported, received {index_type}")
+    try:
+        itype = by_name("INVERTED" if kind == "FTS" else kind)
+    except InvalidArgumentError:
+        itype = None
+    if itype is None or not _stages(itype):
+        raise NotSupportedError(f"lancefmt merges staged parts of BTREE and INVERTED indices only, "
+                                f"not {kind}")
+    store = index_store_for(snapshot, str(index_uuid))
+    return store, itype.merge_staged(store, field)
+
+
+def commit_staged(snapshot, index_uuid: str, name: str, column: str, index_type, fragments):
+    """Merge the parts staged under ``index_uuid`` over ``fragments`` and commit them as the
+    index ``name`` on ``column`` (replacing an index of that name): the committed snapshot."""
+    kind = str(getattr(index_type, "value", index_type)).upper()
+    itype = by_name("INVERTED" if kind == "FTS" else kind)
+    store, details = merge_index_metadata(snapshot, index_uuid, kind,
+                                          column_field(snapshot.schema, column)[0])
+    stable = snapshot.has_stable_row_ids
+    entry = new_metadata(index_uuid=str(index_uuid), name=name,
+                         field_ids=[_field_id(snapshot, ".".join(column_field(snapshot.schema, column)[1]))],
+                         dataset_version=snapshot.version, fragments=sorted(int(f) for f in fragments),
+                         details=itype.pack_details(details),
+                         index_version=itype.index_version_for(stable, {}),
+                         files=[(n, sz) for n, sz in store.list_files()])
+    return snapshot.commit(CreateIndex([entry], segments_named(snapshot, name))).run_after_commit()
 
 
 def commit_segments(snapshot, name: str, column: str, segments):

@@ -16,11 +16,10 @@ from __future__ import annotations
 from ...errors import InvalidArgumentError
 from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
-from ...index.core.registry import by_details
 from ...table.transaction import CreateIndex
 from ..core.commit import commit_retrying
 from ..core.files import delete_files
-from ..core.indices import field_paths, index_entries, segment_of
+from ..core.indices import entry_type, field_paths, index_entries, segment_of
 from ..read.index_info import index_groups
 from .create import BuildRequest, IndexNotFoundError, build_segment, segment_params
 
@@ -41,7 +40,7 @@ def prewarm_index(snapshot, name: str, index_segments=None) -> None:
     for pb in segments:
         if wanted is not None and uuid_text(pb) not in wanted:
             continue
-        itype = by_details(pb.index_details)
+        itype = entry_type(snapshot, pb)
         if itype is not None and len(fragment_ids(pb)):
             seg = segment_of(snapshot, pb, itype)
             guarded(seg, lambda: seg.load().prewarm())
@@ -63,7 +62,7 @@ def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retr
         for name, segments in index_groups(snap).items():
             if index_names is not None and name not in index_names:
                 continue
-            itype = by_details(segments[0].index_details)
+            itype = entry_type(snap, segments[0])
             column = paths.get(int(segments[0].fields[0]))
             if itype is None or column is None or \
                     not all(itype.supports(s.index_details) for s in segments):

@@ -14,11 +14,11 @@ import numpy as np
 
 from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, new_uuid, uuid_text
-from ...index.core.registry import RowIdMapping, by_details
+from ...index.core.registry import RowIdMapping
 from ...table.rowids import load_row_ids
 from ...table.transaction import Rewrite, RewrittenIndex
 from ..core.files import delete_files
-from ..core.indices import index_entries, index_store_for, segment_of
+from ..core.indices import entry_type, index_entries, index_store_for, segment_of
 from ..read.scan import load_deletions
 
 
@@ -74,8 +74,8 @@ def segment_key(snapshot):
 def needs_remap(snapshot, op: Rewrite) -> bool:
     """Whether a segment lancefmt can remap covers a fragment ``op`` rewrites."""
     rewritten = {int(f.pb.id) for g in op.groups for f in g.old_fragments}
-    return any(not is_system(pb) and by_details(pb.index_details) is not None
-               and by_details(pb.index_details).supports(pb.index_details)
+    return any(not is_system(pb) and entry_type(snapshot, pb) is not None
+               and entry_type(snapshot, pb).supports(pb.index_details)
                and set(fragment_ids(pb)) & rewritten for pb in index_entries(snapshot))
 
 
@@ -93,7 +93,7 @@ def attach_index_remap(snapshot, op: Rewrite) -> list:
         for pb in index_entries(snapshot):
             if is_system(pb):
                 continue
-            itype = by_details(pb.index_details)
+            itype = entry_type(snapshot, pb)
             covered = fragment_ids(pb)
             if itype is None or not (set(covered) & rewritten) or \
                     not itype.supports(pb.index_details):

@@ -14,7 +14,7 @@ from ...index.core.catalog import guarded
 from ...index.core.metadata import fragment_ids, is_system, uuid_text
 from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
-from ..core.indices import field_paths, index_entries, segment_of
+from ..core.indices import entry_type, field_paths, index_entries, segment_of
 from .scan import live_counts
 
 
@@ -74,14 +74,23 @@ def index_groups(snapshot) -> dict:
     return dict(sorted(out.items()))
 
 
-def type_name_of(pb) -> str:
-    itype = by_details(pb.index_details)
+def type_name_of(pb, itype=None) -> str:
+    itype = itype or by_details(pb.index_details)
     if itype is not None:
         return itype.type_name_for(pb.index_details)
     url = pb.index_details.type_url
     if url.endswith("VectorIndexDetails"):
         return "Vector"
     return url.rsplit(".", 1)[-1].replace("IndexDetails", "") or "Unknown"
+
+
+def stats_type_name_of(pb, itype=None) -> str:
+    """What ``stats.index_stats`` calls a segment's type (pylance: "BTree" for a JSON index;
+    the inferred type for an entry without details)."""
+    itype = itype or by_details(pb.index_details)
+    if itype is not None and itype.stats_type_name:
+        return itype.stats_type_name
+    return type_name_of(pb, itype)
 
 
 def _rows_of(snapshot) -> dict:
@@ -136,14 +145,14 @@ def index_stats(snapshot, name: str) -> dict:
         per_segment.append(sum(rows[f] for f in frags))
     stats = []
     for pb in pbs:
-        itype = by_details(pb.index_details)
+        itype = entry_type(snapshot, pb)
         if itype is None or not len(fragment_ids(pb)) or not itype.supports(pb.index_details):
             stats.append({})
             continue
         seg = segment_of(snapshot, pb, itype)
         stats.append(guarded(seg, lambda: seg.load().statistics()))
     trained = [pb for pb in pbs if len(fragment_ids(pb))]
-    kind = type_name_of(trained[0]) if trained else "N/A"
+    kind = stats_type_name_of(trained[0], entry_type(snapshot, trained[0])) if trained else "N/A"
     unindexed = [f for f in rows if f not in covered]
     created = [int(pb.created_at) for pb in pbs if pb.HasField("created_at")]
     return {

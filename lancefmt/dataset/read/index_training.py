@@ -48,9 +48,18 @@ def _missing(column: str) -> ColumnNotFoundError:
     return ColumnNotFoundError(f"{column} not found in schema")
 
 
+def storage_field(field: pa.Field) -> pa.Field:
+    """The field an index sees: an extension column's storage (pylance's BTREE on a ``uuid``
+    column holds ``fixed_size_binary(16)`` values)."""
+    t = field.type
+    return field.with_type(t.storage_type) if isinstance(t, pa.BaseExtensionType) else field
+
+
 def training_data(snapshot, column: str, pbs) -> TrainingData:
-    """``column`` of fragments ``pbs`` with ``_rowid`` and ``_rowaddr``."""
+    """``column`` of fragments ``pbs`` with ``_rowid`` and ``_rowaddr`` (an extension column's
+    storage values, see :func:`storage_field`)."""
     field, path = column_field(snapshot.schema, column)
+    field = storage_field(field)
     ctx = snapshot.ctx
     spec = ScanSpec.build(ctx.schema, [path[0]], None, True, True)
     out_schema = pa.schema([pa.field(VALUE, field.type), pa.field(ROW_ID, pa.uint64()),
@@ -61,6 +70,8 @@ def training_data(snapshot, column: str, pbs) -> TrainingData:
             value = b.column(0)
             for name in path[1:]:
                 value = pc.struct_field(value, [value.type.get_field_index(name)])
+            if isinstance(value, pa.ExtensionArray):
+                value = value.storage
             yield pa.RecordBatch.from_arrays([value, b.column(ROW_ID), b.column(ROW_ADDRESS)],
                                              schema=out_schema)
 

@@ -19,6 +19,7 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import batch_decoder, user_schema
+from .fts_scan import SCORE, FtsPlan
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
 from .nearest import NearestRequest, nearest_table
 from .nearest import plan_lines as nearest_plan_lines
@@ -69,12 +70,23 @@ class LanceScanner(pads.Scanner):
         for key, value in options.items():
             if key not in _IGNORED:
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
-            if key in ("full_text_query", "index_segments") and value is not None:
+            if key == "index_segments" and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
+        fts_query = options.get("full_text_query")
+        if include_deleted_rows and fts_query is not None:
+            raise InvalidArgumentError("Cannot include deleted rows in a full text search")
         if include_deleted_rows:
             if options.get("nearest") is not None:
                 raise InvalidArgumentError("Cannot include deleted rows in a nearest neighbor search")
             raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
+        self._fts_order = None
+        if fts_query is not None and isinstance(columns, (list, tuple)) and \
+                any(c in (SCORE, ROW_ID, ROW_ADDRESS) for c in columns):
+            # pylance lets a search name its _score (and _rowid) among the columns
+            self._fts_order = list(columns)
+            with_row_id = with_row_id or ROW_ID in columns
+            with_row_address = with_row_address or ROW_ADDRESS in columns
+            columns = [c for c in columns if c not in (SCORE, ROW_ID, ROW_ADDRESS)]
         if order_by:
             raise InvalidArgumentError("order_by is not supported by lancefmt scans")
         if isinstance(filter, dict):
@@ -101,6 +113,8 @@ class LanceScanner(pads.Scanner):
         schema = source.schema
         self._nearest = None
         nearest = options.get("nearest")
+        if nearest is not None and options.get("full_text_query") is not None:
+            raise InvalidArgumentError("nearest and full_text_query cannot be combined in one scan")
         if nearest is not None:
             if fragments is not None and not options.get("prefilter"):
                 raise InvalidArgumentError("This operation is not supported for fragment scan: "
@@ -129,6 +143,18 @@ class LanceScanner(pads.Scanner):
         use_index = options.get("use_scalar_index")
         self._use_index = True if use_index is None else bool(use_index)
         self._selection = _UNSET
+        self._fts = None
+        if options.get("full_text_query") is not None:
+            snapshot = source.index_snapshot()
+            if snapshot is None:
+                raise InvalidArgumentError("full_text_query needs the dataset version's indices")
+            self._fts = FtsPlan(snapshot, options["full_text_query"], self._fragments,
+                                filter=filter, prefilter=bool(options.get("prefilter")),
+                                limit=self._limit, offset=self._offset, with_row_id=bool(with_row_id),
+                                with_row_address=bool(with_row_address),
+                                fast_search=bool(options.get("fast_search")),
+                                score=not options.get("disable_scoring_autoprojection")
+                                or self._fts_order is not None and SCORE in self._fts_order)
 
     # -- nearest ------------------------------------------------------------------------------
     def _plan_nearest(self, source, schema, nearest, columns, with_row_id, with_row_address, options):
@@ -199,7 +225,40 @@ class LanceScanner(pads.Scanner):
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of what the scan returns (JSON columns as ``arrow.json``, as pylance)."""
+        if self._fts is not None:
+            return user_schema(self._fts_schema())
         return user_schema(self._stored_schema())
+
+    # -- full-text search ---------------------------------------------------------------------
+    def _fts_schema(self) -> pa.Schema:
+        base = self._projection.output_schema(()) if self._projection.computed else \
+            ScanSpec.build(self._source.schema, list(self._projection.read_columns)) \
+            .output_schema(self._source.schema)
+        schema = self._fts.schema(base)
+        if self._fts_order is not None:
+            schema = pa.schema([schema.field(c) for c in self._fts_order], metadata=schema.metadata)
+        return schema
+
+    def _fts_batches(self) -> Iterator[pa.RecordBatch]:
+        """The ranked rows (see :mod:`.fts_scan`), projected."""
+        cols = list(self._projection.read_columns)
+        table = self._fts.table(ScanSpec.build(self._source.schema, cols)
+                                .output_schema(self._source.schema), cols)
+        if self._projection.computed:
+            extras = [n for n in table.column_names if n not in cols]
+            batches = [self._projection.apply(b.select(cols), ()) for b in table.to_batches()]
+            projected = pa.Table.from_batches(batches, schema=self._projection.output_schema(())) \
+                if batches else self._projection.output_schema(()).empty_table()
+            for n in extras:
+                projected = projected.append_column(table.schema.field(n), table.column(n))
+            table = projected
+        if self._fts_order is not None:
+            table = table.select(self._fts_order)
+        table = table.cast(self._fts_schema())
+        decode = batch_decoder(self._fts_schema())
+        out = iter(table.to_batches(self._batch_size))
+        out = out if decode is None else map(decode, out)
+        return rebatch(out, self._batch_size) if self._strict else out
 
     def _stored_schema(self) -> pa.Schema:
         if self._nearest is not None:
@@ -259,6 +318,8 @@ class LanceScanner(pads.Scanner):
             out = self._nearest_stored().to_batches(self._spec.batch_size)
             out = iter(out) if decode is None else map(decode, out)
             return rebatch(out, self._batch_size) if self._strict else out
+        if self._fts is not None:
+            return self._fts_batches()
         direct = self._direct()
         if direct is not None:
             decode = batch_decoder(self._stored_schema())
@@ -298,6 +359,8 @@ class LanceScanner(pads.Scanner):
     def count_rows(self) -> int:
         if self._nearest is not None:
             return self._nearest_stored().num_rows
+        if self._fts is not None:
+            return len(self._fts.hits())
         if self._limit is None and not self._offset:
             if self._spec.filter is None:
                 return int(live_counts(self._source.ctx, self._fragments).sum())
@@ -315,7 +378,7 @@ class LanceScanner(pads.Scanner):
         return sum(b.num_rows for b in self.to_batches())
 
     def head(self, num_rows: int) -> pa.Table:
-        if self._nearest is not None:
+        if self._nearest is not None or self._fts is not None:
             return self.to_table().slice(0, num_rows)
         limit = num_rows if self._limit is None else min(num_rows, self._limit)
         return pa.Table.from_batches(list(self._batches(limit)), schema=self.projected_schema)
@@ -336,6 +399,12 @@ class LanceScanner(pads.Scanner):
         spec = self._spec
         ds = self._source
         lines = []
+        if self._fts is not None:
+            lines.append(f"Projection: {', '.join(self.projected_schema.names)}")
+            if self._limit is not None or self._offset:
+                lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
+            lines += ["    " + x for x in self._fts.explain()]
+            return lines
         if self._projection.computed:
             exprs = ", ".join(f"{n}={e}" for n, e in self._projection.outputs)
             lines.append(f"Projection: {exprs}")

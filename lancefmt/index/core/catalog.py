@@ -20,7 +20,7 @@ from pyroaring import BitMap
 
 from ...errors import CorruptFileError, LanceError, LanceWarning
 from .metadata import fragment_ids, is_system, uuid_text
-from .registry import IndexType, LoadedIndex, by_details
+from .registry import IndexType, LoadedIndex, by_details, by_files
 from .stats import count
 from .store import IndexStore
 
@@ -127,21 +127,35 @@ class NamedIndex:
             out |= s.fragments
         return out
 
+    @property
+    def exact(self) -> bool:
+        return self.itype.exact_for(self.segments)
+
+    def serves(self, query) -> bool:
+        return self.itype.serves_index(self.segments, query)
+
     def describe(self) -> str:
-        return f"{self.name}({self.itype.type_name})"
+        return f"{self.name}({self.itype.plan_type_name(self.segments)})"
 
 
 def build_catalog(entries, column_of: Callable[[int], str | None],
                   store_of: Callable[[object], IndexStore], stable_row_ids: bool = False,
-                  cache: "LoadedCache | None" = None) -> dict:
+                  cache: "LoadedCache | None" = None,
+                  type_of: Callable[[object], IndexType | None] | None = None) -> dict:
     """``{column: [NamedIndex, ...]}`` from manifest entries. ``column_of(field_id)`` names a
     column (None: not one an index on it can answer); ``store_of(entry)`` opens the entry's
-    directory."""
+    directory; ``type_of(entry)`` tells its type (default: by its details, or for an entry
+    without them by its files)."""
     by_name: dict = {}
     for pb in entries:
         if is_system(pb) or len(pb.fields) != 1:
             continue
-        itype = by_details(pb.index_details)
+        if type_of is not None:
+            itype = type_of(pb)
+        else:
+            itype = by_details(pb.index_details)
+            if itype is None and not pb.index_details.type_url:
+                itype = by_files(store_of(pb))   # committed without details (distributed builds)
         if itype is None:
             key = (pb.name, pb.index_details.type_url)
             if key not in _WARNED:

@@ -38,10 +38,10 @@ class IndexPlan:
 
 
 def _choose(term: Term, catalog: dict):
-    candidates = [n for n in catalog.get(term.column, ()) if n.itype.serves(term.query)]
+    candidates = [n for n in catalog.get(term.column, ()) if n.serves(term.query)]
     if not candidates:
         return None
-    candidates.sort(key=lambda n: not n.itype.exact)  # stable: the first built wins a tie, as pylance
+    candidates.sort(key=lambda n: not n.exact)  # stable: the first built wins a tie, as pylance
     return candidates[0]
 
 
@@ -102,7 +102,11 @@ class _Run:
 
 
 def _joined(op: str, texts: list) -> str:
-    return texts[0] if len(texts) == 1 else f"{op}({','.join(texts)})"
+    """``texts`` joined as pylance prints a chain of a binary operator: ``AND(AND(a,b),c)``."""
+    out = texts[0]
+    for t in texts[1:]:
+        out = f"{op}({out},{t})"
+    return out
 
 
 def plan(tree, catalog: dict, to_addresses=None) -> IndexPlan | None:

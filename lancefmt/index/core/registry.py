@@ -94,6 +94,10 @@ class TrainingData:
 class LoadedIndex:
     """One index segment, loaded (what :meth:`IndexType.load` returns)."""
 
+    #: the Arrow type of the values it holds, when its files say (a JSON index's target
+    #: tells by it which json_get function it can answer)
+    value_type: pa.DataType | None = None
+
     def search(self, query) -> SearchResult:
         """Row ids matching ``query`` (one of :data:`lancefmt.sql.sargable.QUERY_TYPES` this
         type serves)."""
@@ -178,18 +182,39 @@ class IndexType:
         segments are left alone: their rows are searched without them."""
         return True
 
+    #: what ``stats.index_stats`` calls it, when not ``type_name`` (pylance's JSON index
+    #: reports "BTree")
+    stats_type_name: str | None = None
+
     def serves(self, query) -> bool:
         """Whether the planner should give this type ``query`` (a type may decline queries
         of a class it serves, e.g. patterns too short to look up)."""
         return type(query) in self.queries
 
+    def serves_index(self, segments: list, query) -> bool:
+        """Whether the index made of ``segments`` (catalog Segments) answers ``query``; most
+        types decide by the query alone (:meth:`serves`), a JSON index by its path and values."""
+        return self.serves(query)
+
+    def exact_for(self, segments: list) -> bool:
+        """Whether answers of the index made of ``segments`` are exact."""
+        return self.exact
+
+    def plan_type_name(self, segments: list) -> str:
+        """The type pylance's plans name after ``@index`` (a JSON index: its target's)."""
+        return self.type_name
+
     def check_field(self, field: pa.Field) -> None:
         """Refuse a column this type cannot index (pylance's error types)."""
 
-    def index_version_for(self, stable_row_ids: bool) -> int:
-        """``index_version`` of a segment built now (pylance writes some types at a higher
-        version on datasets with stable row ids)."""
+    def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
+        """``index_version`` of a segment built now with ``params`` (pylance writes some types
+        at a higher version on datasets with stable row ids, or for some parameters)."""
         return self.index_version
+
+    def default_name(self, column: str, params: dict) -> str:
+        """The name pylance gives an index of this type on ``column`` built with ``params``."""
+        return f"{column}_idx"
 
     def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
         """Whether a segment records row addresses (else stable row ids). Without stable row
@@ -200,6 +225,32 @@ class IndexType:
 
     def default_params(self) -> dict:
         return {}
+
+    def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
+        """Build ``data`` (some fragments) into ``store`` as a part that
+        :meth:`merge_staged` later joins (pylance's distributed build of types that stage
+        parts in one shared directory). NotImplementedError: the type builds whole
+        segments instead."""
+        raise NotImplementedError
+
+    #: whether a build over ``fragment_ids`` stages a part whichever API asked for it (else
+    #: only pylance's ``create_scalar_index(..., fragment_ids=)``: BTREE's older shape; a
+    #: segment build and Spark get whole segments)
+    stages_by_default: bool = True
+
+    def staged_index_version(self, stable_row_ids: bool, params: dict | None = None) -> int:
+        """The ``index_version`` a staged part records for (what its commit will say)."""
+        return self.index_version_for(stable_row_ids, params)
+
+    def merge_staged(self, store: IndexStore, field: pa.Field | None = None):
+        """Join every staged part in ``store`` into the index (of column ``field``, when
+        known); returns its details."""
+        raise NotImplementedError
+
+    def recognizes(self, store: IndexStore) -> bool:
+        """Whether ``store`` holds an index of this type (for entries committed without
+        index details, as pylance's distributed builds commit them)."""
+        return False
 
     def train(self, data: TrainingData, store: IndexStore, params: dict):
         """Write the index of ``data`` to ``store``; returns its details message."""
@@ -255,6 +306,14 @@ def by_name(name: str) -> IndexType:
 def by_details(details: any_pb2.Any) -> IndexType | None:
     """The type that wrote ``details`` (by its type URL), or None when lancefmt lacks it."""
     return _BY_URL.get(details.type_url)
+
+
+def by_files(store: IndexStore) -> IndexType | None:
+    """The type whose files ``store`` holds (entries without details), or None."""
+    for itype in {id(t): t for t in _BY_NAME.values()}.values():
+        if itype.recognizes(store):
+            return itype
+    return None
 
 
 def known_types() -> list:

@@ -89,6 +89,11 @@ class IndexStore:
     def exists(self, name: str) -> bool:
         return self.store.exists(self.uri(name))
 
+    def delete(self, name: str) -> None:
+        self.store.delete(self.uri(name))
+        with self._lock:
+            self._readers.pop(name, None)
+
     def list_files(self) -> list:
         """(name, size) of the files in the directory, by name."""
         return sorted((f.name, int(f.size)) for f in self.store.list(self.dir_uri) if not f.is_dir)

@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
-from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ...sql.float_order import array_keys, compare_keys, scalar_key
+from ...sql.sargable import Equals, IsIn, IsNull, Range, normalized
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult
 from ..core.store import IndexStore
@@ -41,10 +42,30 @@ def value_set(values, keys: pa.Array, value_type: pa.DataType) -> pa.Array:
         raise InvalidArgumentError(f"cannot compare {values!r} with keys of type {keys.type} ({e})") from None
 
 
+def _float_matches(keys: pa.Array, query) -> np.ndarray:
+    """``matching_keys`` for float keys, compared by order key (IEEE total order, as pylance)."""
+    k = array_keys(keys)
+    t = keys.type
+    if isinstance(query, Equals):
+        return np.flatnonzero(k == scalar_key(query.value, t))
+    if isinstance(query, IsIn):
+        return np.flatnonzero(np.isin(k, np.array([scalar_key(v, t) for v in query.values], k.dtype)))
+    if isinstance(query, Range):
+        mask = np.ones(len(k), dtype=bool)
+        if query.lower is not None:
+            mask &= compare_keys(k, "gte" if query.lower_inclusive else "gt", scalar_key(query.lower, t))
+        if query.upper is not None:
+            mask &= compare_keys(k, "lte" if query.upper_inclusive else "lt", scalar_key(query.upper, t))
+        return np.flatnonzero(mask)
+    raise InvalidArgumentError(f"BITMAP cannot answer {type(query).__name__}")
+
+
 def matching_keys(keys: pa.Array, query) -> np.ndarray:
     """Indices of the non-null ``keys`` a row holding them would pass ``query`` with."""
     if not len(keys):
         return np.empty(0, dtype=np.int64)
+    if pa.types.is_floating(keys.type):
+        return _float_matches(keys, normalized(query))
     cmp_keys = comparable(keys)
     if isinstance(query, Equals):
         mask = bool_mask(pc.equal(cmp_keys, literal(query.value, cmp_keys, query.type)))
@@ -101,6 +122,10 @@ class BitmapType(IndexType):
 class BitmapIndex(LoadedIndex):
     def __init__(self, store: IndexStore):
         self.lookup = Lookup(store)
+
+    @property
+    def value_type(self) -> pa.DataType:
+        return self.lookup.value_type
 
     def search(self, query) -> SearchResult:
         return SearchResult(self.lookup.answer(query, lambda: self._rows(query)))

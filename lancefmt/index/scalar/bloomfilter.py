@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ..._proto import index_pb2
 from ...errors import CorruptFileError, InvalidArgumentError
-from ...sql.sargable import Equals, IsIn, IsNull
+from ...sql.sargable import Equals, IsIn, IsNull, normalized
 from ..core.registry import IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
 from ..core.store import IndexStore
@@ -311,6 +311,7 @@ class BloomFilterIndex(LoadedIndex):
     # -- search --------------------------------------------------------------------------------
     def search(self, query) -> SearchResult:
         z = self.zones
+        query = normalized(query)  # a float zero: both zeros' hashes
         if isinstance(query, IsNull):
             if z.nulls is not None:
                 return SearchResult(z.nulls, exact=True, addresses=True)

@@ -8,6 +8,12 @@ Files (what pylance 14 writes):
   ``min`` is null when the page starts with nulls), ``null_count`` and ``page_idx`` (uint32);
   schema metadata ``batch_size`` and ``range_partitioned`` ("false").
 
+The older distributed build (``create_scalar_index(..., fragment_ids=, index_uuid=)`` on each
+worker, then ``merge_index_metadata``) writes the same two files per worker as
+``part_{id}_page_data.lance`` / ``part_{id}_page_lookup.lance`` (``id``: the first fragment id
+<< 32, as Lance names them); the merge sorts every part's values together into the two files
+and removes the parts.
+
 A search reads the lookup once (cached with the loaded index), picks the pages whose
 ``[min, max]`` can hold the value(s), and binary-searches inside them. Answers are exact.
 Pages are read on demand and kept in a bounded cache.
@@ -23,18 +29,22 @@ import pyarrow.compute as pc
 
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError, UnsupportedColumnTypeError
-from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ...sql.float_order import array_keys
+from ...sql.sargable import Equals, IsIn, IsNull, Range, normalized, show_value
 from ..core.memory import reserve_sort_memory
 from ..core.registry import ROW_ID, VALUE, IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
 from ..core.stats import count
 from ..core.store import IndexStore
-from .pages import SortedPage, as_numpy, numpy_kind, scalar_as
+from .pages import SortedPage, order_keys, order_kind, order_scalar, order_values
 
 PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
+PART_PREFIX = "part_"
 DEFAULT_BATCH_SIZE = 4096
-MAX_CACHED_PAGES = 1024
+# Pages a loaded BTREE keeps decoded (about 16 bytes a row for 8-byte values): enough for the
+# whole of a 10M-row index, as pylance's index cache holds it.
+MAX_CACHED_PAGE_BYTES = 256 << 20
 
 
 def orderable(t: pa.DataType) -> bool:
@@ -46,11 +56,19 @@ def orderable(t: pa.DataType) -> bool:
 
 
 def sort_by_value(values: pa.Array, ids: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """``values`` sorted ascending with nulls first, and the ids in the same order."""
-    kind = numpy_kind(values.type)
-    if kind is not None and values.null_count == 0 and not pa.types.is_floating(values.type):
-        keys = as_numpy(values, kind)
-        order = np.argsort(keys, kind="stable")
+    """``values`` sorted ascending with nulls first, and the ids in the same order (a stable
+    sort; floats in IEEE total order, ``-NaN`` first and ``NaN`` last, as pylance sorts)."""
+    kind = order_kind(values.type)
+    if pa.types.is_floating(values.type):
+        keys = array_keys(values)
+        if values.null_count:
+            valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            rows = np.flatnonzero(valid)
+            order = np.concatenate([np.flatnonzero(~valid), rows[np.argsort(keys[rows], kind="stable")]])
+        else:
+            order = np.argsort(keys, kind="stable")
+    elif kind is not None and values.null_count == 0:
+        order = np.argsort(order_keys(values, kind), kind="stable")
     else:
         order = pc.array_sort_indices(values, order="ascending", null_placement="at_start").to_numpy()
     return values.take(pa.array(order)), ids[order]
@@ -65,7 +83,7 @@ class BTreeType(IndexType):
     queries = (Equals, Range, IsIn, IsNull)
     exact = True
 
-    def index_version_for(self, stable_row_ids: bool) -> int:
+    def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
         return 1 if stable_row_ids else 0  # version 1: row addresses (pylance 14)
 
     def records_addresses(self, index_version: int, stable_row_ids: bool) -> bool:
@@ -88,6 +106,42 @@ class BTreeType(IndexType):
     def load(self, store: IndexStore, details) -> "BTreeIndex":
         return BTreeIndex(store)
 
+    stages_by_default = False  # parts only for pylance's create_scalar_index(fragment_ids=)
+
+    def staged_index_version(self, stable_row_ids: bool, params: dict | None = None) -> int:
+        return self.index_version  # the older shape's hand-made Index commits version 0
+
+    def stage(self, data: TrainingData, store: IndexStore, params: dict) -> None:
+        partition_id = data.fragments[0][0] << 32 if data.fragments else 0
+        table = data.table()
+        reserve_sort_memory(table.nbytes)
+        values = table.column(VALUE).combine_chunks()
+        write_sorted(store, *sort_by_value(values, table.column(ROW_ID).to_numpy()),
+                     int(params.get("batch_size") or DEFAULT_BATCH_SIZE), f"{PART_PREFIX}{partition_id}_")
+
+    def merge_staged(self, store: IndexStore, field: pa.Field | None = None):
+        pages, lookups = partition_files(store)
+        first = store.reader(lookups[min(lookups)])
+        try:
+            batch_size = int(first.schema_metadata.get("batch_size", DEFAULT_BATCH_SIZE))
+        except ValueError:
+            batch_size = DEFAULT_BATCH_SIZE
+        value_type = first.schema.field(0).type
+        values, ids = [], []
+        for pid in sorted(pages):
+            t = store.read_table(pages[pid])
+            if t.column_names != ["values", "ids"] or not t.schema.field(0).type.equals(value_type) \
+                    or t.column("ids").null_count:
+                raise CorruptFileError(f"partition page file has schema {t.schema}", store.uri(pages[pid]))
+            values.append(t.column("values").combine_chunks())
+            ids.append(t.column("ids").to_numpy())
+        merged = pa.concat_arrays(values) if values else pa.array([], value_type)
+        write_sorted(store, *sort_by_value(merged, np.concatenate(ids) if ids else np.empty(0, np.uint64)),
+                     batch_size if batch_size > 0 else DEFAULT_BATCH_SIZE)
+        for name in list(pages.values()) + list(lookups.values()):
+            store.delete(name)
+        return self.details_class()
+
     def merge(self, segments: list, dest: IndexStore):
         """Sorted runs of the segments merged into one (a stable sort of concatenated sorted
         runs costs little more than a merge)."""
@@ -100,15 +154,16 @@ class BTreeType(IndexType):
         return self.details_class()
 
 
-def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_size: int) -> None:
-    """Write already sorted values and ids as the two BTREE files."""
+def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_size: int,
+                 prefix: str = "") -> None:
+    """Write already sorted values and ids as the two BTREE files (named with ``prefix``)."""
     if batch_size <= 0:
         raise InvalidArgumentError("batch_size must be positive")
     n = len(values)
     data = pa.table({"values": values, "ids": pa.array(ids, pa.uint64())},
                     schema=pa.schema([pa.field("values", values.type),
                                       pa.field("ids", pa.uint64(), nullable=False)]))
-    store.write_table(PAGE_DATA, data)
+    store.write_table(prefix + PAGE_DATA, data)
     starts = np.arange(0, n, batch_size, dtype=np.int64)
     ends = np.minimum(starts + batch_size, n)
     if n:
@@ -124,8 +179,34 @@ def write_sorted(store: IndexStore, values: pa.Array, ids: np.ndarray, batch_siz
                       schema=pa.schema([pa.field("min", values.type), pa.field("max", values.type),
                                         pa.field("null_count", pa.uint32(), nullable=False),
                                         pa.field("page_idx", pa.uint32(), nullable=False)]))
-    store.write_table(PAGE_LOOKUP, lookup, {"batch_size": str(batch_size),
-                                            "range_partitioned": "false"})
+    store.write_table(prefix + PAGE_LOOKUP, lookup, {"batch_size": str(batch_size),
+                                                     "range_partitioned": "false"})
+
+
+def partition_files(store: IndexStore) -> tuple[dict, dict]:
+    """({partition id: page file}, {partition id: lookup file}) of the parts in ``store``;
+    Lance's errors when there are none or they do not pair up."""
+    pages, lookups = {}, {}
+    for name, _ in store.list_files():
+        for suffix, out in (("_" + PAGE_DATA, pages), ("_" + PAGE_LOOKUP, lookups)):
+            if name.startswith(PART_PREFIX) and name.endswith(suffix):
+                pid = name[len(PART_PREFIX):-len(suffix)]
+                if not pid.isdigit():
+                    raise InvalidArgumentError(f"Invalid partition file name format: {name}")
+                out[int(pid)] = name
+    if not pages or not lookups:
+        raise InvalidArgumentError(
+            f"No partition metadata files found in index directory: {store.dir_uri} "
+            f"(page_files: {len(pages)}, lookup_files: {len(lookups)})")
+    if len(pages) != len(lookups):
+        raise InvalidArgumentError(
+            f"Number of partition lookup files ({len(lookups)}) does not match number of "
+            f"partition page files ({len(pages)})")
+    for pid, name in lookups.items():
+        if pid not in pages:
+            raise InvalidArgumentError(f"No corresponding page file found for lookup file: {name} "
+                                       f"(partition_id: {pid})")
+    return pages, lookups
 
 
 class BTreeIndex(LoadedIndex):
@@ -157,7 +238,7 @@ class BTreeIndex(LoadedIndex):
         self.page_idx = lookup.column("page_idx").to_numpy().astype(np.int64)
         self.min_null = np.asarray(self.mins.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self.max_null = np.asarray(self.maxs.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        self.kind = numpy_kind(self.type)
+        self.kind = order_kind(self.type)
         self.sorted_keys = False
         if self.kind is not None:
             self.min_keys = _keys(self.mins, self.min_null, self.kind)
@@ -177,7 +258,12 @@ class BTreeIndex(LoadedIndex):
         if self.page_idx.size and (self.page_idx.min() < 0 or self.page_idx.max() >= max(pages, 1)):
             raise CorruptFileError(f"page_idx outside the {pages} pages of {PAGE_DATA}", path)
         self._pages: OrderedDict = OrderedDict()
+        self._cached_bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def value_type(self) -> pa.DataType:
+        return self.type
 
     # -- pages ---------------------------------------------------------------------------------
     def page(self, k: int) -> SortedPage:
@@ -197,10 +283,14 @@ class BTreeIndex(LoadedIndex):
         if ids.null_count:
             raise CorruptFileError(f"page {k} has null row ids", self.store.uri(PAGE_DATA))
         page = SortedPage(t.column("values"), ids.to_numpy())
+        size = page.nbytes
         with self._lock:
-            self._pages[k] = page
-            while len(self._pages) > MAX_CACHED_PAGES:
-                self._pages.popitem(last=False)
+            if k not in self._pages:
+                self._pages[k] = page
+                self._cached_bytes += size
+            while self._cached_bytes > MAX_CACHED_PAGE_BYTES and len(self._pages) > 1:
+                _, old = self._pages.popitem(last=False)
+                self._cached_bytes -= old.nbytes
         return page
 
     def _candidates(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:
@@ -208,20 +298,20 @@ class BTreeIndex(LoadedIndex):
         if self.sorted_keys:
             # null keys were filled with the type's smallest value: still ascending
             first = int(self.max_null.sum()) if lower is None else int(np.searchsorted(
-                self.max_keys, scalar_as(lower, self.type, self.kind),
+                self.max_keys, order_scalar(lower, self.type, self.kind),
                 side="left" if lower_inc else "right"))
             first = max(first, int(self.max_null.sum()))
             last = len(self.min_keys) if upper is None else int(np.searchsorted(
-                self.min_keys, scalar_as(upper, self.type, self.kind),
+                self.min_keys, order_scalar(upper, self.type, self.kind),
                 side="right" if upper_inc else "left"))
             return np.arange(first, max(first, last))
         ok = ~self.max_null  # an all-null page holds no value
         if self.kind is not None:
             if lower is not None:
-                lo = scalar_as(lower, self.type, self.kind)
+                lo = order_scalar(lower, self.type, self.kind)
                 ok &= (self.max_keys >= lo) if lower_inc else (self.max_keys > lo)
             if upper is not None:
-                hi = scalar_as(upper, self.type, self.kind)
+                hi = order_scalar(upper, self.type, self.kind)
                 ok &= self.min_null | ((self.min_keys <= hi) if upper_inc else (self.min_keys < hi))
             return np.flatnonzero(ok)
         if lower is not None:
@@ -236,12 +326,13 @@ class BTreeIndex(LoadedIndex):
         """(lookup row, the values its page may hold) for a set of values: one vectorised
         pass when the pages are in value order, else a range search per value."""
         if self.sorted_keys:
-            keys = np.unique(as_numpy(pa.array(list(values), type=self.type), self.kind))
+            keys = np.unique(np.array([order_scalar(v, self.type, self.kind) for v in values],
+                                      dtype=self.kind))
             nulls = int(self.max_null.sum())
             first = np.maximum(np.searchsorted(self.max_keys, keys, side="left"), nulls)
             last = np.searchsorted(self.min_keys, keys, side="right")  # exclusive
             by_page: dict = {}
-            for k, a, b in zip(keys.tolist(), first.tolist(), last.tolist()):
+            for k, a, b in zip(order_values(keys, self.type), first.tolist(), last.tolist()):
                 for i in range(a, b):
                     by_page.setdefault(i, []).append(k)
             return [(i, tuple(ks)) for i, ks in sorted(by_page.items())]
@@ -253,6 +344,7 @@ class BTreeIndex(LoadedIndex):
 
     # -- search --------------------------------------------------------------------------------
     def search(self, query) -> SearchResult:
+        query = normalized(query)
         if isinstance(query, Equals):
             rows = [self.page(int(self.page_idx[i])).equal(query.value, self.type)
                     for i in self._candidates(query.value, True, query.value, True)]
@@ -316,14 +408,14 @@ def _keys(values: pa.Array, null: np.ndarray, kind: np.dtype) -> np.ndarray:
     """Page keys as numpy; a null key (pages holding the leading nulls) becomes the smallest
     value of ``kind``, which keeps sorted keys sorted."""
     if not null.any():
-        return as_numpy(values, kind)
-    keys = as_numpy(values.fill_null(pa.scalar(0, values.type)), kind).copy()
-    keys[null] = np.finfo(kind).min if kind.kind == "f" else np.iinfo(kind).min
+        return order_keys(values, kind)
+    keys = order_keys(values.fill_null(pa.scalar(0, values.type)), kind).copy()
+    keys[null] = np.iinfo(kind).min
     return keys
 
 
 def _show(value: pa.Scalar) -> str:
-    return "NULL" if not value.is_valid else str(value.as_py())
+    return "NULL" if not value.is_valid else show_value(value.as_py(), value.type)
 
 
 def _mask(arr) -> np.ndarray:

@@ -153,6 +153,8 @@ def write_postings(store: IndexStore, postings: Postings) -> None:
 
 
 class NGramIndex(LoadedIndex):
+    value_type = pa.string()  # only strings are tokenised
+
     def __init__(self, store: IndexStore):
         self.store = store
         self.path = store.uri(POSTINGS_FILE)

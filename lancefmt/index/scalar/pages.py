@@ -3,13 +3,16 @@
 A BTREE keeps its values sorted (nulls first) in pages; the same helpers find the rows of a
 page matching an equality, a range or a set. Numbers and temporal values are compared as
 numpy arrays with binary searches; strings, binary, decimals and booleans with Arrow compute
-kernels over the page (a page is a few thousand values).
+kernels over the page (a page is a few thousand values). Floats are compared by their order
+keys (:mod:`lancefmt.sql.float_order`): pylance sorts and compares them in IEEE total order.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ...sql.float_order import array_keys, key_value, scalar_key
 
 
 def numpy_kind(t: pa.DataType) -> np.dtype | None:
@@ -42,6 +45,33 @@ def scalar_as(value, t: pa.DataType, kind: np.dtype):
     return as_numpy(arr, kind)[0]
 
 
+def order_kind(t: pa.DataType) -> np.dtype | None:
+    """The numpy dtype a BTREE compares values of ``t`` as (floats: their order keys), or
+    None when Arrow compute must compare."""
+    if pa.types.is_floating(t):
+        return np.dtype({16: np.int16, 32: np.int32, 64: np.int64}[t.bit_width])
+    return numpy_kind(t)
+
+
+def order_keys(values: pa.Array, kind: np.dtype) -> np.ndarray:
+    """Non-null values as :func:`order_kind` compares them."""
+    if pa.types.is_floating(values.type):
+        return array_keys(values)
+    return as_numpy(values, kind)
+
+
+def order_scalar(value, t: pa.DataType, kind: np.dtype):
+    """One value as :func:`order_kind` compares it."""
+    if pa.types.is_floating(t):
+        return kind.type(scalar_key(float(value), t))
+    return scalar_as(value, t, kind)
+
+
+def order_values(keys: np.ndarray, t: pa.DataType) -> list:
+    """Python values of order keys (the inverse of :func:`order_keys` for floats)."""
+    return [key_value(int(k), t) for k in keys] if pa.types.is_floating(t) else keys.tolist()
+
+
 class SortedPage:
     """One page: ``values`` (sorted, nulls first) and their row ``ids``."""
 
@@ -55,8 +85,13 @@ class SortedPage:
         self.values = values.slice(self.nulls)
         if self.values.null_count:
             raise ValueError("a page's nulls are not all before its values")
-        self.kind = numpy_kind(values.type)
-        self.keys = as_numpy(self.values, self.kind) if self.kind is not None else None
+        self.kind = order_kind(values.type)
+        self.keys = order_keys(self.values, self.kind) if self.kind is not None else None
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.values.nbytes +
+                   (self.keys.nbytes if self.keys is not None else 0))
 
     def null_ids(self) -> np.ndarray:
         return self.ids[: self.nulls]
@@ -66,7 +101,7 @@ class SortedPage:
 
     def equal(self, value, t: pa.DataType) -> np.ndarray:
         if self.keys is not None:
-            v = scalar_as(value, t, self.kind)
+            v = order_scalar(value, t, self.kind)
             lo = int(np.searchsorted(self.keys, v, side="left"))
             hi = int(np.searchsorted(self.keys, v, side="right"))
             return self._span(lo, hi)
@@ -76,9 +111,9 @@ class SortedPage:
     def range(self, lower, lower_inc: bool, upper, upper_inc: bool, t: pa.DataType) -> np.ndarray:
         if self.keys is not None:
             lo = 0 if lower is None else int(np.searchsorted(
-                self.keys, scalar_as(lower, t, self.kind), side="left" if lower_inc else "right"))
+                self.keys, order_scalar(lower, t, self.kind), side="left" if lower_inc else "right"))
             hi = len(self.keys) if upper is None else int(np.searchsorted(
-                self.keys, scalar_as(upper, t, self.kind), side="right" if upper_inc else "left"))
+                self.keys, order_scalar(upper, t, self.kind), side="right" if upper_inc else "left"))
             return self._span(lo, hi) if hi > lo else self.ids[:0]
         mask = None
         if lower is not None:
@@ -94,9 +129,12 @@ class SortedPage:
 
     def isin(self, values: tuple, t: pa.DataType) -> np.ndarray:
         if self.keys is not None:
-            wanted = np.asarray(values, dtype=self.kind) if self.kind.kind in "iuf" and all(
-                isinstance(v, (int, float, np.integer, np.floating)) for v in values) else \
-                as_numpy(pa.array(list(values), type=t), self.kind)
+            if pa.types.is_floating(t):
+                wanted = np.array([order_scalar(v, t, self.kind) for v in values], dtype=self.kind)
+            elif self.kind.kind in "iu" and all(isinstance(v, (int, np.integer)) for v in values):
+                wanted = np.asarray(values, dtype=self.kind)
+            else:
+                wanted = as_numpy(pa.array(list(values), type=t), self.kind)
             lo = np.searchsorted(self.keys, wanted, side="left")
             hi = np.searchsorted(self.keys, wanted, side="right")
             hit = hi > lo

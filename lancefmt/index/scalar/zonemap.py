@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from ..._proto import index_details_pb2
 from ...errors import CorruptFileError, InvalidArgumentError
-from ...sql.sargable import Equals, IsIn, IsNull, Range
+from ...sql.sargable import Equals, IsIn, IsNull, Range, normalized
 from ..core.registry import IndexType, LoadedIndex, TrainingData, register
 from ..core.rowset import EMPTY, SearchResult, as_rowset
 from ..core.store import IndexStore
@@ -179,6 +179,10 @@ class ZoneMapIndex(LoadedIndex):
             details_msg.HasField("use_seeds") else default_use_seeds(self.type)
         self._prepare()
 
+    @property
+    def value_type(self) -> pa.DataType:
+        return self.type
+
     def _prepare(self) -> None:
         s, length = self.zones.stats, self.zones.bounds.length.astype(np.int64)
         self.nested = is_nested(self.type)
@@ -201,7 +205,10 @@ class ZoneMapIndex(LoadedIndex):
 
     # -- search --------------------------------------------------------------------------------
     def _between(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:
-        """Zones whose [min, max] meets the range (None = unbounded)."""
+        """Zones whose [min, max] meets the range (None = unbounded). Floats compare in total
+        order (zeros normalized by the caller): a NaN is above every bound and a negative NaN
+        below, so a zone holding NaNs (``min``/``max`` leave them out) may meet any one-sided
+        range."""
         ok = self.valued.copy()
         if self.nested:
             return self.unknown.copy()
@@ -212,6 +219,8 @@ class ZoneMapIndex(LoadedIndex):
             if upper is not None:
                 v = self._scalar(upper)
                 ok &= (self.lo <= v) if upper_inc else (self.lo < v)
+            if self.floating and (lower is None) != (upper is None):
+                ok |= self.zones.stats.nan_count > 0
             return ok | self.unknown
         s = self.zones.stats
         if lower is not None:
@@ -234,6 +243,7 @@ class ZoneMapIndex(LoadedIndex):
 
     def search(self, query) -> SearchResult:
         z = self.zones
+        query = normalized(query)
         if isinstance(query, IsNull):
             if z.nulls is not None:
                 return SearchResult(z.nulls, exact=True, addresses=True)

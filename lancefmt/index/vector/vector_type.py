@@ -85,7 +85,7 @@ class VectorIndexType(IndexType):
     def supports(self, details) -> bool:
         return self.type_name_for(details) in BUILT
 
-    def index_version_for(self, stable_row_ids: bool) -> int:
+    def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
         return 1
 
     def check_field(self, field: pa.Field) -> None:

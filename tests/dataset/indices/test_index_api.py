@@ -105,7 +105,7 @@ def test_distributed_segments_commit_as_one_index(uri):
 
 def test_commit_through_lance_operation_create_index(uri):
     ds = lancefmt.dataset(uri)
-    seg = ds.create_scalar_index("id", "BTREE", fragment_ids=[0, 1, 2])
+    seg = ds.create_index_uncommitted("id", "BTREE", fragment_ids=[0, 1, 2])
     assert isinstance(seg, lancefmt.Index)
     op = lancefmt.LanceOperation.CreateIndex(new_indices=[seg], removed_indices=[])
     lancefmt.LanceDataset.commit(uri, op, read_version=ds.version)

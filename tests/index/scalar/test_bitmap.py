@@ -6,6 +6,7 @@ pyarrow compute kernel over the column).
 import datetime
 import decimal
 import json
+import struct
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +45,29 @@ def expected(values, ids, mask) -> np.ndarray:
     return np.sort(np.asarray(ids, dtype=np.uint64)[m])
 
 
+def _total(v: float) -> int:
+    """A float's place in IEEE total order (a reference written apart from lancefmt's)."""
+    bits = struct.unpack("<q", struct.pack("<d", v))[0]
+    return bits ^ ((bits >> 63) & (2**63 - 1))
+
+
+def float_mask(values: pa.Array, op: str, v: float) -> pa.Array:
+    """What pylance's filter keeps for ``value <op> v``: total order; a zero literal means both
+    zeros (``=``: either zero; ``<``/``>=`` compare with -0.0, ``<=``/``>`` with 0.0)."""
+    if v == 0.0:
+        v = -0.0 if op in ("lt", "gte") else 0.0
+    out = []
+    for x in values.to_pylist():
+        if x is None:
+            out.append(None)
+        elif op == "eq":
+            out.append(x == v if v == 0.0 else _total(x) == _total(v))
+        else:
+            a, b = _total(x), _total(v)
+            out.append({"lt": a < b, "lte": a <= b, "gt": a > b, "gte": a >= b}[op])
+    return pa.array(out, pa.bool_())
+
+
 COLUMNS = {
     "int": (pa.array([3, 1, None, 3, -2, 7, 1, None, 0] * 5, pa.int32()), [1, 3, -5, 100], [(0, 3)]),
     "uint64": (pa.array([2**63, 1, None, 0, 1] * 4, pa.uint64()), [1, 2**63], [(1, 2**63)]),
@@ -65,29 +89,39 @@ COLUMNS = {
 }
 
 
+def scan_mask(values: pa.Array, op: str, v):
+    """The scan's answer for ``value <op> v`` (floats compare as pylance compares them)."""
+    if pa.types.is_floating(values.type):
+        return float_mask(values, op, v)
+    f = {"eq": pc.equal, "lt": pc.less, "lte": pc.less_equal, "gt": pc.greater, "gte": pc.greater_equal}[op]
+    return f(values, pa.scalar(v, values.type))
+
+
 @pytest.mark.parametrize("kind", sorted(COLUMNS))
 def test_answers_match_the_scan(tmp_path, kind):
     values, probes, ranges = COLUMNS[kind]
     idx, ids = built(tmp_path, values)
     t = values.type
+    any_of = None
     for v in probes:
         got = idx.search(Equals(v, t))
         assert got.exact and not got.negated
-        np.testing.assert_array_equal(got.rows, expected(values, ids, pc.equal(values, pa.scalar(v, t))))
+        np.testing.assert_array_equal(got.rows, expected(values, ids, scan_mask(values, "eq", v)))
+        any_of = scan_mask(values, "eq", v) if any_of is None else pc.or_(any_of, scan_mask(values, "eq", v))
     got = idx.search(IsIn(tuple(probes), t))
-    np.testing.assert_array_equal(got.rows, expected(values, ids, pc.is_in(values, value_set=pa.array(probes, t))))
+    np.testing.assert_array_equal(got.rows, expected(values, ids, any_of))
     np.testing.assert_array_equal(idx.search(IsNull()).rows, expected(values, ids, values.is_null()))
     for lo, hi in ranges:
         for lo_inc in (True, False):
             for hi_inc in (True, False):
                 q = Range(lo, lo_inc, hi, hi_inc, t)
-                m = pc.and_((pc.greater_equal if lo_inc else pc.greater)(values, pa.scalar(lo, t)),
-                            (pc.less_equal if hi_inc else pc.less)(values, pa.scalar(hi, t)))
+                m = pc.and_(scan_mask(values, "gte" if lo_inc else "gt", lo),
+                            scan_mask(values, "lte" if hi_inc else "lt", hi))
                 np.testing.assert_array_equal(idx.search(q).rows, expected(values, ids, m))
         np.testing.assert_array_equal(idx.search(Range(lo, True, None, False, t)).rows,
-                                      expected(values, ids, pc.greater_equal(values, pa.scalar(lo, t))))
+                                      expected(values, ids, scan_mask(values, "gte", lo)))
         np.testing.assert_array_equal(idx.search(Range(None, False, hi, False, t)).rows,
-                                      expected(values, ids, pc.less(values, pa.scalar(hi, t))))
+                                      expected(values, ids, scan_mask(values, "lt", hi)))
 
 
 def test_float16_keys_compare_exactly(tmp_path):
@@ -292,15 +326,21 @@ def test_missing_file_is_corrupt(tmp_path):
         BITMAP.load(IndexStore(str(tmp_path / "none")), None)
 
 
-def test_remembered_answers_keep_signed_zeros_apart(tmp_path):
-    values = pa.array([0.0, -0.0, 1.0])
+def test_a_zero_means_both_zeros_and_nans_are_ordered(tmp_path):
+    """pylance's semantics: a zero value in a query matches both zeros; NaN sorts above every
+    number (a negative NaN below), so ranges keep them."""
+    neg_nan = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
+    values = pa.array([0.0, -0.0, 1.0, float("nan"), neg_nan, None])
     idx, ids = built(tmp_path, values)
+    f = pa.float64()
     for v in (0.0, -0.0, 0.0):
-        want = expected(values, ids, pc.is_in(values, value_set=pa.array([v])))
-        got = idx.search(IsIn((v,), pa.float64())).rows
-        np.testing.assert_array_equal(got, want)
+        got = idx.search(IsIn((v,), f)).rows
+        assert got.tolist() == [0, 1]
         assert not got.flags.writeable
-    assert idx.search(Equals(0.0, pa.float64())).rows.tolist() == [0, 1]
+    assert idx.search(Equals(-0.0, f)).rows.tolist() == [0, 1]
+    assert idx.search(Range(0.0, False, None, False, f)).rows.tolist() == [2, 3]       # x > 0
+    assert idx.search(Range(None, False, 0.0, False, f)).rows.tolist() == [4]          # x < 0
+    assert idx.search(Range(0.0, True, None, False, f)).rows.tolist() == [0, 1, 2, 3]  # x >= 0
 
 
 # -- the Cython kernels --------------------------------------------------------------------------
