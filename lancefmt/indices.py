@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .dataset.read.index_info import IndexDescription, IndexSegmentDescription
+from .dataset.read.index_info import IndexDescription, IndexSegmentDescription, IvfModel
 from .table.index_entry import Index as IndexSegment
 
 __all__ = ["IndexConfig", "IndexFileVersion", "IndexSegment", "IndexSegmentDescription",
-           "IndexDescription", "SupportedDistributedIndices"]
+           "IndexDescription", "SupportedDistributedIndices", "IvfModel"]
 
 
 @dataclass

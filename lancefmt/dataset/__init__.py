@@ -14,6 +14,7 @@ from .dataset import Dataset, commit, dataset, write_dataset, write_fragments
 from .maintain.auto_cleanup import AutoCleanupConfig
 from .fragment import Fragment
 from .mutate.merge_insert import MergeInsertBuilder
+from .read.index_info import VectorIndexReader
 from .read.scanner import LanceScanner
 from ..table.index_entry import Index, IndexFile
 
@@ -22,4 +23,5 @@ LanceDataset = Dataset
 LanceFragment = Fragment
 
 __all__ = ["AutoCleanupConfig", "LANCE_COMMIT_MESSAGE_KEY", "Dataset", "Fragment", "LanceDataset", "LanceFragment", "LanceScanner",
-           "MergeInsertBuilder", "Index", "IndexFile", "dataset", "write_dataset", "write_fragments", "commit"]
+           "MergeInsertBuilder", "Index", "IndexFile", "VectorIndexReader", "dataset", "write_dataset",
+           "write_fragments", "commit"]

@@ -8,6 +8,8 @@ No operation module imports this one.
 """
 from __future__ import annotations
 
+import warnings
+
 from datetime import datetime
 
 import pyarrow as pa
@@ -67,6 +69,10 @@ def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None
     unknown = set(tuning) - set(TUNING_OPTIONS)
     if unknown:
         raise InvalidArgumentError(f"dataset() got unexpected arguments {sorted(unknown)}")
+    if tuning.get("index_cache_size") is not None:
+        warnings.warn("The 'index_cache_size' parameter is deprecated. Use "
+                      "'index_cache_size_bytes' instead (lancefmt sizes no index cache).",
+                      DeprecationWarning, stacklevel=2)
     if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
         storage_options = uri.storage_options  # a Dataset passed as the URI
     if manifest_store is None:

@@ -2,7 +2,7 @@
 Python workers), in a process of their own (one JVM per process), for test_local_cluster.
 
 ``python local_cluster_child.py PLAN`` where PLAN is JSON: the datasets to work on
-(``compact``, ``backfill``, ``merge``, ``append``), the merge's source (a Parquet file), the
+(``compact``, ``backfill``, ``merge``, ``append``, ``vector``: an IVF_PQ build), the merge's source (a Parquet file), the
 concurrent append's rows (a Parquet file) and the fault directory. Prints one JSON line: for
 each job its result, the tasks each executor completed and failed during it, and for the first
 compaction whether its armed fault fired (a task's Python worker killed after writing its
@@ -116,6 +116,15 @@ def main(plan: dict) -> None:
         metrics(compaction.compact(spark, plan["append"], target_rows_per_fragment=plan["target"])),
         runs=len(runs)))
     compaction.run_tasks = real
+
+    from lancefmt.spark.indexing import create_vector_index
+
+    def vector_index():
+        ds = create_vector_index(spark, plan["vector"], "vec", "IVF_PQ", num_partitions=4,
+                                 num_sub_vectors=4, rows_per_task=plan["vector_rows_per_task"])
+        return {"version": ds.version, "segments": len(ds.describe_indices()[0].segments)}
+
+    report["vector"] = measured(spark, faults, None, vector_index)
     report["jobs_seconds"] = round(time.monotonic() - t0 - report["startup_seconds"], 1)
     spark.stop()
     print(json.dumps(report), flush=True)

@@ -8,7 +8,9 @@ process of its own (this process may own a local session already; one JVM per pr
   ``merge_insert`` results on a copy;
 * an append committed by another writer (pylance) while a compaction runs, between its rewrite
   and its commit: the appended rows and the compaction both survive;
-* both executors ran tasks of the compaction (the application's status store).
+* both executors ran tasks of the compaction (the application's status store);
+* an IVF_PQ build: the model trained on the driver, four encoding tasks over both executors,
+  one segment and one commit, searched by pylance through the index.
 
 The cluster's executors are started from ``SPARK_HOME``'s ``jars``; their work directories go
 under ``SPARK_HOME/work``, so the child gets a ``SPARK_HOME`` of its own (links to the installed
@@ -36,6 +38,7 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "local_cluster_
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROWS, PER_FILE, TARGET = 4000, 500, 800   # 8 fragments; compaction: 4 groups of 2, 4 tasks
 DELETED = "id % 7 = 3"
+VECTOR_ROWS = 4000                        # 8 fragments; the vector build: 4 encoding tasks
 
 
 def rows(ids):
@@ -75,7 +78,12 @@ def prepare(tmp_path) -> tuple[dict, dict]:
     pq.write_table(merge_source, tmp_path / "merge_source.parquet")
     pq.write_table(rows(range(10_000, 10_050)), tmp_path / "append_rows.parquet")
     (tmp_path / "faults").mkdir()
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((VECTOR_ROWS, 16)).astype(np.float32)
+    lance.write_dataset(pa.table({"id": np.arange(VECTOR_ROWS), "vec": pa.FixedSizeListArray.from_arrays(
+        pa.array(vecs.ravel()), 16)}), str(tmp_path / "vector"), max_rows_per_file=PER_FILE)
     plan = {job: pair[0] for job, pair in pairs.items()}
+    plan.update(vector=str(tmp_path / "vector"), vector_rows_per_task=VECTOR_ROWS // 4)
     plan.update(target=TARGET, faults=str(tmp_path / "faults"),
                 merge_source=str(tmp_path / "merge_source.parquet"),
                 append_rows=str(tmp_path / "append_rows.parquet"))
@@ -117,7 +125,7 @@ def test_jobs_on_two_executor_processes(tmp_path):
     report = run_child(tmp_path, plan)
     print(f"startup {report['startup_seconds']} s, jobs {report['jobs_seconds']} s: "
           + ", ".join(f"{k} {report[k]['seconds']} s" for k in ("compact", "backfill", "merge",
-                                                                 "append")))
+                                                                 "append", "vector")))
     assert len(report["executors"]) == 2
 
     # compaction, one task killed and retried
@@ -165,3 +173,13 @@ def test_jobs_on_two_executor_processes(tmp_path):
     ds.validate()
     assert all(f.metadata.deletion_file is None for f in fragments)
     assert unreferenced_files(uri) == []
+
+    # a vector index: encoded on both executors, one segment, one commit
+    job = report["vector"]
+    assert job["result"] == {"version": 2, "segments": 1}
+    assert all(n >= 1 for n in job["completed"].values()), job["completed"]
+    ds = lance.dataset(plan["vector"])
+    ds.validate()
+    q = np.ones(16, np.float32)
+    assert "ANNIvfPartition" in ds.scanner(nearest={"column": "vec", "q": q}).explain_plan()
+    assert ds.stats.index_stats("vec_idx")["num_indexed_rows"] == VECTOR_ROWS

@@ -141,6 +141,13 @@ def create_scalar_index(snapshot, column: str, index_type, name=None, *, replace
     if fragment_ids is not None and _stages(req.itype) and (staged or req.itype.stages_by_default):
         stage_fragments(snapshot, req, fragment_ids, index_uuid, train)
         return None
+    return create_from_request(snapshot, req, replace=replace, train=train,
+                               fragment_ids=fragment_ids, index_uuid=index_uuid)
+
+
+def create_from_request(snapshot, req: BuildRequest, *, replace: bool = True, train: bool = True,
+                        fragment_ids=None, index_uuid=None):
+    """Build ``req`` over every fragment and commit it (see :func:`create_scalar_index`)."""
     if fragment_ids is not None:
         wanted = {int(f) for f in fragment_ids}
         pbs = [pb for pb in snapshot.fragment_pbs() if int(pb.id) in wanted]

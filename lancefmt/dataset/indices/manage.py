@@ -3,8 +3,10 @@
 ``optimize_indices`` brings indices up to date with fragments added since they were built:
 ``num_indices_to_merge=0`` adds a delta segment over the unindexed fragments; ``n >= 1`` (the
 default is 1) replaces the newest ``n`` segments with one covering them and the unindexed
-fragments; ``retrain`` changes nothing for scalar indices (as in pylance 14, which retrains
-only vector models). A merged segment is rebuilt
+fragments; a rebuild keeps the segment's trained model (vector centroids and codebooks).
+``retrain`` replaces every segment of a vector index with one whose model is trained anew on
+every live fragment; it changes nothing for scalar indices (pylance 14 retrains only vector
+models). A merged segment is rebuilt
 from the column's current data (the same index one build over those fragments gives) and keeps
 the oldest merged segment's ``dataset_version``, as pylance does. Everything is committed in
 one ``CreateIndex``.
@@ -62,13 +64,17 @@ def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retr
                 continue
             itype = entry_type(snap, segments[0])
             column = paths.get(int(segments[0].fields[0]))
-            if itype is None or column is None:
+            if itype is None or column is None or \
+                    not all(itype.supports(s.index_details) for s in segments):
                 continue
             covered = set()
             for s in segments:
                 covered |= set(fragment_ids(s))
             unindexed = sorted(live_ids - covered)
-            if merge == 0:
+            retraining = retrain and bool(itype.model_params)
+            if retraining:  # a new model is trained on, and covers, every live fragment
+                chosen, frags = list(segments), sorted(live_ids)
+            elif merge == 0:
                 if not unindexed:
                     continue
                 chosen, frags = [], unindexed
@@ -82,7 +88,10 @@ def optimize_indices(snapshot, num_indices_to_merge=None, index_names=None, retr
                 for s in chosen:
                     keep |= set(fragment_ids(s)) & live_ids
                 frags = sorted(keep | set(unindexed))
-            req = BuildRequest(column, itype, name, segment_params(snap, itype, segments[-1]))
+            params = segment_params(snap, itype, segments[-1])
+            if retraining:
+                params = {k: v for k, v in params.items() if k not in itype.model_params}
+            req = BuildRequest(column, itype, name, params)
             pbs = [pb for pb in live if int(pb.id) in set(frags)]
             entry, store = build_segment(snap, req, pbs, field_id=int(segments[0].fields[0]))
             if chosen:

@@ -75,6 +75,7 @@ def needs_remap(snapshot, op: Rewrite) -> bool:
     """Whether a segment lancefmt can remap covers a fragment ``op`` rewrites."""
     rewritten = {int(f.pb.id) for g in op.groups for f in g.old_fragments}
     return any(not is_system(pb) and entry_type(snapshot, pb) is not None
+               and entry_type(snapshot, pb).supports(pb.index_details)
                and set(fragment_ids(pb)) & rewritten for pb in index_entries(snapshot))
 
 
@@ -94,7 +95,8 @@ def attach_index_remap(snapshot, op: Rewrite) -> list:
                 continue
             itype = entry_type(snapshot, pb)
             covered = fragment_ids(pb)
-            if itype is None or not (set(covered) & rewritten):
+            if itype is None or not (set(covered) & rewritten) or \
+                    not itype.supports(pb.index_details):
                 continue
             segment = segment_of(snapshot, pb, itype)
             use_ids = stable and not segment.records_addresses

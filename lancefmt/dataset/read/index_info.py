@@ -77,7 +77,7 @@ def index_groups(snapshot) -> dict:
 def type_name_of(pb, itype=None) -> str:
     itype = itype or by_details(pb.index_details)
     if itype is not None:
-        return itype.type_name
+        return itype.type_name_for(pb.index_details)
     url = pb.index_details.type_url
     if url.endswith("VectorIndexDetails"):
         return "Vector"
@@ -146,7 +146,7 @@ def index_stats(snapshot, name: str) -> dict:
     stats = []
     for pb in pbs:
         itype = entry_type(snapshot, pb)
-        if itype is None or not len(fragment_ids(pb)):
+        if itype is None or not len(fragment_ids(pb)) or not itype.supports(pb.index_details):
             stats.append({})
             continue
         seg = segment_of(snapshot, pb, itype)
@@ -164,3 +164,98 @@ def index_stats(snapshot, name: str) -> dict:
         "num_indexed_rows_per_delta": per_segment,
         "updated_at_timestamp_ms": max(created) if created else None,
     }
+
+
+class IvfModel:
+    """The IVF model of a vector index (pylance's ``lance.indices.IvfModel``): ``centroids``
+    (fixed-size lists) and the ``distance_type`` they were trained with."""
+
+    def __init__(self, centroids, distance_type: str):
+        self.centroids = centroids
+        self.distance_type = distance_type
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.centroids)
+
+    def __repr__(self):
+        return f"IvfModel(num_partitions={self.num_partitions}, distance_type={self.distance_type!r})"
+
+
+def ivf_model(snapshot, index_name: str):
+    """The IVF model of vector index ``index_name`` (its first segment's); None when the index
+    has no trained segment or is not an IVF index lancefmt reads."""
+    import pyarrow as pa
+
+    pbs = [pb for pb in index_groups(snapshot).get(index_name, []) if len(fragment_ids(pb))]
+    if not index_groups(snapshot).get(index_name):
+        raise IndexNameNotFound(f'Index "{index_name}" not found')
+    for pb in pbs:
+        itype = by_details(pb.index_details)
+        if itype is None or not getattr(itype, "vector", False) or not itype.supports(pb.index_details):
+            continue
+        loaded = segment_of(snapshot, pb, itype).load()
+        c = loaded.ivf.centroids
+        values = pa.array(c.reshape(-1))
+        return IvfModel(pa.FixedSizeListArray.from_arrays(values, c.shape[1]), loaded.metric)
+    return None
+
+
+def default_vector_index(snapshot, column: str) -> str:
+    """The first index on ``column`` that is an IVF index (KeyError when there is none)."""
+    for d in describe_indices(snapshot):
+        if column in d.field_names and str(d.index_type).startswith("IVF"):
+            return d.name
+    raise IndexNameNotFound(f"No IVF index for column '{column}'")
+
+
+def index_partition(snapshot, index_name: str, partition: int, with_vector: bool = False):
+    """The rows of one IVF partition of ``index_name`` (its first segment): ``_rowid`` and,
+    with ``with_vector``, the stored vectors or codes (PQ codes one row each)."""
+    import pyarrow as pa
+
+    from ...index.vector.quantizers import ProductQuantizer
+
+    for pb in index_groups(snapshot).get(index_name, []):
+        itype = by_details(pb.index_details)
+        if itype is None or not getattr(itype, "vector", False) or not itype.supports(pb.index_details):
+            continue
+        loaded = segment_of(snapshot, pb, itype).load()
+        start, n = int(loaded.ivf.offsets[partition]), int(loaded.ivf.lengths[partition])
+        cols = {"_rowid": pa.array(loaded.row_ids[start:start + n], pa.uint64())}
+        if with_vector:
+            q = loaded.quantizer
+            if isinstance(q, ProductQuantizer):
+                codes = q.untranspose(loaded.stored, loaded.ivf.offsets, loaded.ivf.lengths)[start:start + n]
+                cols[q.column] = pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel(), pa.uint8()), q.width)
+            else:
+                block = loaded.stored[start:start + n]
+                cols[q.column] = pa.FixedSizeListArray.from_arrays(pa.array(block.ravel()), block.shape[1])
+        return pa.table(cols)
+    raise IndexNameNotFound(f"Index {index_name} is not vector index")
+
+
+class VectorIndexReader:
+    """pylance's ``lance.dataset.VectorIndexReader``: a vector index's partitions."""
+
+    def __init__(self, dataset, index_name: str):
+        self.dataset = dataset
+        self.index_name = index_name
+        self.stats = dataset.stats.index_stats(index_name)
+        try:
+            self.num_partitions()
+        except (KeyError, IndexError, TypeError):
+            raise InvalidArgumentError(f"Index {index_name} is not vector index") from None
+
+    def num_partitions(self) -> int:
+        return self.stats["indices"][0]["num_partitions"]
+
+    def read_partition(self, partition_id: int, *, with_vector: bool = False):
+        if partition_id < 0 or partition_id >= self.num_partitions():
+            raise IndexOutOfRange(f"Partition id {partition_id} is out of range, expected 0 <= "
+                                  f"partition_id < {self.num_partitions()}")
+        return index_partition(self.dataset.snapshot, self.index_name, partition_id, with_vector)
+
+
+class IndexOutOfRange(InvalidArgumentError, IndexError):
+    """pylance raises IndexError for a partition id past the last."""

@@ -21,6 +21,11 @@ from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import batch_decoder, user_schema
 from .fts_scan import SCORE, FtsPlan
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
+from .nearest import NearestRequest, nearest_table
+from .nearest import plan_lines as nearest_plan_lines
+from .nearest import output_schema as nearest_output_schema
+from .vector_query import parse_nearest
+from .vector_search import DISTANCE
 from .projection import Projection, build_projection
 from .row_offsets import ROW_OFFSET, RowOffsets
 from .scan_stats import measured
@@ -65,12 +70,14 @@ class LanceScanner(pads.Scanner):
         for key, value in options.items():
             if key not in _IGNORED:
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
-            if key in ("nearest", "index_segments") and value is not None:
+            if key == "index_segments" and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
         fts_query = options.get("full_text_query")
         if include_deleted_rows and fts_query is not None:
             raise InvalidArgumentError("Cannot include deleted rows in a full text search")
         if include_deleted_rows:
+            if options.get("nearest") is not None:
+                raise InvalidArgumentError("Cannot include deleted rows in a nearest neighbor search")
             raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
         self._fts_order = None
         if fts_query is not None and isinstance(columns, (list, tuple)) and \
@@ -104,6 +111,19 @@ class LanceScanner(pads.Scanner):
                 with_row_address, self._drop_address = True, True
         self._source = source
         schema = source.schema
+        self._nearest = None
+        nearest = options.get("nearest")
+        if nearest is not None and options.get("full_text_query") is not None:
+            raise InvalidArgumentError("nearest and full_text_query cannot be combined in one scan")
+        if nearest is not None:
+            if fragments is not None and not options.get("prefilter"):
+                raise InvalidArgumentError("This operation is not supported for fragment scan: "
+                                           "a nearest search over chosen fragments needs "
+                                           "prefilter=True")
+            if isinstance(nearest, dict) and nearest.get("k") is None and limit is not None:
+                nearest = {**nearest, "k": int(limit)}   # pylance: the limit is the k
+            columns, with_row_id, with_row_address = self._plan_nearest(
+                source, schema, nearest, columns, with_row_id, with_row_address, options)
         self._projection: Projection = build_projection(schema, columns)
         extras = []
         if with_row_id:
@@ -136,10 +156,52 @@ class LanceScanner(pads.Scanner):
                                 score=not options.get("disable_scoring_autoprojection")
                                 or self._fts_order is not None and SCORE in self._fts_order)
 
+    # -- nearest ------------------------------------------------------------------------------
+    def _plan_nearest(self, source, schema, nearest, columns, with_row_id, with_row_address, options):
+        """Parse ``nearest`` and take ``_distance``/``_rowid``/``_rowaddr`` out of ``columns``
+        (the search adds them); returns the remaining columns and metadata flags."""
+        if not hasattr(source, "memo"):
+            raise NotSupportedError("nearest searches a dataset, not a single fragment")
+        self._nearest = parse_nearest(schema, nearest)
+        self._distance_at = None
+        self._no_distance = False
+        if isinstance(columns, (list, tuple)):
+            cols = list(columns)
+            if DISTANCE in cols:
+                self._distance_at = [c for c in cols if c not in (ROW_ID, ROW_ADDRESS)].index(DISTANCE)
+            elif options.get("disable_scoring_autoprojection"):
+                self._no_distance = True
+            with_row_id = with_row_id or ROW_ID in cols
+            with_row_address = with_row_address or ROW_ADDRESS in cols
+            columns = [c for c in cols if c not in (DISTANCE, ROW_ID, ROW_ADDRESS)]
+        self._prefilter = bool(options.get("prefilter"))
+        self._fast_search = bool(options.get("fast_search"))
+        return columns, with_row_id, with_row_address
+
+    def _nearest_request(self) -> NearestRequest:
+        filt = self._spec.filter
+        filter_spec = None
+        if filt is not None:
+            filter_spec = ScanSpec.build(self._source.schema, [], filt)
+        return NearestRequest(
+            self._nearest, self._projection, self._distance_at, bool(self._spec.with_row_id),
+            bool(self._spec.with_row_address), filter_spec, self._filter_text, self._prefilter,
+            self._fragments, self._use_index, self._fast_search, self._threads)
+
+    def _nearest_stored(self) -> pa.Table:
+        table = nearest_table(self._source, self._nearest_request())
+        if self._no_distance:
+            table = table.drop_columns([DISTANCE])
+        start = self._offset or 0
+        stop = table.num_rows if self._limit is None else min(table.num_rows, start + self._limit)
+        return table.slice(start, max(0, stop - start))
+
     # -- indices ------------------------------------------------------------------------------
     def index_selection(self):
         """What the version's scalar indices answer for the filter (None: scan everything);
         worked out once per scanner."""
+        if self._nearest is not None:
+            return None
         if self._selection is _UNSET:
             self._selection = None
             snapshot = self._source.index_snapshot() if self._use_index and \
@@ -199,6 +261,11 @@ class LanceScanner(pads.Scanner):
         return rebatch(out, self._batch_size) if self._strict else out
 
     def _stored_schema(self) -> pa.Schema:
+        if self._nearest is not None:
+            schema = nearest_output_schema(self._nearest_request(), self._source.schema)
+            if self._no_distance:
+                schema = schema.remove(schema.get_field_index(DISTANCE))
+            return schema
         return self._with_offsets_schema(self._read_schema())
 
     def _read_schema(self) -> pa.Schema:
@@ -246,6 +313,11 @@ class LanceScanner(pads.Scanner):
         return self._run()
 
     def _run(self) -> Iterator[pa.RecordBatch]:
+        if self._nearest is not None:
+            decode = batch_decoder(self._stored_schema())
+            out = self._nearest_stored().to_batches(self._spec.batch_size)
+            out = iter(out) if decode is None else map(decode, out)
+            return rebatch(out, self._batch_size) if self._strict else out
         if self._fts is not None:
             return self._fts_batches()
         direct = self._direct()
@@ -285,6 +357,8 @@ class LanceScanner(pads.Scanner):
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
     def count_rows(self) -> int:
+        if self._nearest is not None:
+            return self._nearest_stored().num_rows
         if self._fts is not None:
             return len(self._fts.hits())
         if self._limit is None and not self._offset:
@@ -304,7 +378,7 @@ class LanceScanner(pads.Scanner):
         return sum(b.num_rows for b in self.to_batches())
 
     def head(self, num_rows: int) -> pa.Table:
-        if self._fts is not None:
+        if self._nearest is not None or self._fts is not None:
             return self.to_table().slice(0, num_rows)
         limit = num_rows if self._limit is None else min(num_rows, self._limit)
         return pa.Table.from_batches(list(self._batches(limit)), schema=self.projected_schema)
@@ -338,6 +412,12 @@ class LanceScanner(pads.Scanner):
             lines.append(f"Projection: {', '.join(self.projected_schema.names)}")
         if self._limit is not None or self._offset:
             lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
+        if self._nearest is not None:
+            cols = [c for c in self._projection.read_columns]
+            lines.append(f"  LanceRead: uri={ds.uri}, version={ds.version}, "
+                         f"projection=[{', '.join(cols)}], source=stream(_rowid)")
+            lines.extend(nearest_plan_lines(ds, self._nearest_request(), 4))
+            return lines
         filt = self._filter_text if self._filter_text is not None else spec.filter
         read = f"  LanceRead: uri={ds.uri}, version={ds.version}, " \
             f"projection=[{', '.join(spec.read_columns)}], num_fragments={len(self._fragments)}, " \

@@ -167,6 +167,21 @@ class IndexType:
     queries: tuple = ()
     #: whether answers are exact (else AtMost: re-checked)
     exact: bool = True
+    #: keys of ``LoadedIndex.params()`` that carry a trained model (vector centroids,
+    #: codebooks): a rebuild keeps them, ``optimize_indices(retrain=True)`` drops them
+    model_params: tuple = ()
+
+    def type_name_for(self, details) -> str:
+        """What ``list_indices`` calls a segment with ``details`` (one type may cover several
+        kinds, as vector indices do)."""
+        return self.type_name
+
+    def supports(self, details) -> bool:
+        """Whether lancefmt can load (and so search, remap, rebuild) a segment with
+        ``details``; a type may cover kinds it cannot (pylance's IVF_RQ vector indices). Such
+        segments are left alone: their rows are searched without them."""
+        return True
+
     #: what ``stats.index_stats`` calls it, when not ``type_name`` (pylance's JSON index
     #: reports "BTree")
     stats_type_name: str | None = None

@@ -1,0 +1,312 @@
+"""Vector search, lancefmt vs pylance: exact search, IVF_PQ builds, recall and query latency.
+
+setup_cache writes, with pylance (storage 2.2, 4 fragments), ``ROWS`` x 128 float32 vectors
+with structure a real embedding set has: 256 clusters, each spread along a 16-dimensional
+subspace, plus a little noise (so nearest neighbours are meaningful and IVF_PQ recall is far
+from both 0 and 1). Two copies: pylance builds IVF_PQ (256 partitions, 16 sub-vectors) on
+one, lancefmt on the other.
+
+* exact search: one query, ``k=10``, no index (``use_index=False``);
+* IVF_PQ build: ``create_index(..., replace=True)`` on each library's copy;
+* recall@10 at ``nprobes=20`` against exact search, 100 queries: both libraries searching the
+  same (pylance-built) index (the target: within 0.01), and each on its own build;
+* latency: one query (``nprobes=20``, ``k=10``), and a batch of 1,000 queries in one call;
+* IVF_HNSW_SQ (64 partitions, ``m=20``, ``ef_construction=150``): build time, recall@10 at
+  ``nprobes=8`` and query latency, side by side (each library on its own build, and both on
+  pylance's).
+
+``track_*_speedup`` is pylance time / lancefmt time, measured back to back in one process
+(above 1: lancefmt faster). Targets (the issue's, at 1M x 128): every speedup >= 1.0.
+
+Run as a script for a quick comparison without asv (ratios with their range over repeats):
+``PYTHONPATH=. python asv_bench/benchmarks/vector_index.py [rows]``.
+"""
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+
+try:
+    from .common import scratch_dir, speedup
+except ImportError:  # run as a script
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import scratch_dir, speedup
+
+ROWS = 1_000_000
+DIM = 128
+CLUSTERS = 256
+FRAGMENTS = 4
+PARTITIONS = 256
+SUB_VECTORS = 16
+NPROBES = 20
+K = 10
+QUERIES = 100
+BATCH = 1000
+
+
+def vectors(rows, seed=42):
+    """Clustered vectors (see module docstring), float32: the clusters are always the same
+    (seed 42); ``seed`` draws the points."""
+    model = np.random.default_rng(42)
+    centers = model.standard_normal((CLUSTERS, DIM)).astype(np.float32) * 2.0
+    bases = model.standard_normal((CLUSTERS, 16, DIM)).astype(np.float32) / 4.0
+    rng = np.random.default_rng(seed)
+    out = np.empty((rows, DIM), np.float32)
+    step = 65536
+    for s in range(0, rows, step):
+        n = min(step, rows - s)
+        label = rng.integers(0, CLUSTERS, n)
+        z = rng.standard_normal((n, 16)).astype(np.float32)
+        out[s:s + n] = centers[label] + np.einsum("nk,nkd->nd", z, bases[label]) + \
+            0.05 * rng.standard_normal((n, DIM)).astype(np.float32)
+    return out
+
+
+def queries(n, seed=7):
+    """Query vectors from the data's distribution (other points of the same clusters)."""
+    return vectors(n, seed)
+
+
+def table(rows):
+    X = vectors(rows)
+    return pa.table({"id": pa.array(np.arange(rows, dtype=np.int64)),
+                     "vec": pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), DIM)})
+
+
+def build_ours(path):
+    import lancefmt
+
+    lancefmt.dataset(path).create_index("vec", "IVF_PQ", num_partitions=PARTITIONS,
+                                        num_sub_vectors=SUB_VECTORS, replace=True)
+
+
+def build_peer(path):
+    import lance
+
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=PARTITIONS,
+                                     num_sub_vectors=SUB_VECTORS, replace=True)
+
+
+HNSW_PARTITIONS = 64
+HNSW_NPROBES = 8
+
+
+def build_hnsw(lib, path):
+    lib.dataset(path).create_index("vec", "IVF_HNSW_SQ", num_partitions=HNSW_PARTITIONS,
+                                   replace=True, name="hnsw_idx")
+
+
+def write_fixtures(root, rows=ROWS):
+    import lance
+
+    t = table(rows)
+    paths = {}
+    for who in ("ours", "peer"):
+        path = os.path.join(root, who)
+        shutil.rmtree(path, ignore_errors=True)
+        lance.write_dataset(t, path, max_rows_per_file=-(-rows // FRAGMENTS),
+                            data_storage_version="2.2")
+        paths[who] = path
+    build_ours(paths["ours"])
+    build_peer(paths["peer"])
+    for who in ("hnsw_ours", "hnsw_peer"):
+        path = os.path.join(root, who)
+        shutil.rmtree(path, ignore_errors=True)
+        lance.write_dataset(t, path, max_rows_per_file=-(-rows // FRAGMENTS),
+                            data_storage_version="2.2")
+        paths[who] = path
+    import lancefmt
+    build_hnsw(lancefmt, paths["hnsw_ours"])
+    build_hnsw(lance, paths["hnsw_peer"])
+    return paths
+
+
+def searchers(path, nearest, columns=("id",)):
+    import lance
+
+    import lancefmt
+
+    ours, peer = lancefmt.dataset(path), lance.dataset(path)
+    return (lambda: ours.to_table(nearest=nearest, columns=list(columns)),
+            lambda: peer.to_table(nearest=nearest, columns=list(columns)))
+
+
+def recall(path, lib, qs, nprobes=NPROBES, **extra):
+    """Mean recall@K of ``lib``'s indexed answers against exact search (by pylance)."""
+    import lance
+
+    exact_ds = lance.dataset(path)
+    ds = lib.dataset(path)
+    got = []
+    for q in qs:
+        exact = exact_ds.to_table(nearest={"column": "vec", "q": q, "k": K, "use_index": False},
+                                  columns=["id"])["id"].to_pylist()
+        ann = ds.to_table(nearest={"column": "vec", "q": q, "k": K, "nprobes": nprobes, **extra},
+                          columns=["id"])["id"].to_pylist()
+        got.append(len(set(exact) & set(ann)) / K)
+    return float(np.mean(got))
+
+
+class VectorIndex:
+    timeout = 3600
+    number = 1
+    repeat = 3
+
+    def setup_cache(self):
+        root = scratch_dir("vector_index")
+        marker = os.path.join(root, f"ready-{ROWS}")
+        if not os.path.exists(marker):
+            write_fixtures(root)
+            open(marker, "w").close()
+        return {w: os.path.join(root, w) for w in ("ours", "peer", "hnsw_ours", "hnsw_peer")}
+
+    def _query(self):
+        return queries(1)[0]
+
+    # exact search
+    def time_lancefmt_exact_search(self, paths):
+        searchers(paths["peer"], {"column": "vec", "q": self._query(), "k": K, "use_index": False})[0]()
+
+    def time_pylance_exact_search(self, paths):
+        searchers(paths["peer"], {"column": "vec", "q": self._query(), "k": K, "use_index": False})[1]()
+
+    def track_exact_search_speedup(self, paths):
+        return speedup(*searchers(paths["peer"], {"column": "vec", "q": self._query(), "k": K,
+                                                  "use_index": False}), repeat=3)
+
+    # builds
+    def time_lancefmt_build(self, paths):
+        build_ours(paths["ours"])
+
+    def time_pylance_build(self, paths):
+        build_peer(paths["peer"])
+
+    def track_build_speedup(self, paths):
+        return speedup(lambda: build_ours(paths["ours"]), lambda: build_peer(paths["peer"]),
+                       repeat=1, warmup=0)
+
+    # recall on the same index
+    def track_recall_lancefmt(self, paths):
+        import lancefmt
+        return recall(paths["peer"], lancefmt, queries(QUERIES))
+
+    def track_recall_pylance(self, paths):
+        import lance
+        return recall(paths["peer"], lance, queries(QUERIES))
+
+    def track_recall_of_lancefmt_build(self, paths):
+        import lance
+        return recall(paths["ours"], lance, queries(QUERIES))
+
+    # latency
+    def track_query_speedup(self, paths):
+        return speedup(*searchers(paths["peer"], {"column": "vec", "q": self._query(), "k": K,
+                                                  "nprobes": NPROBES}), repeat=20, warmup=3)
+
+    def track_batch_speedup(self, paths):
+        return speedup(*searchers(paths["peer"], {"column": "vec", "q": queries(BATCH), "k": K,
+                                                  "nprobes": NPROBES}), repeat=2, warmup=1)
+
+    # IVF_HNSW_SQ side by side
+    def track_hnsw_build_speedup(self, paths):
+        import lance
+        import lancefmt
+        return speedup(lambda: build_hnsw(lancefmt, paths["hnsw_ours"]),
+                       lambda: build_hnsw(lance, paths["hnsw_peer"]), repeat=1, warmup=0)
+
+    def track_hnsw_recall_lancefmt(self, paths):
+        import lancefmt
+        return recall(paths["hnsw_ours"], lancefmt, queries(QUERIES), HNSW_NPROBES)
+
+    def track_hnsw_recall_pylance(self, paths):
+        import lance
+        return recall(paths["hnsw_peer"], lance, queries(QUERIES), HNSW_NPROBES)
+
+    def track_hnsw_query_speedup(self, paths):
+        return speedup(*searchers(paths["hnsw_peer"], {"column": "vec", "q": self._query(), "k": K,
+                                                       "nprobes": HNSW_NPROBES}), repeat=20, warmup=3)
+
+    track_hnsw_build_speedup.unit = "x"
+    track_hnsw_recall_lancefmt.unit = "recall@10"
+    track_hnsw_recall_pylance.unit = "recall@10"
+    track_hnsw_query_speedup.unit = "x"
+    track_exact_search_speedup.unit = "x"
+    track_build_speedup.unit = "x"
+    track_recall_lancefmt.unit = "recall@10"
+    track_recall_pylance.unit = "recall@10"
+    track_recall_of_lancefmt_build.unit = "recall@10"
+    track_query_speedup.unit = "x"
+    track_batch_speedup.unit = "x"
+
+
+def _ratios(ours, peer, repeat, warmup=1):
+    """(lancefmt times, pylance times), run alternately."""
+    for _ in range(warmup):
+        ours(), peer()
+    o, p = [], []
+    for _ in range(repeat):
+        for times, fn in ((o, ours), (p, peer)):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return np.array(o), np.array(p)
+
+
+def _line(label, o, p):
+    r = p / o
+    print(f"{label:34s} lancefmt {np.median(o) * 1e3:9.1f} ms   pylance {np.median(p) * 1e3:9.1f} ms   "
+          f"ratio {np.median(r):5.2f}x (range {r.min():.2f}-{r.max():.2f})")
+
+
+def main(rows):
+    import lance
+
+    import lancefmt
+
+    root = scratch_dir("vector_index_script")
+    t0 = time.perf_counter()
+    paths = {}
+    t = table(rows)
+    for who in ("ours", "peer"):
+        paths[who] = os.path.join(root, who)
+        shutil.rmtree(paths[who], ignore_errors=True)
+        lance.write_dataset(t, paths[who], max_rows_per_file=-(-rows // FRAGMENTS),
+                            data_storage_version="2.2")
+    print(f"{rows:,} x {DIM} float32, {CLUSTERS} clusters; fixtures in {time.perf_counter() - t0:.0f} s")
+    o, p = _ratios(lambda: build_ours(paths["ours"]), lambda: build_peer(paths["peer"]), 2, 0)
+    _line(f"IVF_PQ build ({PARTITIONS}/{SUB_VECTORS})", o, p)
+    q = queries(1)[0]
+    _line("exact search k=10", *_ratios(*searchers(paths["peer"], {"column": "vec", "q": q, "k": K,
+                                                                   "use_index": False}), 5))
+    _line(f"query nprobes={NPROBES} k=10", *_ratios(*searchers(
+        paths["peer"], {"column": "vec", "q": q, "k": K, "nprobes": NPROBES}), 30, 3))
+    _line(f"{BATCH}-query batch", *_ratios(*searchers(
+        paths["peer"], {"column": "vec", "q": queries(BATCH), "k": K, "nprobes": NPROBES}), 3))
+    qs = queries(QUERIES)
+    r_ours, r_peer = recall(paths["peer"], lancefmt, qs), recall(paths["peer"], lance, qs)
+    print(f"recall@10 nprobes={NPROBES}, pylance's index: lancefmt {r_ours:.3f}  pylance {r_peer:.3f}  "
+          f"(difference {r_ours - r_peer:+.3f})")
+    print(f"recall@10 nprobes={NPROBES}, each its own build: lancefmt {recall(paths['ours'], lance, qs):.3f}"
+          f"  pylance {r_peer:.3f}")
+    for who in ("hnsw_ours", "hnsw_peer"):
+        paths[who] = os.path.join(root, who)
+        shutil.rmtree(paths[who], ignore_errors=True)
+        lance.write_dataset(t, paths[who], max_rows_per_file=-(-rows // FRAGMENTS),
+                            data_storage_version="2.2")
+    o, p = _ratios(lambda: build_hnsw(lancefmt, paths["hnsw_ours"]),
+                   lambda: build_hnsw(lance, paths["hnsw_peer"]), 1, 0)
+    _line(f"IVF_HNSW_SQ build ({HNSW_PARTITIONS})", o, p)
+    _line(f"HNSW query nprobes={HNSW_NPROBES} k=10", *_ratios(*searchers(
+        paths["hnsw_peer"], {"column": "vec", "q": q, "k": K, "nprobes": HNSW_NPROBES}), 30, 3))
+    h_ours = recall(paths["hnsw_ours"], lancefmt, qs, HNSW_NPROBES)
+    h_peer = recall(paths["hnsw_peer"], lance, qs, HNSW_NPROBES)
+    h_same = recall(paths["hnsw_peer"], lancefmt, qs, HNSW_NPROBES)
+    print(f"IVF_HNSW_SQ recall@10 nprobes={HNSW_NPROBES}: lancefmt (own build) {h_ours:.3f}  "
+          f"pylance (own build) {h_peer:.3f}  lancefmt on pylance's {h_same:.3f}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200_000)

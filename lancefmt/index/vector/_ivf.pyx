@@ -1,0 +1,381 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, nonecheck=False, cdivision=True
+"""Hot loops of an IVF search: PQ distance tables and scans, SQ scans, and a bounded top-k.
+
+A probed partition's rows are scored in one call (PQ: the per-sub-vector table of distances
+from the query's residual to every centroid, then one table lookup per code, summed in
+sub-vector order as Lance sums them; SQ: integer distances of uint8 codes, scaled back).
+:class:`TopK` keeps the ``k`` best rows seen across partitions, ordered by (distance, row id),
+so ties break as pylance breaks them; a row mask (deleted rows, a prefilter) and a distance
+range are applied as rows are pushed. Callers check every length and offset before calling:
+the loops below trust their arguments.
+"""
+import numpy as np
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, free
+
+
+cdef inline float fma_f32(float a, float b, float c) noexcept nogil:
+    return <float>(<double>a * <double>b + <double>c)
+
+
+cdef inline float l2_sub(const float* x, const float* y, Py_ssize_t dim) noexcept nogil:
+    """Lance's float32 L2 (see ``_distance.pyx`` for the two summation orders)."""
+    cdef float acc[8]
+    cdef float sums[16]
+    cdef float tail = 0.0, d, total = 0.0, a0, a1, a2, a3
+    cdef Py_ssize_t i, j, full
+    if dim <= 16:
+        full = dim - dim % 8
+        for j in range(8):
+            acc[j] = 0.0
+        for i in range(0, full, 8):
+            for j in range(8):
+                d = x[i + j] - y[i + j]
+                acc[j] = fma_f32(d, d, acc[j])
+        for i in range(full, dim):
+            d = x[i] - y[i]
+            tail += d * d
+        if full:
+            a0 = acc[0] + acc[4]
+            a1 = acc[1] + acc[5]
+            a2 = acc[2] + acc[6]
+            a3 = acc[3] + acc[7]
+            total = (a0 + a2) + (a1 + a3)
+        return total + tail
+    full = dim - dim % 16
+    for j in range(16):
+        sums[j] = 0.0
+    for i in range(full, dim):
+        d = x[i] - y[i]
+        tail += d * d
+    for i in range(0, full, 16):
+        for j in range(16):
+            d = x[i + j] - y[i + j]
+            sums[j] += d * d
+    for j in range(16):
+        total += sums[j]
+    return tail + total
+
+
+cdef inline float dot_sub(const float* x, const float* y, Py_ssize_t dim) noexcept nogil:
+    cdef float acc[8]
+    cdef float sums[16]
+    cdef float tail = 0.0, total = 0.0, a0, a1, a2, a3
+    cdef Py_ssize_t i, j, full
+    if dim <= 16:
+        full = dim - dim % 8
+        for j in range(8):
+            acc[j] = 0.0
+        for i in range(0, full, 8):
+            for j in range(8):
+                acc[j] = fma_f32(x[i + j], y[i + j], acc[j])
+        for i in range(full, dim):
+            tail += x[i] * y[i]
+        if full:
+            a0 = acc[0] + acc[4]
+            a1 = acc[1] + acc[5]
+            a2 = acc[2] + acc[6]
+            a3 = acc[3] + acc[7]
+            total = (a0 + a2) + (a1 + a3)
+        return total + tail
+    full = dim - dim % 16
+    for j in range(16):
+        sums[j] = 0.0
+    for i in range(full, dim):
+        tail += x[i] * y[i]
+    for i in range(0, full, 16):
+        for j in range(16):
+            sums[j] += x[i + j] * y[i + j]
+    for j in range(16):
+        total += sums[j]
+    return tail + total
+
+
+def pq_table(const float[::1] query, const float[::1] codebook_t, int m, int ncent, bint dot,
+             float[::1] out):
+    """``out[j * ncent + c]``: distance of the query's sub-vector ``j`` to centroid ``c`` of
+    sub-vector ``j`` (L2, or ``1 - dot``), summed as :func:`l2_sub` sums, computed for all
+    centroids at once. ``codebook_t`` is the codebook transposed: ``[m][dim / m][ncent]``."""
+    cdef Py_ssize_t dim = query.shape[0]
+    cdef float* work
+    if m <= 0 or dim % m or dim // m > 4096 or codebook_t.shape[0] != dim * ncent or \
+            out.shape[0] < m * ncent:
+        raise ValueError("PQ table shapes differ")
+    work = <float*>malloc(9 * ncent * sizeof(float))
+    if work == NULL:
+        raise MemoryError()
+    with nogil:
+        table_core(&query[0], dim, &codebook_t[0], m, ncent, dot, &out[0], work)
+    free(work)
+
+
+cdef extern from "index/vector/pq_simd.h":
+    void lancefmt_pq_table(const float *query, Py_ssize_t dim, const float *codebook_t,
+                           Py_ssize_t m, Py_ssize_t ncent, int dot, float *out, float *work) nogil
+
+
+cdef void table_core(const float* query, Py_ssize_t dim, const float* codebook_t, int m,
+                     int ncent, bint dot, float* out, float* work) noexcept nogil:
+    """:func:`pq_table` on raw buffers; ``work`` holds ``9 * ncent`` floats. Sub-vectors of at
+    most 16 values go to the C kernel of ``pq_simd.h`` (pylance 14's summation order)."""
+    if dim // m > 16:
+        _pq_table_long(query, dim, codebook_t, m, ncent, dot, out)
+        return
+    lancefmt_pq_table(query, dim, codebook_t, m, ncent, dot, out, work)
+
+
+cdef void _pq_table_long(const float* query, Py_ssize_t dim, const float* codebook_t, int m,
+                         int ncent, bint dot, float* out) noexcept nogil:
+    """Sub-vectors of more than 16 values: one centroid at a time, 16 lanes."""
+    cdef Py_ssize_t sub = dim // m, j, c, i
+    cdef float buf[4096]
+    cdef float v
+    if sub > 4096:
+        return
+    for j in range(m):
+        for c in range(ncent):
+            for i in range(sub):
+                buf[i] = codebook_t[(j * sub + i) * ncent + c]
+            if dot:
+                v = 1.0 - dot_sub(&query[j * sub], buf, sub)
+            else:
+                v = l2_sub(&query[j * sub], buf, sub)
+            out[j * ncent + c] = v
+
+
+def pq_scan(const float[::1] table, const uint8_t[::1] codes, Py_ssize_t start, Py_ssize_t n,
+            int m, int nbits, float[::1] out):
+    """Distances of rows ``start .. start + n`` whose codes are stored transposed from byte
+    ``start * width``: for each code byte column, ``n`` bytes (``width`` = m, or m / 2 at 4
+    bits: low nibble sub-vector 2b, high nibble 2b + 1)."""
+    cdef Py_ssize_t width = m if nbits == 8 else m // 2
+    if codes.shape[0] < start * width + n * width or out.shape[0] < n or \
+            table.shape[0] < m * (1 << nbits):
+        raise ValueError("PQ codes shorter than the partition")
+    with nogil:
+        scan_core(&table[0], &codes[0], start, n, m, nbits, &out[0])
+
+
+cdef void scan_core(const float* table, const uint8_t* codes, Py_ssize_t start, Py_ssize_t n,
+                    int m, int nbits, float* out) noexcept nogil:
+    cdef Py_ssize_t width = m if nbits == 8 else m // 2, b, i
+    cdef const uint8_t* col
+    cdef uint8_t v
+    for i in range(n):
+        out[i] = 0.0
+    cdef Py_ssize_t b4 = m - m % 4
+    cdef const uint8_t* c0
+    cdef const uint8_t* c1
+    cdef const uint8_t* c2
+    cdef const uint8_t* c3
+    cdef const float* t0
+    cdef float o
+    if nbits == 8:
+        # four sub-vectors per pass over the rows, still added in sub-vector order
+        for b in range(0, b4, 4):
+            c0 = &codes[start * width + b * n]
+            c1 = c0 + n
+            c2 = c1 + n
+            c3 = c2 + n
+            t0 = &table[b * 256]
+            for i in range(n):
+                o = out[i]
+                o += t0[c0[i]]
+                o += t0[256 + c1[i]]
+                o += t0[512 + c2[i]]
+                o += t0[768 + c3[i]]
+                out[i] = o
+        for b in range(b4, m):
+            col = &codes[start * width + b * n]
+            for i in range(n):
+                out[i] += table[b * 256 + col[i]]
+    else:
+        for b in range(width):
+            col = &codes[start * width + b * n]
+            for i in range(n):
+                v = col[i]
+                out[i] += table[(2 * b) * 16 + (v & 15)] + table[(2 * b + 1) * 16 + (v >> 4)]
+
+
+def sq_scan(const uint8_t[::1] query, const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
+            bint dot, float scale, float[::1] out):
+    """Distances of SQ rows ``start .. start + n``: integer L2 (or ``1 - dot``) of the uint8
+    codes, times ``scale`` (range^2, then / 255^2, as Lance scales them back)."""
+    cdef Py_ssize_t dim = codes.shape[1], i, j
+    cdef uint32_t acc
+    cdef int d
+    if query.shape[0] != dim or codes.shape[0] < start + n or out.shape[0] < n:
+        raise ValueError("SQ codes shorter than the partition")
+    with nogil:
+        for i in range(n):
+            acc = 0
+            if dot:
+                for j in range(dim):
+                    acc += <uint32_t>codes[start + i, j] * <uint32_t>query[j]
+                out[i] = ((1.0 - <float>acc) * scale) / 65025.0
+            else:
+                for j in range(dim):
+                    d = <int>codes[start + i, j] - <int>query[j]
+                    acc += <uint32_t>(d * d)
+                out[i] = (<float>acc * scale) / 65025.0
+
+
+cdef inline bint worse(float da, uint64_t ia, float db, uint64_t ib) noexcept nogil:
+    """Whether (da, ia) ranks after (db, ib)."""
+    return da > db or (da == db and ia > ib)
+
+
+cdef class TopK:
+    """The ``k`` best (distance, row id) pairs pushed so far (a max-heap on the worst)."""
+    cdef float[::1] d
+    cdef uint64_t[::1] ids
+    cdef int64_t[::1] pos
+    cdef Py_ssize_t k, n
+    cdef public Py_ssize_t seen
+
+    def __init__(self, Py_ssize_t k):
+        self.k = max(k, 1)
+        self.n = 0
+        self.seen = 0
+        self.d = np.empty(self.k, np.float32)
+        self.ids = np.empty(self.k, np.uint64)
+        self.pos = np.empty(self.k, np.int64)
+
+    cdef void _sift_down(self, Py_ssize_t i) noexcept nogil:
+        cdef Py_ssize_t c, best
+        cdef float td
+        cdef uint64_t ti
+        cdef int64_t tp
+        while True:
+            best = i
+            c = 2 * i + 1
+            if c < self.n and worse(self.d[c], self.ids[c], self.d[best], self.ids[best]):
+                best = c
+            c += 1
+            if c < self.n and worse(self.d[c], self.ids[c], self.d[best], self.ids[best]):
+                best = c
+            if best == i:
+                return
+            td = self.d[i]; ti = self.ids[i]; tp = self.pos[i]
+            self.d[i] = self.d[best]; self.ids[i] = self.ids[best]; self.pos[i] = self.pos[best]
+            self.d[best] = td; self.ids[best] = ti; self.pos[best] = tp
+            i = best
+
+    cdef void _push(self, float d, uint64_t rid, int64_t p) noexcept nogil:
+        cdef Py_ssize_t i, parent
+        cdef float td
+        cdef uint64_t ti
+        cdef int64_t tp
+        if self.n < self.k:
+            i = self.n
+            self.n += 1
+            self.d[i] = d; self.ids[i] = rid; self.pos[i] = p
+            while i > 0:
+                parent = (i - 1) // 2
+                if not worse(self.d[i], self.ids[i], self.d[parent], self.ids[parent]):
+                    break
+                td = self.d[i]; ti = self.ids[i]; tp = self.pos[i]
+                self.d[i] = self.d[parent]; self.ids[i] = self.ids[parent]; self.pos[i] = self.pos[parent]
+                self.d[parent] = td; self.ids[parent] = ti; self.pos[parent] = tp
+                i = parent
+        elif worse(self.d[0], self.ids[0], d, rid):
+            self.d[0] = d; self.ids[0] = rid; self.pos[0] = p
+            self._sift_down(0)
+
+    def push(self, const float[::1] dist, const uint64_t[::1] row_ids, Py_ssize_t start,
+             const uint8_t[::1] mask, bint use_mask, double lo, double hi):
+        """Push rows ``start .. start + len(dist)`` (``row_ids``/``mask`` are indexed by that
+        position); rows masked out, NaN, or outside ``[lo, hi)`` are skipped. Returns how
+        many rows were eligible."""
+        cdef Py_ssize_t n = dist.shape[0], i
+        cdef Py_ssize_t count = 0
+        cdef float v
+        if row_ids.shape[0] < start + n or (use_mask and mask.shape[0] < start + n):
+            raise ValueError("row ids shorter than the partition")
+        with nogil:
+            for i in range(n):
+                if use_mask and not mask[start + i]:
+                    continue
+                v = dist[i]
+                if v != v or v < lo or v >= hi:
+                    continue
+                count += 1
+                self._push(v, row_ids[start + i], start + i)
+        self.seen += count
+        return count
+
+    def result(self):
+        """(row ids, distances, positions) ranked by (distance, row id)."""
+        d = np.asarray(self.d[:self.n]).copy()
+        ids = np.asarray(self.ids[:self.n]).copy()
+        pos = np.asarray(self.pos[:self.n]).copy()
+        order = np.lexsort((ids, d))
+        return ids[order], d[order], pos[order]
+
+
+def pq_search(const float[::1] query, const int64_t[::1] order, Py_ssize_t lo, Py_ssize_t hi,
+              Py_ssize_t k, const float[:, ::1] centroids, const float[::1] codebook_t, int m,
+              int nbits, const uint8_t[::1] codes, const int64_t[::1] offsets,
+              const int64_t[::1] lengths, const uint64_t[::1] row_ids, const uint8_t[::1] mask,
+              bint use_mask, bint residual, bint dot, double dlo, double dhi, TopK top):
+    """One IVF_PQ query in one call, without the GIL: partitions ``order[:hi]`` in order, at
+    least ``lo`` of them and more while fewer than ``k`` rows were found; each one's table
+    (of the query's residual to its centroid, for L2) and scan, pushed into ``top``.
+    Returns (partitions probed, rows found). Offsets and lengths must have been checked
+    against ``codes`` and ``row_ids`` (a loaded index does at load)."""
+    cdef Py_ssize_t dim = query.shape[0], ncent = 1 << nbits, i, p, n, start, j, maxlen = 0
+    cdef Py_ssize_t probed = 0, found = 0, got, nparts = offsets.shape[0]
+    cdef float* table
+    cdef float* work
+    cdef float* resid
+    cdef float* dist
+    cdef float v, diff = <float>(m - 1)
+    cdef const float* qp
+    if hi > order.shape[0] or centroids.shape[1] != dim or lengths.shape[0] != nparts or \
+            codebook_t.shape[0] != dim * ncent or m <= 0 or dim % m or dim // m > 4096:
+        raise ValueError("PQ search shapes differ")
+    for i in range(hi):
+        p = order[i]
+        if p < 0 or p >= nparts or p >= centroids.shape[0]:
+            raise ValueError("partition out of range")
+        if lengths[p] > maxlen:
+            maxlen = lengths[p]
+    table = <float*>malloc(m * ncent * sizeof(float))
+    work = <float*>malloc(9 * ncent * sizeof(float))
+    resid = <float*>malloc(dim * sizeof(float))
+    dist = <float*>malloc((maxlen + 1) * sizeof(float))
+    if table == NULL or work == NULL or resid == NULL or dist == NULL:
+        free(table); free(work); free(resid); free(dist)
+        raise MemoryError()
+    with nogil:
+        for i in range(hi):
+            if i >= lo and found >= k:
+                break
+            p = order[i]
+            probed += 1
+            n = lengths[p]
+            if n <= 0:
+                continue
+            start = offsets[p]
+            qp = &query[0]
+            if residual:
+                for j in range(dim):
+                    resid[j] = query[j] - centroids[p, j]
+                qp = resid
+            table_core(qp, dim, &codebook_t[0], m, ncent, dot, table, work)
+            scan_core(table, &codes[0], start, n, m, nbits, dist)
+            got = 0
+            for j in range(n):
+                if use_mask and not mask[start + j]:
+                    continue
+                v = dist[j] - diff if dot else dist[j]
+                if v != v or v < dlo or v >= dhi:
+                    continue
+                got += 1
+                if top.n == top.k and v > top.d[0]:  # worse than the k-th: no heap work
+                    continue
+                top._push(v, row_ids[start + j], start + j)
+            top.seen += got
+            found += got if got < k else k
+    free(table); free(work); free(resid); free(dist)
+    return probed, found

@@ -1,0 +1,71 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, nonecheck=False, cdivision=True
+"""k-means inner loops for short vectors (PQ sub-vectors), without the GIL.
+
+For a handful of dimensions a matrix product is limited by writing its ``rows x k`` output,
+so :func:`assign_small` finds each row's nearest centroid directly: ``|c|^2 - 2 x.c`` for all
+centroids at once (centroids stored transposed, so the inner loop runs over contiguous
+centroid values and vectorizes; the C loop in ``kmeans_simd.h`` runs as AVX2 where the CPU
+has it), then the smallest. :func:`accumulate` adds rows into their
+cluster's sum for the next means. Callers check shapes before calling.
+"""
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+
+
+cdef extern from "index/vector/kmeans_simd.h":
+    void lancefmt_assign_small(const float *x, Py_ssize_t n, Py_ssize_t dim, const float *ct,
+                               const float *cnorm, Py_ssize_t k, float *acc, int64_t *labels,
+                               float *dists) nogil
+
+
+def assign_small(const float[:, ::1] x, const float[:, ::1] cT, const float[::1] cnorm,
+                 int64_t[::1] labels, float[::1] dists):
+    """Nearest centroid (squared L2) of every row of ``x``; ``cT`` is ``dim x k`` (the loop is
+    C in ``kmeans_simd.h``: AVX2 when the CPU has it)."""
+    cdef Py_ssize_t n = x.shape[0], dim = x.shape[1], k = cT.shape[1]
+    cdef float* acc
+    if cT.shape[0] != dim or cnorm.shape[0] != k or labels.shape[0] < n or dists.shape[0] < n:
+        raise ValueError("k-means shapes differ")
+    if k == 0:
+        raise ValueError("no centroids")
+    if n == 0:
+        return
+    acc = <float*>malloc(k * sizeof(float))
+    if acc == NULL:
+        raise MemoryError()
+    with nogil:
+        lancefmt_assign_small(&x[0, 0], n, dim, &cT[0, 0], &cnorm[0], k, acc, &labels[0], &dists[0])
+    free(acc)
+
+
+def accumulate(const float[:, ::1] x, const int64_t[::1] labels, double[:, ::1] sums,
+               int64_t[::1] counts):
+    """``sums[label] += row`` and ``counts[label] += 1`` for every row."""
+    cdef Py_ssize_t n = x.shape[0], dim = x.shape[1], k = sums.shape[0], i, j
+    cdef int64_t lab
+    if labels.shape[0] < n or sums.shape[1] != dim or counts.shape[0] != k:
+        raise ValueError("k-means shapes differ")
+    with nogil:
+        for i in range(n):
+            lab = labels[i]
+            if lab < 0 or lab >= k:
+                continue
+            counts[lab] += 1
+            for j in range(dim):
+                sums[lab, j] += x[i, j]
+
+
+def update_min_dist(const float[:, ::1] x, const float[::1] c, double[::1] d2):
+    """``d2[i] = min(d2[i], |x[i] - c|^2)`` (k-means++ seeding)."""
+    cdef Py_ssize_t n = x.shape[0], dim = x.shape[1], i, j
+    cdef double acc, v
+    if c.shape[0] != dim or d2.shape[0] < n:
+        raise ValueError("k-means shapes differ")
+    with nogil:
+        for i in range(n):
+            acc = 0.0
+            for j in range(dim):
+                v = <double>x[i, j] - <double>c[j]
+                acc += v * v
+            if acc < d2[i]:
+                d2[i] = acc
