@@ -149,7 +149,7 @@ def create_vector_index(spark, uri, column: str, index_type: str, name: str | No
                                            req.params["metric"], g, task_params) for g in groups],
                              encode_on_executor, "index")
         written = [_dir_of(snapshot, s) for s in segments]
-        job.finish([])
+        job.finish([d + "/" for d in written])  # the directories of dead attempts go
         if len(segments) > 1:
             merged = merge_segments(snapshot, segments)
             written.append(_dir_of(snapshot, merged))
@@ -171,8 +171,12 @@ def encode_on_executor(item, staging: str):
     pinned, column, index_type, name, metric, fragment_ids, params = item
     from ..dataset.indices.vector_create import create_vector_index as build
 
-    return build(pinned.snapshot(), column, index_type, name, metric,
-                 fragment_ids=fragment_ids, **params)
+    snapshot = pinned.snapshot()
+    uid = new_uuid()  # staged first, so a dead attempt's directory is removed with the job
+    stage_file(staging, snapshot.ctx.resolver.index_dir_uri(uid) + "/", pinned.storage_options,
+               require_open=True)
+    return build(snapshot, column, index_type, name, metric,
+                 fragment_ids=fragment_ids, index_uuid=uid, **params)
 
 
 def _groups(snapshot, rows_per_task: int) -> list:
