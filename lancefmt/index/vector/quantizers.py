@@ -260,7 +260,7 @@ class ProductQuantizer(Quantizer):
         cls.check(dim, m, num_bits)
         k = 1 << num_bits
         if codebook is not None:
-            return cls(dim, m, num_bits, _codebook_array(codebook, m, k, dim))
+            return cls(dim, m, num_bits, codebook_array(codebook, m, k, dim))
         if sample.shape[0] < k:
             raise InvalidArgumentError(f"Not enough rows to train PQ. Requires {k} rows but only "
                                        f"{sample.shape[0]} available")
@@ -382,7 +382,7 @@ class ProductQuantizer(Quantizer):
         return score
 
 
-def _codebook_array(codebook, m: int, k: int, dim: int) -> np.ndarray:
+def codebook_array(codebook, m: int, k: int, dim: int) -> np.ndarray:
     """A user's ``pq_codebook`` (``m x k x dim/m`` array, or fixed-size lists) as [m][k][sub]."""
     if isinstance(codebook, (pa.Array, pa.ChunkedArray)):
         from .distance import fsl_matrix
