@@ -124,3 +124,23 @@ def test_bad_arguments_as_pylance(uri):
         lf_indices.IndicesBuilder(lancefmt.dataset(uri), "id")
     with pytest.raises(ImportError, match="torch"):
         lf.train_ivf(4, sample_rate=4, accelerator="cuda")
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+def test_legacy_ivf_pq_file_both_ways(tmp_path, uri, metric):
+    """index_file_version="Legacy": the single-file IVF_PQ layout, built by either library and
+    searched by both with the same rows and distances."""
+    q = np.random.default_rng(5).standard_normal(D).astype(np.float32)
+    nearest = {"column": "vec", "q": q, "k": 10, "nprobes": 4}
+    for builder in (lancefmt, lance):
+        builder.dataset(uri).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=8,
+                                          metric=metric, replace=True,
+                                          index_file_version=pl_indices.IndexFileVersion.LEGACY)
+        pl, lf = lance.dataset(uri), lancefmt.dataset(uri)
+        assert lf.stats.index_stats("vec_idx")["indices"][0]["index_file_version"] == "Legacy"
+        assert pl.stats.index_stats("vec_idx")["indices"][0]["index_file_version"] == "Legacy"
+        assert "ANNIvfPartition" in pl.scanner(nearest=nearest).explain_plan()
+        a = pl.to_table(nearest=nearest, columns=["id", "_distance"])
+        b = lf.to_table(nearest=nearest, columns=["id", "_distance"])
+        assert a["id"].equals(b["id"]), builder.__name__
+        np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(), rtol=1e-5, atol=1e-6)

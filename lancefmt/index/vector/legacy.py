@@ -93,5 +93,6 @@ def load_legacy(store: IndexStore, msg, data, details=None) -> IvfIndex:
     stored = q.transpose(codes, ivf.offsets, ivf.lengths)
     out = IvfIndex("IVF_PQ", metric, ivf, q, row_ids, stored, pa.float32(), details)
     out.uri = uri
+    out.file_version = "Legacy"
     out.uuid = store.dir_uri.rstrip("/").rsplit("/", 1)[-1]
     return out
