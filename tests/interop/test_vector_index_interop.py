@@ -133,3 +133,41 @@ def test_uint8_hamming_ivf_flat_both_ways(tmp_path):
             # integer distances tie often; pylance breaks ties inside a partition arbitrarily
             assert a["_distance"].to_pylist() == b["_distance"].to_pylist()
             assert a["id"][0].as_py() == b["id"][0].as_py()
+
+
+@pytest.mark.parametrize("kind,kw", KINDS, ids=[k for k, _ in KINDS])
+def test_probe_bounds_and_refine_as_pylance(tmp_path, kind, kw):
+    """minimum_nprobes / maximum_nprobes / refine_factor on pylance's index: lancefmt probes
+    what pylance probes and returns its rows and distances."""
+    rng = np.random.default_rng(9)
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(clustered(rng, 1200)[0], uri, max_rows_per_file=400)
+    lance.dataset(uri).create_index("vec", kind, num_partitions=8, **kw)
+    pl, lf = lance.dataset(uri), lancefmt.dataset(uri)
+    q = rng.standard_normal(D).astype(np.float32)
+    for extra in [{"minimum_nprobes": 1, "maximum_nprobes": 1}, {"minimum_nprobes": 3},
+                  {"minimum_nprobes": 2, "maximum_nprobes": 5, "k": 300},
+                  {"nprobes": 8, "refine_factor": 2}, {"maximum_nprobes": 2, "k": 1000}]:
+        nearest = {"column": "vec", "q": q, "k": 10, **extra}
+        a = pl.to_table(nearest=nearest, columns=["id", "_distance"])
+        b = lf.to_table(nearest=nearest, columns=["id", "_distance"])
+        assert ids_of(a) == ids_of(b), extra
+        np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(), rtol=1e-5)
+
+
+def test_ivf_rq_of_pylance_is_searched_exactly_and_not_built(tmp_path):
+    """lancefmt neither reads nor builds IVF_RQ: it answers a pylance IVF_RQ index by an exact
+    scan (pylance's own answer with use_index=False), and a build is refused."""
+    rng = np.random.default_rng(10)
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(clustered(rng, 900)[0], uri, max_rows_per_file=300)
+    lance.dataset(uri).create_index("vec", "IVF_RQ", num_partitions=4)
+    pl, lf = lance.dataset(uri), lancefmt.dataset(uri)
+    assert lf.describe_indices()[0].index_type == pl.describe_indices()[0].index_type == "IVF_RQ"
+    q = rng.standard_normal(D).astype(np.float32)
+    nearest = {"column": "vec", "q": q, "k": 10}
+    assert "KNNVectorDistance" in lf.scanner(nearest=nearest).explain_plan()
+    exact = pl.to_table(nearest={**nearest, "use_index": False}, columns=["id", "_distance"])
+    assert lf.to_table(nearest=nearest, columns=["id", "_distance"]).equals(exact)
+    with pytest.raises(ValueError, match="IVF_RQ"):
+        lf.create_index("vec", "IVF_RQ", num_partitions=4, name="mine")
