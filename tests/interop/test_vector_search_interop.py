@@ -100,3 +100,15 @@ def test_bad_queries_raise_pylances_error_types(both, nearest, err):
             lib.to_table(nearest=nearest)
     with pytest.raises(lancefmt.LanceError):
         lf.to_table(nearest=nearest)
+
+
+def test_cast_list_f16_projection_as_pylance(both):
+    """Lance's ``_cast_list_f16`` in a projection (next to a vector search)."""
+    pl, lf, q = both
+    kw = dict(nearest={"column": "vec", "q": q, "k": 5}, columns={"v": "vec", "h": "_cast_list_f16(vec)",
+                                                                  "h32": "_cast_list_f16(v16)"})
+    a, b = pl.to_table(**kw), lf.to_table(**kw)
+    assert a.schema == b.schema and a.drop_columns(["_distance"]).equals(b.drop_columns(["_distance"]))
+    for lib in (pl, lf):
+        with pytest.raises(Exception, match="cast_list_f16 only supports"):
+            lib.to_table(columns={"x": "_cast_list_f16(v64)"})
