@@ -23,6 +23,7 @@ from ..jsonb.arrow import decode_batch, user_schema
 from ..table.base_paths import BasePath
 from .core.plan import CommitPlan
 from .core.snapshot import Snapshot
+from .core.session import Session
 from .core.view import View
 from .fragment import Fragment
 from .maintain import validate as _validate
@@ -64,14 +65,16 @@ def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None
     store (or ``"sqlite:///path"``) that versions are resolved and committed through
     (:mod:`lancefmt.table.external_manifest`). ``default_scan_options``: scanner arguments
     every scan of this object starts from (``{"with_row_id": True}`` also shows ``_rowid``
-    in ``schema``). pylance's cache and reader tuning (``read_params``, ``index_cache_size``,
-    ``metadata_cache_size_bytes``, ``block_size``, ``session``...) is accepted and ignored."""
+    in ``schema``). ``index_cache_size_bytes=0`` keeps no loaded index (every search loads
+    it again); other sizes, and pylance's other cache and reader tuning (``read_params``,
+    ``index_cache_size``, ``metadata_cache_size_bytes``, ``block_size``, ``session``...), are
+    accepted and ignored."""
     unknown = set(tuning) - set(TUNING_OPTIONS)
     if unknown:
         raise InvalidArgumentError(f"dataset() got unexpected arguments {sorted(unknown)}")
     if tuning.get("index_cache_size") is not None:
         warnings.warn("The 'index_cache_size' parameter is deprecated. Use "
-                      "'index_cache_size_bytes' instead (lancefmt sizes no index cache).",
+                      "'index_cache_size_bytes' instead.",
                       DeprecationWarning, stacklevel=2)
     if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
         storage_options = uri.storage_options  # a Dataset passed as the URI
@@ -85,7 +88,8 @@ def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None
                                             base_store_params=base_store_params,
                                             manifest_store=manifest_store), asof)
     out = Dataset.open(uri, version, storage_options=storage_options,
-                       base_store_params=base_store_params, manifest_store=manifest_store)
+                       base_store_params=base_store_params, manifest_store=manifest_store,
+                       session=Session(0) if tuning.get("index_cache_size_bytes") == 0 else None)
     if default_scan_options:
         out.scan_defaults = dict(default_scan_options)
     return out
@@ -121,10 +125,11 @@ class Dataset(DatasetIndexAPI, DatasetReadAPI):
 
     @classmethod
     def open(cls, uri, version=None, *, storage_options=None, base_store_params=None,
-             manifest_store=None) -> "Dataset":
+             manifest_store=None, session=None) -> "Dataset":
         return cls(Snapshot.open(uri, version, storage_options=storage_options,
                                  base_store_params=base_store_params,
-                                 manifest_store=manifest_store, after_commit=maybe_auto_cleanup))
+                                 manifest_store=manifest_store, after_commit=maybe_auto_cleanup,
+                                 session=session))
 
     def __repr__(self):
         return f"Dataset({self.uri!r}, version={self.version})"
@@ -578,6 +583,13 @@ class NativeView:
 
     def base_paths(self) -> dict[int, BasePath]:
         return self._dataset.base_paths
+
+    def index_cache_hit_rate(self) -> float:
+        """Index look-ups this dataset's session answered from its cache, of all of them."""
+        return self._dataset.snapshot.session.index_cache.hit_rate()
+
+    def index_cache_entry_count(self) -> int:
+        return self._dataset.snapshot.session.index_cache_entry_count()
 
     def take_scan(self, ranges, columns=None, batch_readahead: int = 16):
         """Batches of the rows in each ``(start, stop)`` range of live-row positions."""
