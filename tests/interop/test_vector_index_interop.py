@@ -208,3 +208,22 @@ def test_multivector_indices_both_ways(tmp_path, kind, kw):
                 continue
             assert ids_of(a) == ids_of(b), (builder.__name__, extra, kws)
             np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64], ids=["f16", "f64"])
+@pytest.mark.parametrize("kind,kw", [("IVF_FLAT", {}), ("IVF_PQ", {"num_sub_vectors": 4}), ("IVF_HNSW_SQ", {})],
+                         ids=["IVF_FLAT", "IVF_PQ", "IVF_HNSW_SQ"])
+def test_half_and_double_vectors_both_ways(tmp_path, dtype, kind, kw):
+    rng = np.random.default_rng(15)
+    X = rng.standard_normal((600, D)).astype(dtype)
+    t = pa.table({"id": np.arange(600), "vec": pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), D)})
+    q = X[3].astype(np.float32)
+    nearest = {"column": "vec", "q": q, "k": 8, "nprobes": 2}
+    for builder in (lance, lancefmt):
+        uri = str(tmp_path / builder.__name__)
+        lance.write_dataset(t, uri)
+        builder.dataset(uri).create_index("vec", kind, num_partitions=2, **kw)
+        a = lance.dataset(uri).to_table(nearest=nearest, columns=["id", "_distance"])
+        b = lancefmt.dataset(uri).to_table(nearest=nearest, columns=["id", "_distance"])
+        assert ids_of(a) == ids_of(b) and ids_of(a)[0] == 3, builder.__name__
+        np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(), rtol=1e-3)
