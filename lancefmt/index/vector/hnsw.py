@@ -95,8 +95,8 @@ class HnswIndex(IvfIndex):
     def probe_partitions(self, p) -> None:
         q = self.quantizer
         offsets, lengths = self.ivf.offsets, self.ivf.lengths
-        # pylance 14's default beam: k + k/2 (Lance's ``ef.unwrap_or(k + k / 2)``; its answers
-        # for k=10 are those of ef=15 on 20 of 20 queries, of ef=40 on 19)
+        # pylance 14's default beam is k + k/2, k counting the refine factor (its answers for
+        # k = 5, 10, 20 equal those of ef = 7, 15, 30 on 90 of 90 queries; ef = 40 on 12-43)
         ef = max(p.ef if p.ef else p.k + p.k // 2, p.k)
         smetric = storage_metric(self.metric)
         for part, start, n in p.partitions(offsets, lengths):
