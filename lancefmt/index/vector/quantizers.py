@@ -315,13 +315,14 @@ class ProductQuantizer(Quantizer):
             raise CorruptFileError(f"bad PQ metadata ({e})", path) from None
         if nbits not in (4, 8) or m <= 0 or dim % m or (nbits == 4 and m % 2):
             raise CorruptFileError(f"bad PQ metadata (m={m}, nbits={nbits}, dim={dim})", path)
-        if not meta.get("transposed", False):
-            raise CorruptFileError("PQ codes stored untransposed are not supported", path)
         book = parse_tensor(read_buffer(pos), path, ndim=2)
         if book.size != (1 << nbits) * dim:
             raise CorruptFileError(f"PQ codebook of shape {list(book.shape)} for dim {dim}, "
                                    f"{1 << nbits} centroids", path)
-        return cls(dim, m, nbits, book.astype(np.float32).reshape(-1))
+        out = cls(dim, m, nbits, book.astype(np.float32).reshape(-1))
+        # pylance's distributed segments keep their codes row-major ("transposed": false)
+        out.row_major_source = not meta.get("transposed", False)
+        return out
 
     def stored(self, codes, offsets, lengths):
         t = codes.type
@@ -329,6 +330,8 @@ class ProductQuantizer(Quantizer):
             raise CorruptFileError(f"PQ codes of type {t}, expected {self.width} bytes")
         from .distance import fsl_matrix
         mat, _ = fsl_matrix(codes, np.uint8)
+        if getattr(self, "row_major_source", False):
+            return self.transpose(np.ascontiguousarray(mat), offsets, lengths)
         return np.ascontiguousarray(mat).reshape(-1)
 
     def transpose(self, codes: np.ndarray, offsets, lengths) -> np.ndarray:

@@ -133,7 +133,10 @@ class VectorIndexType(IndexType):
 
     def load(self, store: IndexStore, details) -> IvfIndex:
         try:
-            graph = VECTOR_ID in store.reader(INDEX_FILE).schema.names
+            # HNSW graphs come with their "lance:hnsw" levels; pylance's merge of distributed
+            # segments writes a FLAT sub-index with the graph's (empty) columns but no levels
+            reader = store.reader(INDEX_FILE)
+            graph = VECTOR_ID in reader.schema.names and "lance:hnsw" in reader.schema_metadata
         except CorruptFileError:
             legacy = read_legacy(store)  # not a Lance file: a legacy index file, or corrupt
             if legacy is None:
