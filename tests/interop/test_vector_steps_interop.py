@@ -144,3 +144,29 @@ def test_legacy_ivf_pq_file_both_ways(tmp_path, uri, metric):
         b = lf.to_table(nearest=nearest, columns=["id", "_distance"])
         assert a["id"].equals(b["id"]), builder.__name__
         np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_lancefmt_maintains_a_legacy_index(tmp_path, uri):
+    """Appends, deletes, a delta and a compaction over pylance's legacy IVF_PQ file: pylance
+    validates every version and both libraries answer alike (new segments are V3)."""
+    lance.dataset(uri).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=8,
+                                    index_file_version="Legacy")
+    ds = lancefmt.dataset(uri)
+    rng = np.random.default_rng(8)
+    extra = rng.standard_normal((90, D)).astype(np.float32)
+    ds.insert(pa.table({"id": np.arange(1200, 1290), "vec": pa.FixedSizeListArray.from_arrays(pa.array(extra.ravel()), D)}))
+    ds.delete("id % 7 = 0")
+    nearest = {"column": "vec", "q": extra[0], "k": 10, "nprobes": 4}
+    for step in ("appended", "delta", "compacted"):
+        if step == "delta":
+            ds.optimize.optimize_indices(num_indices_to_merge=0)
+        if step == "compacted":
+            ds.optimize.compact_files(target_rows_per_fragment=5000)
+        pl = lance.dataset(uri)
+        pl.validate()
+        a = pl.to_table(nearest=nearest, columns=["id", "_distance"])
+        b = lancefmt.dataset(uri).to_table(nearest=nearest, columns=["id", "_distance"])
+        assert a["id"].equals(b["id"]) and a["id"][0].as_py() == 1200, step
+        np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(), rtol=1e-5)
+    versions = [i["index_file_version"] for i in lance.dataset(uri).stats.index_stats("vec_idx")["indices"]]
+    assert versions == ["V3", "V3"]
