@@ -204,6 +204,8 @@ def _spec(world: World, op: str, rng: np.random.Generator) -> dict:
     if op in ("create", "spark"):
         built = {**INDICES, **FTS}
         name = list(built)[int(rng.integers(0, len(built)))]
+        if op == "spark" and rng.random() < 0.5:  # a Spark INVERTED build: tasks share a directory
+            name = next(iter(FTS))
         column, itype = built[name]
         spec["args"] = {"column": column, "type": itype, "name": name}
         if op == "spark":
@@ -314,7 +316,8 @@ def campaign(cfg: Config, log=print) -> Report:
                 else:
                     report.finished[op] += 1
                 if cfg.verbose:
-                    log(f"{world.label} {op} {outcome} {how} at {point} v{before.version}->{state.version}")
+                    what = spec["args"].get("name", "")
+                    log(f"{world.label} {op} {what} {outcome} {how} at {point} v{before.version}->{state.version}")
                 if (rnd + 1) % cfg.cleanup_every == 0:
                     impl = impls[n_clean % len(impls)]
                     n_clean += 1
