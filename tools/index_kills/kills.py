@@ -64,6 +64,7 @@ class Report:
     finished: Counter = field(default_factory=Counter)  # op -> writers that finished first
     cleanups: Counter = field(default_factory=Counter)  # impl -> cleanups checked
     pending_uploads: int = 0                            # S3 multipart uploads never completed (all worlds)
+    left_after_cleanup: Counter = field(default_factory=Counter)  # impl -> uploads a cleanup left
     failures: list = field(default_factory=list)
     worlds: int = 0
     seconds: float = 0.0
@@ -81,6 +82,7 @@ class Report:
                 "outcomes": {f"{op} {o}": n for (op, o), n in sorted(self.outcomes.items())},
                 "finished_first": dict(self.finished), "cleanups": dict(self.cleanups),
                 "pending_multipart_uploads": self.pending_uploads,
+                "pending_uploads_after_cleanup": dict(self.left_after_cleanup),
                 "failures": self.failures}
 
 
@@ -257,7 +259,8 @@ def cleanup_and_check(world: World, impl: str, rng: np.random.Generator, report:
 
         snap = Snapshot.open(t.uri, storage_options=t.lf_options)
         cleanup_old_versions(snap, older_than=timedelta(0), now=time.time() + 8 * 86400)
-    check_clean(t, "pylance" if impl == "pylance" else "lancefmt")
+    left = check_clean(t, "pylance" if impl == "pylance" else "lancefmt")
+    report.left_after_cleanup[impl] += left["pending_uploads"]
     check_dataset(t, world.expected(), rng)
     report.cleanups[impl] += 1
 
