@@ -180,11 +180,13 @@ def load_meta(leaf, source, plans) -> None:
         page.v21_meta = meta
 
 
-def direct_values(meta: MiniBlockPage):
+def direct_values(meta: MiniBlockPage, dictionary: bool = False):
     """``(bitpacked, bits)`` when each row of the mini-block page is one value found without
     decoding its chunk (no levels, dictionary or repetition index; one value buffer of inline
-    bit-packed words or flat whole-byte values, uncompressed), else None. Once per page."""
-    got = getattr(meta, "direct", False)
+    bit-packed words or flat whole-byte values, uncompressed), else None. Once per page.
+    With ``dictionary``: the same of a dictionary page's indices (None for other pages)."""
+    key = "direct_indices" if dictionary else "direct"
+    got = getattr(meta, key, False)
     if got is not False:
         return got
     mb = meta.mb
@@ -192,14 +194,15 @@ def direct_values(meta: MiniBlockPage):
     kind = enc.WhichOneof("compression")
     got = None
     if not (mb.HasField("rep_compression") or mb.HasField("def_compression") or
-            mb.HasField("dictionary") or mb.repetition_index_depth or mb.num_buffers != 1):
+            mb.HasField("dictionary") != dictionary or mb.repetition_index_depth or
+            mb.num_buffers != 1):
         if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") and \
                 enc.inline_bitpacking.uncompressed_bits_per_value in (8, 16, 32, 64):
             got = (True, int(enc.inline_bitpacking.uncompressed_bits_per_value))
         elif kind == "flat" and not enc.flat.HasField("data") and enc.flat.bits_per_value and \
                 enc.flat.bits_per_value % 8 == 0:
             got = (False, int(enc.flat.bits_per_value))
-    meta.direct = got
+    setattr(meta, key, got)
     return got
 
 
