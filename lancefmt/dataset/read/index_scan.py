@@ -146,6 +146,21 @@ def selected_positions(scan: FragmentScan, chosen, negated: bool) -> np.ndarray:
     return chosen
 
 
+def selected_count(ctx, pb, chosen) -> int:
+    """How many live rows of fragment ``pb`` an exact, not negated index answer keeps
+    (``chosen``: sorted physical offsets, or None): counted from the answer and the deletions alone, no scan
+    object made (a count of a covered fragment reads nothing else)."""
+    if chosen is None or not chosen.size:
+        return 0
+    n = int(pb.physical_rows)
+    if int(chosen[-1]) >= n:
+        chosen = chosen[chosen < n]
+    dv = load_deletions(ctx, pb) if pb.HasField("deletion_file") else None
+    if dv is not None and len(dv):
+        return int(chosen.size - np.count_nonzero(np.isin(chosen, dv.offsets.astype(np.int64))))
+    return int(chosen.size)
+
+
 class SelectedScan(FragmentScan):
     """A fragment scan that reads only the rows an index selected (see module docstring):
     ``chosen`` physical offsets (sorted; ``negated``: every live row but those), the filter
