@@ -293,13 +293,15 @@ class BTreeIndex(LoadedIndex):
         bounds = [(k * self.batch_size, min((k + 1) * self.batch_size, self.num_rows)) for k in ks]
         # a take decodes only the mini-block chunks of these rows; a range read would decode
         # the whole (often 500k-row) Lance page holding them
-        rows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in bounds])
+        rows = np.arange(*bounds[0], dtype=np.int64) if len(bounds) == 1 else \
+            np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in bounds])
         t = self.store.reader(PAGE_DATA).take(rows)
         ids_col = t.column("ids")
         if ids_col.null_count:
             raise CorruptFileError(f"page {ks[0]}..{ks[-1]} has null row ids",
                                    self.store.uri(PAGE_DATA))
-        values, ids = t.column("values").combine_chunks(), ids_col.to_numpy()
+        values, ids = t.column("values"), ids_col.to_numpy()
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
         pages, at = [], 0
         for a, b in bounds:
             count("parts_loaded")
