@@ -121,7 +121,9 @@ def _by_fragment(addrs: np.ndarray, fragments) -> dict:
         fid = int(addrs[start] >> np.uint64(32))
         end = n if fid == 0xFFFFFFFF else int(np.searchsorted(addrs, np.uint64((fid + 1) << 32)))
         if fid in fragments:
-            out[fid] = (addrs[start:end] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            part = addrs[start:end]
+            out[fid] = part.view(np.int64) - (fid << 32) if fid < 1 << 31 else \
+                (part & np.uint64(0xFFFFFFFF)).astype(np.int64)
         start = end
     return out
 
