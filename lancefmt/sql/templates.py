@@ -6,7 +6,8 @@ each time, so each new text would pay the parse. Here a filter's plain literals 
 strings without escapes or doubled quotes) are replaced by numbered placeholders; the
 placeholder text is parsed once (kept per shape), and each new text gets a copy of that tree
 with its own literals put back where the placeholders were: the same tree sqlglot builds from
-the text itself.
+the text itself. Only the nodes on the way from the root to a placeholder are new in that
+tree; the rest are the shape's own nodes, shared (the trees are only read).
 
 Only literals whose value cannot change the parse are replaced: a literal after a word other
 than ``AND``/``OR``/``NOT``/``BETWEEN``/``LIKE`` (``DATE '...'``, ``INTERVAL 5 DAY``,
@@ -88,7 +89,8 @@ class ShapeParser:
         except Exception:  # the texts' own parse says what is wrong
             tree = None
         if tree is not None:
-            seen = [n.this for n in tree.find_all(exp.Literal)]
+            tree = _Shape(tree)
+            seen = [n.this for n in tree.root.find_all(exp.Literal)]
             phs = {_placeholder_number(k) for k in range(count)} | \
                 {f"{_MARK}{k}{_MARK}" for k in range(count)}
             found = [s for s in seen if s in phs]
@@ -110,10 +112,46 @@ class ShapeParser:
         tree = self._shape_tree(shape, len(values))
         if tree is None:
             return self.direct(text)
-        by_placeholder = dict(values)
-        out = tree.copy()
-        for node in out.find_all(exp.Literal):
-            value = by_placeholder.get(node.this)
-            if value is not None:
-                node.set("this", value)
+        return tree.filled(dict(values))
+
+
+class _Shape:
+    """A shape's tree and the nodes holding a placeholder below them (by identity)."""
+
+    def __init__(self, root):
+        self.root = root
+        self.on_path: set = set()
+        self._mark(root)
+
+    def _mark(self, node) -> bool:
+        below = isinstance(node, exp.Literal) and isinstance(node.this, str) and (
+            node.this.startswith("98765") or _MARK in node.this)
+        for v in node.args.values():
+            for child in (v if isinstance(v, list) else (v,)):
+                if isinstance(child, exp.Expression) and self._mark(child):
+                    below = True
+        if below:
+            self.on_path.add(id(node))
+        return below
+
+    def filled(self, values: dict):
+        """The tree with ``values`` (placeholder -> literal text) in place of placeholders."""
+        return self._fill(self.root, values)
+
+    def _fill(self, node, values):
+        if id(node) not in self.on_path:
+            return node
+        if isinstance(node, exp.Literal) and node.this in values:
+            return exp.Literal(this=values[node.this], is_string=node.args.get("is_string"))
+        args = {}
+        for k, v in node.args.items():
+            if isinstance(v, list):
+                args[k] = [self._fill(c, values) if isinstance(c, exp.Expression) else c for c in v]
+            elif isinstance(v, exp.Expression):
+                args[k] = self._fill(v, values)
+            else:
+                args[k] = v
+        out = node.__class__(**args)
+        if node.comments:
+            out.comments = list(node.comments)
         return out
