@@ -27,6 +27,7 @@ from .list_functions import list_function
 from .arrow_types import ArrowTypeNameError, parse_arrow_type
 from .float_order import (common_float, is_float, is_zero, key_type, order_key_expr, scalar_key,
                           with_both_zeros, zero_for)
+from .templates import ShapeParser
 from .literals import Literal, LiteralTypeError, coerce, number, parse_timestamp
 
 ROW_ID = "_rowid"
@@ -89,11 +90,19 @@ def _quote_columns(text: str, schema) -> str:
     return _WORD.sub(sub, text)
 
 
+def _parse_text(text: str):
+    return sqlglot.parse_one(text, read=LanceSpark)
+
+
+_SHAPES = ShapeParser(_parse_text)
+
+
 @lru_cache(maxsize=512)
 def _parse_tree(text: str):
     """The sqlglot tree of ``text`` (read, never modified, by the filter translation and the
-    index-term extraction alike, so a filter is parsed once)."""
-    return sqlglot.parse_one(text, read=LanceSpark)
+    index-term extraction alike, so a filter is parsed once; texts differing only in their
+    literals share one parse, see :mod:`.templates`)."""
+    return _SHAPES.parse(text)
 
 
 class Translator:
