@@ -265,18 +265,25 @@ MEMORY_ROWS = [1_500_000, 6_000_000]
 
 def scan_peak_bytes(uri: str, options: dict) -> int:
     """Peak bytes held while streaming a whole scan: Python objects (downloaded bodies) plus
-    pyarrow's pool (decoded batches), above what was held before."""
+    pyarrow's pools (decoded batches: the default pool and the decode pool), above what was
+    held before."""
     import tracemalloc
 
     import lancefmt
 
+    from lancefmt.encoding.pool_memory import decode_pool
+
     ds = lancefmt.dataset(uri, storage_options=options)
-    pool = pa.default_memory_pool()
+    pools = {id(p): p for p in (pa.default_memory_pool(), decode_pool())}.values()
+
+    def held():
+        return sum(p.bytes_allocated() for p in pools)
+
     tracemalloc.start()
     try:
-        base, peak = pool.bytes_allocated(), 0
+        base, peak = held(), 0
         for _ in ds.to_batches():
-            peak = max(peak, pool.bytes_allocated() - base)
+            peak = max(peak, held() - base)
         return tracemalloc.get_traced_memory()[1] + peak
     finally:
         tracemalloc.stop()

@@ -76,7 +76,8 @@ try:
     print("read")
 except CorruptFileError as e:
     print("corrupt")
-print(pa.default_memory_pool().max_memory())
+from lancefmt.encoding.pool_memory import decode_pool
+print(pa.default_memory_pool().max_memory() + decode_pool().max_memory())
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env={**os.environ})

@@ -348,7 +348,8 @@ try:
     parse_deletion_file(bytes(data), "arrow", physical_rows=5000)
 except CorruptFileError:
     pass
-print(pa.default_memory_pool().max_memory())
+from lancefmt.encoding.pool_memory import decode_pool
+print(pa.default_memory_pool().max_memory() + decode_pool().max_memory())
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, env={**os.environ})
