@@ -167,3 +167,25 @@ def test_list_element_documents(tmp_path, builder):
         theirs.to_table(full_text_query=LQ.MatchQuery("quick", "tags"), limit=3).schema
     with pytest.raises(ValueError, match="INVERTED index"):
         ours.to_table(full_text_query="quick")
+
+
+@pytest.mark.parametrize("lib", [lance, lancefmt])
+def test_no_hybrid_scan_and_no_index_errors_are_pylances(tmp_path, lib):
+    """pylance 14 refuses nearest with full_text_query (filtered or not, prefilter or not), and
+    a bare query string when no column has an INVERTED index; lancefmt raises the same."""
+    uri = str(tmp_path / "ds")
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(40, dtype=np.float32)), 4)
+    lance.write_dataset(pa.table({"id": range(10), "text": [f"w{i % 3} x" for i in range(10)],
+                                  "vec": vec}), uri)
+    ds = lib.dataset(uri)
+    with pytest.raises(ValueError, match="unless an INVERTED index has been created"):
+        ds.to_table(full_text_query="w1")
+    ds.create_scalar_index("text", "INVERTED")
+    ds = lib.dataset(uri)
+    assert ds.to_table(full_text_query="w1", columns=["id"]).num_rows == 3
+    near = {"column": "vec", "q": np.zeros(4, dtype=np.float32), "k": 3}
+    for kw in ({}, {"filter": "id > 2"}, {"filter": "id > 2", "prefilter": True}, {"limit": 2}):
+        with pytest.raises(ValueError, match="Cannot have both nearest and full text search"):
+            ds.to_table(full_text_query="w1", nearest=near, **kw)
+    with pytest.raises(ValueError, match="Cannot have both nearest and full text search"):
+        ds.scanner(full_text_query="w1", nearest=near).explain_plan()  # lancefmt: at scanner()

@@ -58,6 +58,23 @@ def rebatch(batches, size: int) -> Iterator[pa.RecordBatch]:
         yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
 
 
+def _nearest_order(cols: list, row_id_flag: bool, row_address_flag: bool, no_distance: bool) -> list:
+    """pylance's column order of a nearest search whose ``columns`` name ``_rowid`` or
+    ``_rowaddr``: they keep their places, ``_distance`` follows unless named, and what the
+    legacy ``with_row_id``/``with_row_address`` flags ask for goes last (even if named)."""
+    order = [c for c in cols if not (c == ROW_ID and row_id_flag)
+             and not (c == ROW_ADDRESS and row_address_flag)]
+    if DISTANCE not in order and not no_distance:
+        order.append(DISTANCE)
+    return order + [ROW_ID] * row_id_flag + [ROW_ADDRESS] * row_address_flag
+
+
+def _ordered(names: list, order: list) -> list:
+    """``names`` in ``order`` (names it does not list keep their places after)."""
+    first = [n for n in order if n in names]
+    return first + [n for n in names if n not in first]
+
+
 class LanceScanner(pads.Scanner):
     """A scan plan of one dataset version (see module docstring). ``source`` is a
     :class:`~lancefmt.dataset.core.snapshot.Snapshot` or a
@@ -114,7 +131,8 @@ class LanceScanner(pads.Scanner):
         self._nearest = None
         nearest = options.get("nearest")
         if nearest is not None and options.get("full_text_query") is not None:
-            raise InvalidArgumentError("nearest and full_text_query cannot be combined in one scan")
+            # pylance 14 has no hybrid scan: its scanner refuses the pair, with or without filters
+            raise InvalidArgumentError("Cannot have both nearest and full text search")
         if nearest is not None:
             if fragments is not None and not options.get("prefilter"):
                 raise InvalidArgumentError("This operation is not supported for fragment scan: "
@@ -165,12 +183,16 @@ class LanceScanner(pads.Scanner):
         self._nearest = parse_nearest(schema, nearest)
         self._distance_at = None
         self._no_distance = False
+        self._nearest_order = None
         if isinstance(columns, (list, tuple)):
             cols = list(columns)
             if DISTANCE in cols:
                 self._distance_at = [c for c in cols if c not in (ROW_ID, ROW_ADDRESS)].index(DISTANCE)
             elif options.get("disable_scoring_autoprojection"):
                 self._no_distance = True
+            if ROW_ID in cols or ROW_ADDRESS in cols:
+                self._nearest_order = _nearest_order(cols, bool(with_row_id), bool(with_row_address),
+                                                     self._no_distance)
             with_row_id = with_row_id or ROW_ID in cols
             with_row_address = with_row_address or ROW_ADDRESS in cols
             columns = [c for c in cols if c not in (DISTANCE, ROW_ID, ROW_ADDRESS)]
@@ -192,6 +214,8 @@ class LanceScanner(pads.Scanner):
         table = nearest_table(self._source, self._nearest_request())
         if self._no_distance:
             table = table.drop_columns([DISTANCE])
+        if self._nearest_order is not None:
+            table = table.select(_ordered(table.column_names, self._nearest_order))
         start = self._offset or 0
         stop = table.num_rows if self._limit is None else min(table.num_rows, start + self._limit)
         return table.slice(start, max(0, stop - start))
@@ -265,6 +289,9 @@ class LanceScanner(pads.Scanner):
             schema = nearest_output_schema(self._nearest_request(), self._source.schema)
             if self._no_distance:
                 schema = schema.remove(schema.get_field_index(DISTANCE))
+            if self._nearest_order is not None:
+                names = _ordered(schema.names, self._nearest_order)
+                schema = pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
             return schema
         return self._with_offsets_schema(self._read_schema())
 
