@@ -189,3 +189,28 @@ def test_no_hybrid_scan_and_no_index_errors_are_pylances(tmp_path, lib):
             ds.to_table(full_text_query="w1", nearest=near, **kw)
     with pytest.raises(ValueError, match="Cannot have both nearest and full text search"):
         ds.scanner(full_text_query="w1", nearest=near).explain_plan()  # lancefmt: at scanner()
+
+
+def test_analyze_plan_counts_documents_scored_as_pylance(tmp_path):
+    """analyze_plan's MatchQuery line: the rows it found and the documents it scored
+    (``index_comparisons``): a scalar-indexed prefilter leaves only its rows to score. Few
+    documents, so pylance's WAND prunes nothing and the counts are comparable."""
+    import re
+
+    uri = str(tmp_path / "ds")
+    texts = ["lance database test", "full text search", "lance search text"] + ["other content"] * 7
+    lance.write_dataset(pa.table({"id": range(1, 11), "text": texts}), uri)
+    lance.dataset(uri).create_scalar_index("id", "BTREE")
+    lancefmt.dataset(uri).create_scalar_index("text", "INVERTED")
+
+    def counts(ds, **kw):
+        plan = ds.scanner(full_text_query="lance search text", **kw).analyze_plan()
+        line = next(x for x in plan.splitlines() if "MatchQuery" in x)
+        return [int(re.search(rf"\b{k}=(\d+)", line).group(1)) for k in ("output_rows", "index_comparisons")]
+
+    theirs, ours = lance.dataset(uri), lancefmt.dataset(uri)
+    for kw in ({}, {"filter": "id <= 1", "prefilter": True}, {"filter": "id <= 1"}):
+        assert counts(ours, **kw) == counts(theirs, **kw), kw
+    assert counts(ours, filter="id <= 1", prefilter=True) == [1, 1]
+    plan = ours.scanner(full_text_query="lance", filter="id <= 1", prefilter=True).explain_plan()
+    assert "ScalarIndexQuery: query=[id <= 1]@id_idx(BTree)" in plan

@@ -430,7 +430,7 @@ class LanceScanner(pads.Scanner):
             lines.append(f"Projection: {', '.join(self.projected_schema.names)}")
             if self._limit is not None or self._offset:
                 lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
-            lines += ["    " + x for x in self._fts.explain()]
+            lines += ["    " + x for x in self._fts.explain(metrics)]
             return lines
         if self._projection.computed:
             exprs = ", ".join(f"{n}={e}" for n, e in self._projection.outputs)
@@ -475,6 +475,11 @@ class LanceScanner(pads.Scanner):
         """Run the scan and describe it with what it did: rows out, rows of the fragments it
         scanned, bytes read and read requests (process-wide counters, so concurrent reads
         elsewhere are included)."""
+        if self._fts is not None:
+            started = time.perf_counter()
+            metrics = self._fts.metrics()
+            metrics["elapsed"] = f"{(time.perf_counter() - started) * 1000:.3f}ms"
+            return "\n".join(self._plan_lines(True, metrics)) + "\n"
         requests0, bytes0 = io_totals()
         started = time.perf_counter()
         output = sum(b.num_rows for b in self.to_batches())
