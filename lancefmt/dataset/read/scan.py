@@ -269,7 +269,9 @@ class FragmentScan:
         if hit is not None and hit[0] is self.frag:
             return hit[1], hit[2]
         plan, nulls = self._make_file_plan()
-        cache.put(key, (self.frag, plan, nulls))
+        # a plan keeps its readers: charged their metadata (a bound, as a reader also in the
+        # reader cache counts twice), so a session's byte budget also bounds plans
+        cache.put(key, (self.frag, plan, nulls), sum(getattr(p[0], "metadata_nbytes", 0) for p in plan))
         return plan, nulls
 
     def _make_file_plan(self):
