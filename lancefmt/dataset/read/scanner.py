@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from itertools import chain
 from typing import Iterator
 
@@ -95,7 +96,9 @@ class LanceScanner(pads.Scanner):
         if include_deleted_rows:
             if options.get("nearest") is not None:
                 raise InvalidArgumentError("Cannot include deleted rows in a nearest neighbor search")
-            raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
+            if not (with_row_id or isinstance(columns, (list, tuple)) and ROW_ID in columns):
+                raise InvalidArgumentError("Invalid user input: include_deleted_rows is set but "
+                                           "with_row_id is false")
         self._fts_order = None
         if fts_query is not None and isinstance(columns, (list, tuple)) and \
                 any(c in (SCORE, ROW_ID, ROW_ADDRESS) for c in columns):
@@ -152,6 +155,8 @@ class LanceScanner(pads.Scanner):
                                                              if self._projection.computed else ()))
         self._spec = ScanSpec.build(schema, list(self._projection.read_columns), filter,
                                     bool(with_row_id), bool(with_row_address), batch_size)
+        if include_deleted_rows:   # deleted rows of live fragments, _rowid/_rowaddr null
+            self._spec = replace(self._spec, include_deleted=True)
         self._filter_text = filter if isinstance(filter, str) else None
         self._fragments = source.select_fragments(fragments)
         self._limit = None if limit is None else int(limit)
@@ -323,7 +328,8 @@ class LanceScanner(pads.Scanner):
     def _direct(self):
         """An exact, small index answer gathered in one direct take (or None)."""
         sel = self.index_selection()
-        if sel is None or self._projection.computed or self._offset_at is not None:
+        if sel is None or self._projection.computed or self._offset_at is not None or \
+                self._spec.include_deleted:
             return None
         if not hasattr(self._source, "manifest_file"):
             return None
@@ -388,7 +394,7 @@ class LanceScanner(pads.Scanner):
             return self._nearest_stored().num_rows
         if self._fts is not None:
             return len(self._fts.hits())
-        if self._limit is None and not self._offset:
+        if self._limit is None and not self._offset and not self._spec.include_deleted:
             if self._spec.filter is None:
                 return int(live_counts(self._source.ctx, self._fragments).sum())
             count_spec = ScanSpec.build(self._source.schema, [], self._spec.filter)
