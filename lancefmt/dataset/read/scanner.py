@@ -90,6 +90,9 @@ class LanceScanner(pads.Scanner):
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
             if key == "index_segments" and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
+        if isinstance(columns, (list, tuple)) and len(set(map(str, columns))) != len(columns):
+            dup = next(c for i, c in enumerate(columns) if c in columns[:i])
+            raise InvalidArgumentError(f"Invalid user input: Duplicate column name: {dup}")
         fts_query = options.get("full_text_query")
         if include_deleted_rows and fts_query is not None:
             raise InvalidArgumentError("Cannot include deleted rows in a full text search")
