@@ -24,15 +24,11 @@ def _objects(options, bucket, prefix):
     return sorted(i.uri for i in store.walk(f"s3://{bucket}/{prefix}"))
 
 
-def test_sidecar_uploads_overlap_and_the_commit_waits_for_them(proxied_s3, monkeypatch):
+def test_sidecar_uploads_overlap_and_the_commit_waits_for_them(proxied_s3, upload_log):
     env, bucket = proxied_s3
     options = env.pylance_options()
     env.proxy.reset(latency=0.05)
-    closes, waited = [], []
-    real_start, real_finish = uploads.start, uploads.finish
-    monkeypatch.setattr(uploads, "start",
-                        lambda uri, future: closes.append(uri) or real_start(uri, future))
-    monkeypatch.setattr(uploads, "finish", lambda uri: waited.append(uri) or real_finish(uri))
+    closes, waited = upload_log
     uri = f"s3://{bucket}/blobs"
     ds = lancefmt.write_dataset(blob_table(), uri, data_storage_version="2.2",
                                 max_rows_per_file=3, storage_options=options)

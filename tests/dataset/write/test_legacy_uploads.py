@@ -6,16 +6,12 @@ import lancefmt
 from lancefmt.io import uploads
 
 
-def test_legacy_file_uploads_overlap_and_the_commit_waits_for_them(proxied_s3, monkeypatch):
+def test_legacy_file_uploads_overlap_and_the_commit_waits_for_them(proxied_s3, upload_log):
     """Legacy (0.1) data files upload in the background like 2.x files (issue 37)."""
     env, bucket = proxied_s3
     options = env.pylance_options()
     env.proxy.reset(latency=0.05)
-    closes, waited = [], []
-    real_start, real_finish = uploads.start, uploads.finish
-    monkeypatch.setattr(uploads, "start",
-                        lambda uri, future: closes.append(uri) or real_start(uri, future))
-    monkeypatch.setattr(uploads, "finish", lambda uri: waited.append(uri) or real_finish(uri))
+    closes, waited = upload_log
     uri = f"s3://{bucket}/legacy"
     t = pa.table({"id": list(range(9)), "s": [f"r{i}" for i in range(9)]})
     ds = lancefmt.write_dataset(t, uri, data_storage_version="legacy", max_rows_per_file=3,
