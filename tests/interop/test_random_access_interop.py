@@ -82,6 +82,18 @@ def test_take_names_row_ids_and_duplicates_as_pylance(datasets):
             lib.to_table(columns=["id", "id"])
 
 
+def test_fragment_sessions_take_as_pylance(datasets):
+    """Fragment.open_session: takes of fixed columns by offset among a fragment's live rows,
+    with _rowaddr last when asked (the fragments have deletions)."""
+    ours, theirs = datasets
+    for i in (0, 1):
+        mine, yours = ours.get_fragments()[i], theirs.get_fragments()[i]
+        idx = [0, 3, 5, mine.count_rows() - 1]   # pylance takes them ascending only
+        for cols, addr in ((["id", "s"], False), (["s"], True), (None, True)):
+            same(mine.open_session(columns=cols, with_row_address=addr).take(idx),
+                 yours.open_session(columns=cols, with_row_address=addr).take(idx))
+
+
 def test_rowid_scan(datasets):
     ours, theirs = datasets
     same(ours.to_table(with_row_id=True), theirs.to_table(with_row_id=True))
