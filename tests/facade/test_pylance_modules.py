@@ -120,6 +120,26 @@ def test_fragment_create_progress_names_the_file_being_written(tmp_path, lib):
     assert seen[0] == ("begin", False) and ("complete", True) in seen
 
 
+@pytest.mark.parametrize("lib", ["lance", "lancefmt"])
+def test_data_files_are_pylances_data_file(tmp_path, lib):
+    """FragmentMetadata.files: DataFile objects whose path is a str that still answers the
+    deprecated path() call with a DeprecationWarning; they pickle and rebuild fragments."""
+    import pickle
+
+    import lance as pylance
+
+    mod = pylance.fragment if lib == "lance" else lancefmt.fragment
+    frag = mod.LanceFragment.create(str(tmp_path / "d"), pa.table({"a": range(10), "b": range(10)}))
+    (df,) = frag.files
+    assert isinstance(df.path, str) and df.fields == [0, 1] and df.file_size_bytes > 0
+    with pytest.warns(DeprecationWarning):
+        assert df.path() == df.path
+    assert type(pickle.loads(pickle.dumps(df.path))) is str
+    rebuilt = mod.FragmentMetadata(id=frag.id, files=frag.files, physical_rows=frag.physical_rows)
+    assert rebuilt == frag and pickle.loads(pickle.dumps(frag)) == frag
+    assert repr(df).startswith(f"DataFile(path='{df.path}', fields=[0, 1], column_indices=[0, 1]")
+
+
 def test_blob_column_and_vectors():
     files = list(BlobColumn(pa.array([b"ab", None, b"c"], pa.large_binary())))
     assert files[0].read() == b"ab" and files[1] is None and files[2].read() == b"c"
