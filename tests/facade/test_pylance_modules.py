@@ -138,6 +138,10 @@ def test_data_files_are_pylances_data_file(tmp_path, lib):
     rebuilt = mod.FragmentMetadata(id=frag.id, files=frag.files, physical_rows=frag.physical_rows)
     assert rebuilt == frag and pickle.loads(pickle.dumps(frag)) == frag
     assert repr(df).startswith(f"DataFile(path='{df.path}', fields=[0, 1], column_indices=[0, 1]")
+    if lib == "lancefmt":   # operations built from DataFile objects hold the manifest entry
+        from lancefmt.table.transaction import DataReplacementGroup
+
+        assert DataReplacementGroup(0, df).new_file == df.pb
 
 
 def test_blob_column_and_vectors():
