@@ -24,6 +24,7 @@ from ..table.base_paths import BasePath
 from .core.plan import CommitPlan
 from .core.session import Session
 from .core.snapshot import Snapshot
+from .core.session import Session
 from .core.view import View
 from .fragment import Fragment
 from .maintain import validate as _validate
@@ -66,7 +67,8 @@ def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None
     (:mod:`lancefmt.table.external_manifest`). ``default_scan_options``: scanner arguments
     every scan of this object starts from (``{"with_row_id": True}`` also shows ``_rowid``
     in ``schema``). ``session``: a :class:`Session` to share (its caches) with other datasets;
-    else a new one, with ``metadata_cache_size_bytes`` / ``index_cache_size_bytes`` if given.
+    else a new one, with ``metadata_cache_size_bytes`` / ``index_cache_size_bytes`` if given
+    (``index_cache_size_bytes=0`` keeps no loaded index: every search loads it again).
     pylance's other cache and reader tuning (``read_params``, ``index_cache_size``,
     ``block_size``...) is accepted and ignored."""
     unknown = set(tuning) - set(TUNING_OPTIONS)
@@ -74,7 +76,7 @@ def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None
         raise InvalidArgumentError(f"dataset() got unexpected arguments {sorted(unknown)}")
     if tuning.get("index_cache_size") is not None:
         warnings.warn("The 'index_cache_size' parameter is deprecated. Use "
-                      "'index_cache_size_bytes' instead (lancefmt sizes no index cache).",
+                      "'index_cache_size_bytes' instead.",
                       DeprecationWarning, stacklevel=2)
     if hasattr(uri, "uri") and hasattr(uri, "storage_options") and storage_options is None:
         storage_options = uri.storage_options  # a Dataset passed as the URI
@@ -595,6 +597,13 @@ class NativeView:
 
     def base_paths(self) -> dict[int, BasePath]:
         return self._dataset.base_paths
+
+    def index_cache_hit_rate(self) -> float:
+        """Index look-ups this dataset's session answered from its cache, of all of them."""
+        return self._dataset.snapshot.session.index_cache.hit_rate()
+
+    def index_cache_entry_count(self) -> int:
+        return self._dataset.snapshot.session.index_cache_entry_count()
 
     def take_scan(self, ranges, columns=None, batch_readahead: int = 16):
         """Batches of the rows in each ``(start, stop)`` range of live-row positions."""

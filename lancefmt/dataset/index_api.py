@@ -168,7 +168,7 @@ def _vector_params(index_type, kwargs: dict) -> dict:
     for ignored in ("index_cache_size", "shuffle_partition_batches", "shuffle_partition_concurrency",
                     "storage_options", "filter_nan", "skip_transpose", "progress_callback",
                     "streaming_sample_rate", "streaming_coreset_rate", "streaming_refine_passes",
-                    "precomputed_partition_dataset", "ivf_centroids_file", "index_file_version"):
+                    "precomputed_partition_dataset", "ivf_centroids_file"):
         params.pop(ignored, None)
     return params
 

@@ -583,6 +583,37 @@ class S3Store(FsspecStore):
 
         await self._call("delete", uri, attempt)
 
+    def abort_stale_uploads(self, uri, before, dry_run=False):
+        bucket, key = self._bucket_key(uri)
+        prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+
+        async def collect():
+            out, kw = [], {"Bucket": bucket, "Prefix": prefix}
+            while True:
+                async def attempt(kw=dict(kw)):
+                    s3 = await self._client()
+                    return await s3.list_multipart_uploads(**kw)
+
+                resp = await self._call("list", uri, attempt)
+                out += [(u["Key"], u["UploadId"]) for u in resp.get("Uploads", [])
+                        if u["Initiated"].timestamp() < before]
+                if not resp.get("IsTruncated"):
+                    return out
+                kw.update(KeyMarker=resp["NextKeyMarker"], UploadIdMarker=resp["NextUploadIdMarker"])
+
+        stale = self._run(collect)
+        if not dry_run:
+            async def abort(k, upload_id):
+                async def attempt():
+                    s3 = await self._client()
+                    return await s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=upload_id)
+
+                return await self._call("abort", self._uri(f"{bucket}/{k}"), attempt)
+
+            for k, upload_id in stale:
+                self._run(abort, k, upload_id)
+        return [self._uri(f"{bucket}/{k}") for k, _ in stale]
+
     def copy(self, src, dst):
         uploads.settle([src, dst])
         sb, sk = self._bucket_key(src)

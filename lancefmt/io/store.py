@@ -305,6 +305,12 @@ class ObjectStore(abc.ABC):
         removed. Object stores have no directories (a prefix goes with its last object)."""
         return []
 
+    def abort_stale_uploads(self, uri: str, before: float, dry_run: bool = False) -> list[str]:
+        """Abort the multipart uploads begun below ``uri`` before ``before`` (seconds since the
+        epoch) and never completed (a writer killed mid-upload leaves them, invisible and
+        billed); the URIs of their objects. Stores without multipart uploads have none."""
+        return []
+
     @abc.abstractmethod
     def copy(self, src: str, dst: str) -> None:
         """Implemented by each store."""

@@ -51,8 +51,19 @@ def schema_has_arrow_json(schema: pa.Schema) -> bool:
     return any(_has(f, is_arrow_json) for f in schema)
 
 
+_LARGE_BINARY = pa.large_binary().id
+_NESTED = frozenset(t.id for t in (pa.struct([]), pa.list_(pa.int8()), pa.large_list(pa.int8()),
+                                   pa.list_(pa.int8(), 1)))
+
+
 def schema_has_lance_json(schema: pa.Schema) -> bool:
-    return any(_has(f, is_lance_json) for f in schema)
+    # asked on every read (an indexed look-up asks twice): plain columns are told apart by
+    # their type id, only nested ones are walked
+    for f in schema:
+        tid = f.type.id
+        if tid == _LARGE_BINARY and is_lance_json(f) or tid in _NESTED and _has(f, is_lance_json):
+            return True
+    return False
 
 
 def _plain_metadata(field: pa.Field) -> dict:

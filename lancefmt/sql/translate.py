@@ -27,6 +27,7 @@ from .list_functions import list_function
 from .arrow_types import ArrowTypeNameError, parse_arrow_type
 from .float_order import (common_float, is_float, is_zero, key_type, order_key_expr, scalar_key,
                           with_both_zeros, zero_for)
+from .templates import ShapeParser
 from .literals import Literal, LiteralTypeError, coerce, number, parse_timestamp
 
 ROW_ID = "_rowid"
@@ -89,11 +90,19 @@ def _quote_columns(text: str, schema) -> str:
     return _WORD.sub(sub, text)
 
 
+def _parse_text(text: str):
+    return sqlglot.parse_one(text, read=LanceSpark)
+
+
+_SHAPES = ShapeParser(_parse_text)
+
+
 @lru_cache(maxsize=512)
 def _parse_tree(text: str):
     """The sqlglot tree of ``text`` (read, never modified, by the filter translation and the
-    index-term extraction alike, so a filter is parsed once)."""
-    return sqlglot.parse_one(text, read=LanceSpark)
+    index-term extraction alike, so a filter is parsed once; texts differing only in their
+    literals share one parse, see :mod:`.templates`)."""
+    return _SHAPES.parse(text)
 
 
 class Translator:
@@ -592,7 +601,22 @@ class Translator:
             return self.json_call(name, args)
         if name == "arrow_cast":
             return self.arrow_cast(args)
+        if name == "_cast_list_f16" and len(args) == 1:
+            return self.cast_list_f16(args[0])
         raise self.error(f"unsupported function {name}()")
+
+    def cast_list_f16(self, arg) -> Typed:
+        """Lance's ``_cast_list_f16(vectors)``: a (fixed-size) list of float32 or float16 as
+        the same lists of float16."""
+        inner = self.value(arg)
+        t = inner.type
+        if t is None or not (pa.types.is_fixed_size_list(t) or pa.types.is_list(t)):
+            raise self.error("cast_list_f16 only supports FixedSizeList/List arguments")
+        if not (pa.types.is_float32(t.value_type) or pa.types.is_float16(t.value_type)):
+            raise self.error("cast_list_f16 only supports list of float32 or float16")
+        item = t.value_field.with_type(pa.float16())
+        target = pa.list_(item, t.list_size) if pa.types.is_fixed_size_list(t) else pa.list_(item)
+        return self.typed(inner.expr.cast(target, safe=False), inner.columns)
 
     def arrow_cast(self, args):
         """DataFusion's ``arrow_cast(value, 'Type')``: a cast to an Arrow type named as arrow-rs

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from .._proto import file_pb2, rowids_pb2, table_pb2
+from .._proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
 from ..version import __version__
 from ..errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
 from . import feature_flags
@@ -310,6 +310,9 @@ def build_manifest(
             final.append(_copy_frag(updated.get(f.id, f)))
         new, next_id = _with_new_ids(op.new_fragments, next_id)
         _check_file_versions(new, manifest.data_format.version)
+        if stable and op.update_mode == transaction_pb2.Transaction.REWRITE_ROWS:
+            _keep_rewritten_rows_indexed(indices, new, removed | set(updated),
+                                         set(op.fields_for_preserving_frag_bitmap))
         if stable:
             next_row_id = _assign_row_ids(next_row_id, new, version)
         final += new
@@ -421,6 +424,33 @@ def finish_manifest(manifest, previous, version, transaction_file, options, stab
     manifest.reader_feature_flags = reader
     manifest.writer_feature_flags = writer
     return manifest
+
+
+VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
+
+
+def _keep_rewritten_rows_indexed(indices, new_frags, original_ids, value_fields) -> None:
+    """Stable row ids: rows an update moved into new fragments keep their ids, so a vector
+    index on none of the updated columns still covers them (when it covered every fragment
+    they came from): the new fragments made only of moved rows join its bitmap. pylance
+    14.0.2 does this for vector indices only (a BTREE's coverage is not extended)."""
+    pure = [f.id for f in new_frags if f.WhichOneof("row_id_sequence") == "inline_row_ids"
+            and f.inline_row_ids and _sequence_length(f.inline_row_ids) == f.physical_rows]
+    if not pure:
+        return
+    from pyroaring import BitMap
+
+    for i, idx in enumerate(indices):
+        if any(fid in value_fields for fid in idx.fields) or not idx.fragment_bitmap or \
+                idx.index_details.type_url != VECTOR_DETAILS_URL:
+            continue
+        bm = BitMap.deserialize(idx.fragment_bitmap)
+        if all(int(f) in bm for f in original_ids):
+            bm.update(int(f) for f in pure)
+            c = table_pb2.IndexMetadata()
+            c.CopyFrom(idx)
+            c.fragment_bitmap = bm.serialize()
+            indices[i] = c
 
 
 def _prune_indices(indices, fragment_ids, fields_modified):

@@ -36,6 +36,8 @@ def table(n=ROWS):
         "small": pa.array(ids % 5),
         "nulls": pa.array([None if i % 11 == 0 else int(i) for i in ids], pa.int64()),
         "s": pa.array([f"s{i}" for i in ids]),
+        "cat": pa.array([f"category-{i % 37}" for i in (ids * 7) % 101]),
+        "catnull": pa.array([None if i % 9 == 0 else f"c{i % 23}" for i in ids]),
     })
 
 
@@ -87,7 +89,7 @@ def test_big_takes_split_across_threads_match(datasets, monkeypatch):
 
 def test_other_columns_take_the_general_path(datasets):
     ours, theirs, _ = datasets
-    for cols in (["i64", "s"], ["nulls"], None):
+    for cols in (["i64", "s"], ["nulls"], ["catnull"], None):
         key = tuple(cols or ours.schema.names)
         assert direct_take.direct_plan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), key) is None
         for idx in indices(theirs.count_rows())[:3]:
@@ -144,3 +146,32 @@ def test_inconsistent_segment_table_is_a_corrupt_file_error(datasets, monkeypatc
     monkeypatch.undo()
     plan = direct_take.DirectTakePlan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), ("i32",))
     assert plan.take(np.array([0, plan.live_rows - 1])).num_rows == 2
+
+
+def test_dictionary_strings_are_taken_directly(datasets, storage_version):
+    """A low-cardinality string column (dictionary pages in 2.1/2.2) joins the direct take:
+    the same rows as pylance's, with numbers beside it; 2.0 files take the general path."""
+    ours, theirs, _ = datasets
+    cols = ("cat", "i64", "f32")
+    plan = direct_take.direct_plan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), cols)
+    assert (plan is None) == (storage_version == "2.0")
+    n = theirs.count_rows()
+    rng = np.random.default_rng(11)
+    for idx in indices(n) + [rng.permutation(n)]:
+        assert ours.take(idx, columns=list(cols)).equals(theirs.take(idx, columns=list(cols)))
+        assert ours.take(idx, columns=["cat"]).equals(theirs.take(idx, columns=["cat"]))
+
+
+def test_a_dictionary_index_past_its_dictionary_is_a_corrupt_file_error(datasets, storage_version):
+    ours, _, _ = datasets
+    if storage_version == "2.0":  # no dictionary pages: the direct take refuses the column
+        with pytest.raises(take_plan.Ineligible):
+            direct_take.DirectTakePlan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), ("cat",))
+        return
+    plan = direct_take.DirectTakePlan(ours.snapshot.ctx, ours.snapshot.fragment_pbs(), ("cat",))
+    col = plan.columns[0]
+    assert col.dictionary and col.item_count.sum() == len(col.items)
+    col.item_count = col.item_count - col.item_count  # every index now lies past its page's
+    with pytest.raises(CorruptFileError, match="dictionary index") as e:
+        plan.take(np.array([0, 5]))
+    assert ".lance" in str(e.value)

@@ -70,3 +70,31 @@ def test_pylance_compaction_of_a_lancefmt_index(tmp_path):
     q = rng.standard_normal(D).astype(np.float32)
     got = same_answers(uri, q, "pylance compacted")
     assert min(ids_of(got)) >= 100
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("column", ["vec", "cat"])
+def test_update_keeps_or_drops_coverage_as_pylance(tmp_path, stable, column):
+    """An update rewrites the rows it changes into a new fragment: an index on an updated
+    column stops covering it; with stable row ids, an index on other columns covers the moved
+    rows still: the vector index when ``cat`` changes (pylance 14 extends no BTREE)."""
+    rng = np.random.default_rng(13)
+    table = clustered(rng, 600)[0]
+    value = {"vec": "[" + ",".join(["9.0"] * D) + "]", "cat": "cat + 10"}[column]
+    seen = {}
+    for lib in (lance, lancefmt):
+        uri = str(tmp_path / lib.__name__)
+        lance.write_dataset(table, uri, max_rows_per_file=200, enable_stable_row_ids=stable)
+        lance.dataset(uri).create_index("vec", "IVF_FLAT", num_partitions=2)
+        lance.dataset(uri).create_scalar_index("cat", "BTREE")
+        lib.dataset(uri).update({column: value}, where="id = 7 or id = 450")
+        pl = lance.dataset(uri)
+        seen[lib.__name__] = [(sorted(d.segments[0].fragment_ids), pl.stats.index_stats(d.name)["num_unindexed_rows"])
+                              for d in sorted(pl.describe_indices(), key=lambda d: d.name)]
+        q = np.full(D, 9.0, np.float32)
+        for kw in ({"nearest": {"column": "vec", "q": q, "k": 3}}, {"filter": "cat >= 10"}):
+            assert lancefmt.dataset(uri).to_table(columns=["id"], **kw).equals(
+                pl.to_table(columns=["id"], **kw)), kw
+    assert seen["lancefmt"] == seen["lance"]
+    moved_kept = [n == 0 for _, n in seen["lance"]]
+    assert moved_kept == [False, stable and column == "cat"]      # [cat_idx, vec_idx]

@@ -124,3 +124,15 @@ def test_fixed_shape_tensor_column(tmp_path, index):
         want, got = lance.dataset(uri).to_table(**kw), lancefmt.dataset(uri).to_table(**kw)
         same(want, got, exact=False)
         assert got.schema == want.schema
+
+
+def test_cast_list_f16_projection_as_pylance(both):
+    """Lance's ``_cast_list_f16`` in a projection (next to a vector search)."""
+    pl, lf, q = both
+    kw = dict(nearest={"column": "vec", "q": q, "k": 5}, columns={"v": "vec", "h": "_cast_list_f16(vec)",
+                                                                  "h32": "_cast_list_f16(v16)"})
+    a, b = pl.to_table(**kw), lf.to_table(**kw)
+    assert a.schema == b.schema and a.drop_columns(["_distance"]).equals(b.drop_columns(["_distance"]))
+    for lib in (pl, lf):
+        with pytest.raises(Exception, match="cast_list_f16 only supports"):
+            lib.to_table(columns={"x": "_cast_list_f16(v64)"})

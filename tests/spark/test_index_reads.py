@@ -157,3 +157,39 @@ def test_a_killed_index_task_leaves_no_segment_behind(spark, tmp_path, merge):
     assert set(os.listdir(uri + "/_indices")) == segments
     assert not os.path.exists(uri + "/_lancefmt_staging") or not os.listdir(uri + "/_lancefmt_staging")
     assert lance.dataset(uri).count_rows("id BETWEEN 100 AND 4100") == 4001
+
+
+def test_a_killed_inverted_task_is_not_counted_twice(spark, tmp_path):
+    """INVERTED tasks share one index directory: a task whose worker dies after staging its
+    partition is retried, and the retry writes the same partition (its id is its first
+    fragment's), so the driver unites each group once: the scores are those of pylance's own
+    build of the same rows, no document twice."""
+    import os
+    import shutil
+
+    from lancefmt.spark.indexing import create_scalar_index
+
+    from .conftest import arm_fault
+
+    lance = pytest.importorskip("lance")
+    uri, copy = str(tmp_path / "ds"), str(tmp_path / "copy")
+    words = np.array(["quick", "brown", "fox", "lazy", "dog", "search", "index"])
+    rng = np.random.default_rng(7)
+    texts = [" ".join(rng.choice(words, int(rng.integers(2, 9)))) for _ in range(3000)]
+    lancefmt.write_dataset(pa.table({"id": np.arange(3000), "text": texts}), uri, max_rows_per_file=500)
+    shutil.copytree(uri, copy)
+    marker = arm_fault("index")
+    ds = create_scalar_index(spark, uri, "text", "INVERTED", rows_per_task=1000)
+    assert not os.path.exists(marker)                     # the fault fired, a task was retried
+    (d,) = os.listdir(uri + "/_indices")
+    assert not os.listdir(f"{uri}/_indices/{d}/staging")  # every staged partition was united
+    theirs = lance.dataset(copy)
+    theirs.create_scalar_index("text", "INVERTED")
+    for query in ("quick fox", "lazy", "search index dog"):
+        want = theirs.to_table(full_text_query=query, columns=["id"], with_row_id=False).sort_by("id")
+        for got in (ds.to_table(full_text_query=query, columns=["id"]),
+                    lance.dataset(uri).to_table(full_text_query=query, columns=["id"])):
+            got = got.sort_by("id")
+            assert got["id"].to_pylist() == want["id"].to_pylist(), query
+            np.testing.assert_allclose(got["_score"].to_numpy(), want["_score"].to_numpy(), rtol=1e-5)
+    assert lance.dataset(uri).stats.index_stats("text_idx")["num_indexed_rows"] == 3000

@@ -41,6 +41,10 @@ def serve(spec: dict, conn) -> None:
     """The forked writer (see the module docstring); ``conn`` is its end of a Pipe."""
     from .hooks import install
 
+    if spec.get("part_size"):  # small parts: the writer's files go up as multipart uploads
+        import lancefmt.io.s3 as s3
+
+        s3.MIN_PART_SIZE = spec["part_size"]
     ds = _open(spec)
     events = install(spec.get("kill_at"), spec.get("when", "before"), spec.get("trail"))
     conn.send("ready")

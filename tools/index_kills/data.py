@@ -41,6 +41,8 @@ INDICES = {
     "key_bf": ("key", "BLOOMFILTER"),
     "title_ng": ("title", "NGRAM"),
 }
+# full-text indices, built and checked by the kill campaign (a query, not a filter, uses them)
+FTS = {"title_fts": ("title", "INVERTED")}
 
 
 @dataclass(frozen=True)
@@ -106,3 +108,15 @@ def probes(name: str, rng: np.random.Generator, top: int) -> list[Probe]:
         return [Probe(f"contains(title, '{needle}')",
                       lambda t: _np(pc.fill_null(pc.match_substring(t["title"], needle), False)))]
     raise KeyError(name)
+
+
+def fts_probes(rng: np.random.Generator, top: int) -> list[Probe]:
+    """Full-text queries (``Probe.sql`` is the query) with the rows holding the token: a word
+    of ``title`` (about a quarter of the rows) and a row's own ``no{id}``."""
+    word = WORDS[int(rng.integers(0, len(WORDS)))]
+    x = int(rng.integers(0, max(top, 1)))
+
+    def holding(token):
+        return lambda t: np.array([v is not None and token in v.split() for v in
+                                   t["title"].to_pylist()], dtype=bool)
+    return [Probe(word, holding(word)), Probe(f"no{x}", holding(f"no{x}"))]

@@ -1,6 +1,6 @@
 """Kill points inside a writer: every object the process creates, replaces or deletes is an
 *event* (an index file closed, a data file, a transaction file, the manifest's put-if-absent,
-a removal ...). :func:`install` counts them and SIGKILLs the process itself just before or just
+a removal, a part of a multipart upload ...). :func:`install` counts them and SIGKILLs the process itself just before or just
 after the chosen one, so a campaign can hit each step of an operation, not only the ones a
 random delay happens to land on. Installed in the writer (child) process only."""
 from __future__ import annotations
@@ -97,12 +97,28 @@ def _wrap_output(cls) -> None:
     setattr(cls, "open_output", hooked)
 
 
+def _wrap_parts(cls) -> None:
+    """Each part of a multipart upload is an event too (a kill between parts leaves the upload
+    begun and never completed)."""
+    fn = cls.__dict__.get("_send_part")
+    if fn is None:
+        return
+
+    def hooked(self, chunk):
+        _event("part", self.uri, "before")
+        out = fn(self, chunk)
+        _event("part", self.uri, "after")
+        return out
+
+    setattr(cls, "_send_part", hooked)
+
+
 def install(kill_at: int | None = None, when: str = "before", trail: str | None = None) -> list:
     """Count store events from now on; SIGKILL this process at event ``kill_at`` (1-based),
     ``when`` = ``before`` or ``after`` it; append each event (``before close:index``, ``after
     close:index``...) to the file ``trail``. Returns the live list of event labels."""
     from lancefmt.io import store as store_mod
-    from lancefmt.io.s3 import S3Store
+    from lancefmt.io.s3 import S3Store, _S3Writer
 
     _STATE.update(events=[], kill_at=kill_at, when=when,
                   trail=None if trail is None else os.open(trail, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
@@ -111,4 +127,5 @@ def install(kill_at: int | None = None, when: str = "before", trail: str | None 
                              ("delete", "delete")):
             _wrap(cls, name, action)
         _wrap_output(cls)
+    _wrap_parts(_S3Writer)
     return _STATE["events"]

@@ -32,13 +32,15 @@ import numpy as np
 
 from .checks import (
     CheckFailed, Target, check_clean, check_dataset, check_no_uncommitted_index, State, listing,
+    pending_uploads,
 )
-from .data import INDICES
+from .data import FTS, INDICES
 from .hooks import last_event
 from .worlds import S3Env, World, new_world
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OPS = ("create", "optimize", "compact")
+PART_SIZE = 64 * 1024  # half the S3 writers upload in parts this small (moto takes them)
 
 
 @dataclass
@@ -61,6 +63,8 @@ class Report:
     outcomes: Counter = field(default_factory=Counter)  # (op, outcome) -> count
     finished: Counter = field(default_factory=Counter)  # op -> writers that finished first
     cleanups: Counter = field(default_factory=Counter)  # impl -> cleanups checked
+    pending_uploads: int = 0                            # S3 multipart uploads never completed (all worlds)
+    left_after_cleanup: Counter = field(default_factory=Counter)  # impl -> uploads a cleanup left
     failures: list = field(default_factory=list)
     worlds: int = 0
     seconds: float = 0.0
@@ -77,6 +81,8 @@ class Report:
                 "by_store": {f"{st} {op}": n for (st, op), n in sorted(self.stores.items())},
                 "outcomes": {f"{op} {o}": n for (op, o), n in sorted(self.outcomes.items())},
                 "finished_first": dict(self.finished), "cleanups": dict(self.cleanups),
+                "pending_multipart_uploads": self.pending_uploads,
+                "pending_uploads_after_cleanup": dict(self.left_after_cleanup),
                 "failures": self.failures}
 
 
@@ -195,9 +201,14 @@ def _bucket(delay: float, runs) -> str:
 def _spec(world: World, op: str, rng: np.random.Generator) -> dict:
     t = world.target
     spec = {"uri": t.uri, "storage_options": t.lf_options, "op": op}
+    if t.s3 is not None and rng.random() < 0.5:
+        spec["part_size"] = PART_SIZE
     if op in ("create", "spark"):
-        name = list(INDICES)[int(rng.integers(0, len(INDICES)))]
-        column, itype = INDICES[name]
+        built = {**INDICES, **FTS}
+        name = list(built)[int(rng.integers(0, len(built)))]
+        if op == "spark" and rng.random() < 0.5:  # a Spark INVERTED build: tasks share a directory
+            name = next(iter(FTS))
+        column, itype = built[name]
         spec["args"] = {"column": column, "type": itype, "name": name}
         if op == "spark":
             spec["args"].update(rows_per_task=int(rng.choice([1500, 3000, 100000])),
@@ -248,7 +259,8 @@ def cleanup_and_check(world: World, impl: str, rng: np.random.Generator, report:
 
         snap = Snapshot.open(t.uri, storage_options=t.lf_options)
         cleanup_old_versions(snap, older_than=timedelta(0), now=time.time() + 8 * 86400)
-    check_clean(t, "pylance" if impl == "pylance" else "lancefmt")
+    left = check_clean(t, "pylance" if impl == "pylance" else "lancefmt")
+    report.left_after_cleanup[impl] += left["pending_uploads"]
     check_dataset(t, world.expected(), rng)
     report.cleanups[impl] += 1
 
@@ -262,7 +274,7 @@ def campaign(cfg: Config, log=print) -> Report:
     start = time.monotonic()
     spark_left = cfg.spark_kills
     impls = ["pylance", "lancefmt", "lancefmt-8-days"]
-    n_clean = 0
+    n_clean = n_rounds = 0
     try:
         while report.total_kills < cfg.kills:
             store = cfg.stores[report.worlds % len(cfg.stores)]
@@ -277,7 +289,8 @@ def campaign(cfg: Config, log=print) -> Report:
                     break
                 spark = spark_left > 0 and rng.random() < max(
                     0.5, spark_left / max(1, cfg.kills - report.total_kills))
-                op = "spark" if spark else OPS[int(rng.integers(0, len(OPS)))]
+                op = "spark" if spark else OPS[n_rounds % len(OPS)]  # in turn: every op is hit
+                n_rounds += 1
                 _prepare(world, op, rng)
                 before = _segments(t)
                 mode = "hook" if rng.random() < 0.6 else "delay"
@@ -306,7 +319,8 @@ def campaign(cfg: Config, log=print) -> Report:
                 else:
                     report.finished[op] += 1
                 if cfg.verbose:
-                    log(f"{world.label} {op} {outcome} {how} at {point} v{before.version}->{state.version}")
+                    what = spec["args"].get("name", "")
+                    log(f"{world.label} {op} {what} {outcome} {how} at {point} v{before.version}->{state.version}")
                 if (rnd + 1) % cfg.cleanup_every == 0:
                     impl = impls[n_clean % len(impls)]
                     n_clean += 1
@@ -316,6 +330,7 @@ def campaign(cfg: Config, log=print) -> Report:
                         report.failures.append(f"{world.label} cleanup {impl}: {e}")
                         log(f"FAIL {report.failures[-1]}")
                         break
+            report.pending_uploads += len(pending_uploads(t))
             if len(report.failures) == failed:
                 _drop(t)  # a failed world stays for a look
             log(f"{report.total_kills} kills, {report.worlds} worlds, "

@@ -8,8 +8,8 @@ deletion vectors and row-id sequences of every view made with it (:mod:`.reader_
 a look-up repeated on one Dataset pays nothing again, and a freshly opened Dataset starts cold.
 
 ``metadata_cache_size_bytes`` bounds each view's metadata caches by bytes (0: nothing is
-kept); the index cache is bounded by segments (``max_indices``), and its byte size is
-reported, not enforced.
+kept); the index cache is bounded by segments (``max_indices``; ``index_cache_size_bytes=0``
+keeps none, other sizes are reported, not enforced).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Session:
                         ("metadata_cache_size_bytes", metadata_cache_size_bytes)):
             if v is not None and int(v) < 0:
                 raise InvalidArgumentError(f"{name} must be >= 0")
-        self.index_cache = LoadedCache(max_indices)
+        self.index_cache = LoadedCache(0 if index_cache_size_bytes == 0 else max_indices)
         self.index_cache_limit = None if index_cache_size_bytes is None else int(index_cache_size_bytes)
         self.metadata_cache_limit = None if metadata_cache_size_bytes is None \
             else int(metadata_cache_size_bytes)

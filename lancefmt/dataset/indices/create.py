@@ -103,7 +103,7 @@ def build_segment(snapshot, req: BuildRequest, pbs, *, train: bool = True, index
         raise
     covered = [f for f, _ in data.fragments]
     return new_metadata(index_uuid=uid, name=req.name,
-                        field_ids=[field_id if field_id is not None else _field_id(snapshot, req.column)],
+                        field_ids=[field_id if field_id is not None else column_field_id(snapshot, req.column)],
                         dataset_version=snapshot.version, fragments=covered,
                         details=req.itype.pack_details(details),
                         index_version=version, files=store.written), store
@@ -119,7 +119,7 @@ def segment_params(snapshot, itype: IndexType, pb) -> dict:
     return params
 
 
-def _field_id(snapshot, column: str) -> int:
+def column_field_id(snapshot, column: str) -> int:
     for fid, path in field_paths(snapshot.ctx.fields).items():
         if path == column:
             return fid
@@ -232,7 +232,7 @@ def commit_staged(snapshot, index_uuid: str, name: str, column: str, index_type,
                                           column_field(snapshot.schema, column)[0])
     stable = snapshot.has_stable_row_ids
     entry = new_metadata(index_uuid=str(index_uuid), name=name,
-                         field_ids=[_field_id(snapshot, ".".join(column_field(snapshot.schema, column)[1]))],
+                         field_ids=[column_field_id(snapshot, ".".join(column_field(snapshot.schema, column)[1]))],
                          dataset_version=snapshot.version, fragments=sorted(int(f) for f in fragments),
                          details=itype.pack_details(details),
                          index_version=itype.index_version_for(stable, {}),
@@ -244,7 +244,7 @@ def commit_segments(snapshot, name: str, column: str, segments):
     """Commit already built segments (``Index`` values or ``IndexMetadata``) as the index
     ``name`` on ``column``, replacing the segments an index of that name had."""
     field, path = column_field(snapshot.schema, column)
-    fid = _field_id(snapshot, ".".join(path))
+    fid = column_field_id(snapshot, ".".join(path))
     entries = []
     for seg in segments:
         pb = table_pb2.IndexMetadata()

@@ -88,6 +88,8 @@ def plan_vector_build(snapshot, column: str, index_type: str, name=None, metric=
         raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
     params.update(index_type=kind, metric=metric)
     col = ".".join(path)
+    if "index_file_version" in params:  # what a legacy index file records of itself
+        params.update(_index_name=name or f"{col}_idx", _column=col, _dataset_version=snapshot.version)
     return BuildRequest(col, VECTOR, name or f"{col}_idx", params)
 
 

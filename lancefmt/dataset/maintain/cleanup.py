@@ -22,7 +22,12 @@ Semantics follow pylance 14.0.2 / Lance's ``cleanup.rs`` (checked by experiment)
   and pylance does not know;
 * the statistics mirror pylance's ``CleanupStats``.
 
-What lancefmt adds, so that nothing referenced is ever deleted:
+What lancefmt adds, so that a killed writer leaves nothing behind: on S3, the multipart uploads
+begun below the root's data, deletion, index and transaction directories and never completed
+(a writer killed mid-upload leaves them: invisible, but billed) are aborted under the same bar
+as unverified files (``aborted_uploads``); pylance's cleanup does not list them.
+
+And so that nothing referenced is ever deleted:
 
 * files referenced by any version of any branch (``tree/*``) and of the shallow clones passed
   in ``clones`` (Lance cannot know its clones: list every clone, direct or indirect) are kept;
@@ -73,6 +78,7 @@ class CleanupStats:
     failed_deletes: int = 0
     removed: list = field(default_factory=list)   # URIs, manifests first
     dry_run: bool = False
+    aborted_uploads: list = field(default_factory=list)  # objects of stale multipart uploads
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in (
@@ -368,9 +374,13 @@ def cleanup_old_versions(snapshot, older_than=None, retain_versions: int | None 
             stats.old_versions += 1
         elif kind in counters:
             setattr(stats, counters[kind], getattr(stats, counters[kind]) + 1)
+    bar = earliest_retained if delete_unverified else (
+        unverified_before if earliest_retained is None else min(earliest_retained, unverified_before))
+    for d in (DATA_DIR, DELETIONS_DIR, INDICES_DIR, TRANSACTIONS_DIR):
+        abort = getattr(store, "abort_stale_uploads", None)  # S3 (other stores: none)
+        if abort is not None:
+            stats.aborted_uploads += abort(child(snapshot.uri, d), bar, bool(dry_run))
     if not dry_run:
-        bar = earliest_retained if delete_unverified else (
-            unverified_before if earliest_retained is None else min(earliest_retained, unverified_before))
         _prune_dirs(snapshot, set(stats.removed), (retained, protected), verified, bar)
     return stats
 

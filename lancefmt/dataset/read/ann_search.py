@@ -11,6 +11,8 @@ searched too or ``refine_factor`` is set, then everything is ranked by (distance
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 
@@ -26,10 +28,16 @@ from .vector_search import Candidates, in_range, vector_values
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
+def xtr_overfetch() -> int:
+    """Candidates per query vector of a multivector search, in ``k``s (Lance's
+    ``LANCE_XTR_OVERFETCH``, 10 by default)."""
+    return int(os.environ.get("LANCE_XTR_OVERFETCH", "10"))
+
+
 def vector_index_for(snapshot, vq, metric: str | None):
     """The vector index on the query's column a search may use (None: search exactly): the
     first by name whose metric is the query's (pylance searches exactly otherwise)."""
-    if not vq.use_index or vq.multivector:
+    if not vq.use_index:
         return None
     for named in sorted(index_catalog(snapshot).get(vq.column, ()), key=lambda n: n.name):
         if not is_vector(named.itype) or not named.segments or \
@@ -134,17 +142,52 @@ class AnnSearch:
     def search(self, qset: list, k: int) -> Candidates:
         """The index's ranked candidates for one query set (``k`` times the refine factor
         from every segment)."""
+        if self.vq.multivector:
+            return self.search_multivector(qset, k)
+        kk = k * (self.vq.refine_factor or 1)
+        return self.search_one(qset[0], kk)
+
+    def search_one(self, query, kk: int) -> Candidates:
         vq = self.vq
-        kk = k * (vq.refine_factor or 1)
         parts = []
         for seg, loaded, mask, total in self.segments:
-            hits = loaded.search_vectors(qset[0], kk, minimum_nprobes=vq.minimum_nprobes,
+            hits = loaded.search_vectors(query, kk, minimum_nprobes=vq.minimum_nprobes,
                                          maximum_nprobes=vq.maximum_nprobes, mask=mask,
                                          distance_range=vq.distance_range, allowed_total=total,
                                          ef=vq.ef)
             addrs = addresses_of(self.snapshot, hits.ids)
             parts.append(Candidates(hits.ids, addrs, hits.dists))
         return Candidates.concat(parts).top(kk)
+
+    def search_multivector(self, qset: list, k: int) -> Candidates:
+        """Lance's multivector search (XTR): each query vector finds ``k * overfetch`` indexed
+        vectors; a row scores the sum over the query vectors of its best similarity
+        (``1 - distance``), or, for a query vector that did not find it, of the worst
+        similarity that one found; the distance is the number of query vectors minus that."""
+        over = xtr_overfetch()
+        sims: dict = {}
+        addr_of: dict = {}
+        missed = np.float32(0)
+        one = np.float32(1)
+        for query in qset:
+            cands = self.search_one(query, k * over)
+            worst = one - np.float32(cands.dists[-1]) if cands.ids.size else np.float32(0)
+            found = {}
+            for rid, addr, d in zip(cands.ids.tolist(), cands.addrs.tolist(), cands.dists.tolist()):
+                if rid not in found:            # ranked: a row's first hit is its best
+                    found[rid] = one - np.float32(d)
+                    addr_of[rid] = addr
+            for rid in sims:
+                sims[rid] = np.float32(sims[rid] + found.pop(rid, worst))
+            for rid, sim in found.items():
+                sims[rid] = np.float32(sim + missed)
+            missed = np.float32(missed + worst)
+        if not sims:
+            return Candidates.empty()
+        ids = np.fromiter(sims.keys(), np.uint64, len(sims))
+        dists = np.float32(len(qset)) - np.fromiter(sims.values(), np.float32, len(sims))
+        addrs = np.fromiter((addr_of[i] for i in sims), np.uint64, len(sims))
+        return Candidates(ids, addrs, dists.astype(np.float32)).top(k * (self.vq.refine_factor or 1))
 
     def refine(self, cands: Candidates, qset: list) -> Candidates:
         """The same rows with exact distances (``distance_range`` applied again)."""

@@ -16,6 +16,7 @@ from ...index.core.registry import by_details
 from ...table.bitmap import Bitmap
 from ..core.indices import entry_type, field_paths, index_entries, segment_of
 from .scan import live_counts
+from .vector_models import IvfModel
 
 
 class IndexSegmentDescription:
@@ -164,22 +165,6 @@ def index_stats(snapshot, name: str) -> dict:
         "num_indexed_rows_per_delta": per_segment,
         "updated_at_timestamp_ms": max(created) if created else None,
     }
-
-
-class IvfModel:
-    """The IVF model of a vector index (pylance's ``lance.indices.IvfModel``): ``centroids``
-    (fixed-size lists) and the ``distance_type`` they were trained with."""
-
-    def __init__(self, centroids, distance_type: str):
-        self.centroids = centroids
-        self.distance_type = distance_type
-
-    @property
-    def num_partitions(self) -> int:
-        return len(self.centroids)
-
-    def __repr__(self):
-        return f"IvfModel(num_partitions={self.num_partitions}, distance_type={self.distance_type!r})"
 
 
 def ivf_model(snapshot, index_name: str):

@@ -21,7 +21,7 @@ from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import batch_decoder, user_schema
 from .fts_scan import SCORE, FtsPlan
-from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker
+from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker, selected_count
 from .nearest import NearestRequest, nearest_table
 from .nearest import plan_lines as nearest_plan_lines
 from .nearest import output_schema as nearest_output_schema
@@ -406,7 +406,8 @@ class LanceScanner(pads.Scanner):
             if sel is not None and sel.exact:  # answered fragments are counted, not read
                 ctx = self._source.ctx
                 counted = sum(SelectedScan(ctx, f, count_spec, sel.rows.get(int(f.id)),
-                                           sel.negated, True).count()
+                                           True, True).count() if sel.negated else
+                              selected_count(ctx, f, sel.rows.get(int(f.id)))
                               for f in frags if sel.covers(int(f.id)))
                 frags = [f for f in frags if not sel.covers(int(f.id))]
             return counted + count_matching(self._source.ctx, frags, count_spec,

@@ -4,7 +4,9 @@ fragments made once per column set, live -> physical row numbers, and the gather
 
 A plan exists only when every wanted column is a fixed-width number or temporal stored
 without nulls in plain 2.0 pages or plain 2.1/2.2 mini-block pages (bit-packed or flat), and
-no row id or address is asked for; anything else takes the general path. The walk gives each
+no row id or address is asked for; the direct take also reads strings and binaries stored as
+dictionary mini-block pages (plain indices, each page's dictionary decoded once by the plan).
+Anything else takes the general path. The walk gives each
 fragment's data files to the plan's ``file_pieces`` with the fragment's first dataset-wide
 physical row, so a take never looks at a fragment, file or page again: it maps its offsets
 in one vectorised pass and hands one :class:`~._direct_take.GatherJob` all its columns.
@@ -50,6 +52,13 @@ def value_bytes(t: pa.DataType):
         bits = t.bit_width
         return bits // 8 if bits in (8, 16, 32, 64) else None
     return None
+
+
+def dictionary_target(t: pa.DataType) -> bool:
+    """Whether ``t`` is a string or binary type the direct take reads from dictionary pages."""
+    return not isinstance(t, pa.BaseExtensionType) and (
+        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or
+        pa.types.is_large_binary(t))
 
 
 def leaf_column(field_reader):
@@ -99,9 +108,11 @@ class _Leaf:
         self.path = path
 
 
-def v21_chunks(page, vb: int, reader):
+def v21_chunks(page, vb: int | None, reader, dictionary: bool = False):
     """The chunk table of a plain 2.1/2.2 mini-block page (loaded through the reader's
-    source when not yet known) and ``(bitpacked, bits)`` of its values."""
+    source when not yet known) and ``(bitpacked, bits)`` of its values. With ``dictionary``
+    the page must be a dictionary page and the values are its indices (``vb`` None: any
+    whole-byte width); its decoded dictionary is ``page.v21_meta.dictionary``."""
     from ...encoding.column import PageSource
     from ...encoding.v2_1 import random_access
     from ...encoding.v2_1.layout import parse_layout
@@ -112,7 +123,7 @@ def v21_chunks(page, vb: int, reader):
         raise Ineligible("page layout")
     mb = layout.mini_block_layout
     if mb.repetition_index_depth or mb.HasField("rep_compression") or \
-            mb.HasField("def_compression") or mb.HasField("dictionary"):
+            mb.HasField("def_compression") or mb.HasField("dictionary") != dictionary:
         raise Ineligible("levels or dictionary")
     if random_access.meta_ranges(page, MINI_ROLES) is None:
         raise CorruptFileError(f"{page.describe()}: mini-block page without its buffers", path)
@@ -121,8 +132,8 @@ def v21_chunks(page, vb: int, reader):
                             reader.metadata.data_end)
         random_access.load_meta(_Leaf(path), source, [(page, None, "mini")])
     meta = page.v21_meta
-    direct = random_access.direct_values(meta)
-    if direct is None or direct[1] != vb * 8:
+    direct = random_access.direct_values(meta, dictionary)
+    if direct is None or (vb is not None and direct[1] != vb * 8):
         raise Ineligible("values")
     chunks = meta.chunks
     if int(chunks.value_starts[-1]) != page.num_rows:
@@ -154,9 +165,12 @@ class TakePlan:
         for n in names:
             vb = value_bytes(schema.field(n).type)
             if vb is None:
-                raise Ineligible(n)
+                if not (self.dictionaries and dictionary_target(schema.field(n).type)):
+                    raise Ineligible(n)
+                vb = 0  # the width of its dictionary indices, found in the pages
             self.types.append(schema.field(n).type)
             self.value_bytes.append(vb)
+        self.gather_types = list(self.types)  # what the gather writes (indices for strings)
         self.names = list(names)
         self.begin()
         index = {n: i for i, n in enumerate(names)}
@@ -191,6 +205,7 @@ class TakePlan:
         self.live_rows = self.physical_rows - d.size
 
     kind = "take"
+    dictionaries = False  # whether string columns on dictionary pages qualify
 
     def walk(self, units) -> list:
         """Each fragment's unit, in order (the remote plan runs them in rounds of reads)."""
@@ -226,8 +241,12 @@ class TakePlan:
         raise NotImplementedError
 
     def gather(self, tables, rows: np.ndarray) -> pa.Table:
-        """``rows`` of every column (a SegmentTable each) into new Arrow arrays, by one
-        job shared with pool threads when it is big."""
+        """``rows`` of every column (a SegmentTable each) as a table of the plan's schema."""
+        return pa.Table.from_arrays(self.gather_arrays(tables, rows), schema=self.schema)
+
+    def gather_arrays(self, tables, rows: np.ndarray) -> list:
+        """``rows`` of every column (a SegmentTable each) into new Arrow arrays of
+        :attr:`gather_types`, by one job shared with pool threads when it is big."""
         n = rows.size
         outs = [pa.allocate_buffer(n * vb) for vb in self.value_bytes]
         job = GatherJob(list(tables), rows, [np.frombuffer(b, dtype=np.uint8) for b in outs],
@@ -244,5 +263,4 @@ class TakePlan:
         except ValueError:
             raise RowOutOfRangeError(f"row out of range for {self.physical_rows} physical rows") \
                 from None
-        arrays = [pa.Array.from_buffers(t, n, [None, b]) for t, b in zip(self.types, outs)]
-        return pa.Table.from_arrays(arrays, schema=self.schema)
+        return [pa.Array.from_buffers(t, n, [None, b]) for t, b in zip(self.gather_types, outs)]

@@ -522,15 +522,17 @@ def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offset
         return out
     cdef uint8_t* dst = <uint8_t*>cnp.PyArray_DATA(out)
     cdef const uint8_t* src = &data[0]
-    cdef Py_ssize_t k, c = 0, cached_c = -1, cached_g = -1, g
+    cdef Py_ssize_t k = 0, c = 0, cached_c = -1, cached_g = -1, g, j, glen
     cdef int64_t row, vlen, vstart, i, pos
     cdef int r
     cdef uint64_t w = 0, v
     cdef uint64_t[1024] scratch
+    cdef uint64_t[1024] block
     cdef const uint8_t* p = NULL
+    cdef bint whole
     cdef int bad = 0   # 1: rows not sorted, 2: chunk outside data, 3: header/buffer, 4: width
     with nogil:
-        for k in range(n):
+        while k < n:
             row = rows[k]
             if k and row < rows[k - 1]:
                 bad = 1
@@ -540,44 +542,74 @@ def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offset
             if row < value_starts[c]:
                 bad = 2
                 break
-            r = chunk_values(src, size, chunk_offsets[c], chunk_sizes[c], size_width, &vstart,
-                             &vlen)
-            if r != CHUNK_OK:
-                bad = 2 if r == CHUNK_OUTSIDE else 3
-                break
             i = row - value_starts[c]
             if not bitpacked:
+                r = chunk_values(src, size, chunk_offsets[c], chunk_sizes[c], size_width,
+                                 &vstart, &vlen)
+                if r != CHUNK_OK:
+                    bad = 2 if r == CHUNK_OUTSIDE else 3
+                    break
                 if (i + 1) * wb > vlen:
                     bad = 3
                     break
                 memcpy(dst + k * wb, src + vstart + i * wb, wb)
+                k += 1
                 continue
-            # walk to the 1024-value group holding the row
-            pos = 0
-            for g in range(i >> 10):
+            if cached_c != c or cached_g != (i >> 10):
+                # the 1024-value group holding the row: its chunk's header, then a walk over
+                # the groups before it (once per group, not per row)
+                r = chunk_values(src, size, chunk_offsets[c], chunk_sizes[c], size_width,
+                                 &vstart, &vlen)
+                if r != CHUNK_OK:
+                    bad = 2 if r == CHUNK_OUTSIDE else 3
+                    break
+                pos = 0
+                for g in range(i >> 10):
+                    if pos + wb > vlen:
+                        break
+                    w = 0
+                    memcpy(&w, src + vstart + pos, wb)
+                    pos += wb + 128 * <int64_t>w
                 if pos + wb > vlen:
+                    bad = 3
                     break
                 w = 0
                 memcpy(&w, src + vstart + pos, wb)
-                pos += wb + 128 * <int64_t>w
-            if pos + wb > vlen:
-                bad = 3
-                break
-            w = 0
-            memcpy(&w, src + vstart + pos, wb)
-            if w > <uint64_t>bits:
-                bad = 4
-                break
-            if pos + wb + 128 * <int64_t>w > vlen:
-                bad = 3
-                break
-            if cached_c != c or cached_g != (i >> 10):  # a misaligned group is copied once
+                if w > <uint64_t>bits:
+                    bad = 4
+                    break
+                if pos + wb + 128 * <int64_t>w > vlen:
+                    bad = 3
+                    break
                 p = src + vstart + pos + wb
-                if (<size_t>p) % wb:
+                if (<size_t>p) % wb:  # a misaligned group is copied once
                     memcpy(scratch, p, 128 * w)
                     p = <const uint8_t*>scratch
                 cached_c = c
                 cached_g = i >> 10
+            # a whole group of consecutive rows (an index page, a range): unpacked as a block
+            glen = value_starts[c + 1] - value_starts[c] - (i & ~(<int64_t>1023))
+            if glen > 1024:
+                glen = 1024
+            whole = (i & 1023) == 0 and glen > 1 and k + glen <= n and \
+                rows[k + glen - 1] == row + glen - 1
+            if whole:
+                for j in range(1, glen):
+                    if rows[k + j] != row + j:
+                        whole = False
+                        break
+            if whole:
+                if bits == 8:
+                    _unpack_block(<const uint8_t*>p, <uint8_t*>block, <int>w)
+                elif bits == 16:
+                    _unpack_block(<const uint16_t*>p, <uint16_t*>block, <int>w)
+                elif bits == 32:
+                    _unpack_block(<const uint32_t*>p, <uint32_t*>block, <int>w)
+                else:
+                    _unpack_block(<const uint64_t*>p, <uint64_t*>block, <int>w)
+                memcpy(dst + k * wb, block, glen * wb)
+                k += glen
+                continue
             if bits == 8:
                 dst[k] = _get_one(<const uint8_t*>p, <int>w, i & 1023)
             elif bits == 16:
@@ -586,6 +618,7 @@ def take_miniblock_rows(const uint8_t[::1] data, const int64_t[::1] chunk_offset
                 (<uint32_t*>dst)[k] = _get_one(<const uint32_t*>p, <int>w, i & 1023)
             else:
                 (<uint64_t*>dst)[k] = _get_one(<const uint64_t*>p, <int>w, i & 1023)
+            k += 1
     if bad == 1:
         raise ValueError("rows must be sorted")
     if bad == 2:

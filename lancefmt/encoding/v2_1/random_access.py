@@ -17,6 +17,8 @@ All I/O of one take goes out in two coalesced rounds (page metadata, then row by
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 import pyarrow as pa
 
@@ -55,6 +57,10 @@ def meta_ranges(page, roles):
 
 def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
     col = leaf.column
+    if source.mapped is not None and rows.size:
+        plain = _plain_pages(leaf, source, rows)
+        if plain is not None:
+            return plain
     page_of = np.searchsorted(col.page_starts, rows, side="right") - 1
     groups = np.split(np.arange(rows.size), np.flatnonzero(np.diff(page_of)) + 1)
     plans = []
@@ -106,6 +112,37 @@ def take_rows(leaf, source, rows: np.ndarray) -> list[pa.Array]:
         pieces = fetched[first:first + len(need["ranges"])]
         out.extend(_decode_rows(leaf, page, local, kind, need, pieces))
     return out
+
+
+def _plain_pages(leaf, source, rows: np.ndarray):
+    """The common take from a mapped file (index pages, a look-up's rows): ascending
+    ``rows`` lying in plain mini-block pages whose chunk tables are known, each read where it
+    lies, with none of the per-page planning below; one array per page touched (None: some
+    page needs that planning)."""
+    col = leaf.column
+    starts = col._starts
+    first, last = int(rows[0]), int(rows[-1])
+    if last < first or (rows.size > 1 and not (rows[1:] >= rows[:-1]).all()):
+        return None
+    p = bisect_right(starts, first) - 1
+    q = bisect_right(starts, last) - 1
+    if p < 0 or q >= len(col.pages):
+        return None
+    if p == q:
+        cuts = [(p, 0, rows.size)]
+    else:  # the rows of each page, by a binary search of the page starts among the rows
+        at = np.searchsorted(rows, col.page_starts[p:q + 2]).tolist()
+        cuts = [(p + i, a, b) for i, (a, b) in enumerate(zip(at[:-1], at[1:])) if b > a]
+    out = []
+    for k, a, b in cuts:
+        page = col.pages[k]
+        meta = getattr(page, "v21_meta", None)
+        if not isinstance(meta, MiniBlockPage) or direct_values(meta) is None or \
+                b - a > WHOLE_PAGE_FRACTION * page.num_rows or source.is_decoded(page):
+            return None
+        out.append((page, a, b))
+    return [_take_direct(leaf, page, rows[a:b] - page.row_start, source.mapped)
+            for page, a, b in out]
 
 
 def _touches_most_chunks(row_ends: np.ndarray, local: np.ndarray) -> bool:
@@ -180,11 +217,13 @@ def load_meta(leaf, source, plans) -> None:
         page.v21_meta = meta
 
 
-def direct_values(meta: MiniBlockPage):
+def direct_values(meta: MiniBlockPage, dictionary: bool = False):
     """``(bitpacked, bits)`` when each row of the mini-block page is one value found without
     decoding its chunk (no levels, dictionary or repetition index; one value buffer of inline
-    bit-packed words or flat whole-byte values, uncompressed), else None. Once per page."""
-    got = getattr(meta, "direct", False)
+    bit-packed words or flat whole-byte values, uncompressed), else None. Once per page.
+    With ``dictionary``: the same of a dictionary page's indices (None for other pages)."""
+    key = "direct_indices" if dictionary else "direct"
+    got = getattr(meta, key, False)
     if got is not False:
         return got
     mb = meta.mb
@@ -192,14 +231,15 @@ def direct_values(meta: MiniBlockPage):
     kind = enc.WhichOneof("compression")
     got = None
     if not (mb.HasField("rep_compression") or mb.HasField("def_compression") or
-            mb.HasField("dictionary") or mb.repetition_index_depth or mb.num_buffers != 1):
+            mb.HasField("dictionary") != dictionary or mb.repetition_index_depth or
+            mb.num_buffers != 1):
         if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") and \
                 enc.inline_bitpacking.uncompressed_bits_per_value in (8, 16, 32, 64):
             got = (True, int(enc.inline_bitpacking.uncompressed_bits_per_value))
         elif kind == "flat" and not enc.flat.HasField("data") and enc.flat.bits_per_value and \
                 enc.flat.bits_per_value % 8 == 0:
             got = (False, int(enc.flat.bits_per_value))
-    meta.direct = got
+    setattr(meta, key, got)
     return got
 
 

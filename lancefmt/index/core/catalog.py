@@ -33,14 +33,20 @@ class LoadedCache:
         self.limit = limit
         self._items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
 
     def get_or_load(self, key, load):
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
+                self.hits += 1
                 return hit
+            self.misses += 1
         value = load()
+        if self.limit <= 0:
+            return value
         with self._lock:
             value = self._items.setdefault(key, value)
             self._items.move_to_end(key)
@@ -51,6 +57,11 @@ class LoadedCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+    def hit_rate(self) -> float:
+        """Look-ups answered from the cache, of all look-ups (0.0 before the first)."""
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
 
     def __len__(self) -> int:
         return len(self._items)

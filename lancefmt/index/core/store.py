@@ -66,6 +66,14 @@ class IndexStore:
             self._readers.pop(name, None)
         return int(writer.file_size)
 
+    def write_bytes(self, name: str, data: bytes) -> int:
+        """Write ``name`` as raw bytes (a legacy index file); returns its size."""
+        self.store.put(self.uri(name), bytes(data))
+        self.written.append((name, len(data)))
+        with self._lock:
+            self._readers.pop(name, None)
+        return len(data)
+
     # -- reading -----------------------------------------------------------------------------
     def reader(self, name: str) -> LanceFileReader:
         """The opened file ``name`` (once per store)."""

@@ -55,6 +55,29 @@ def orderable(t: pa.DataType) -> bool:
             or pa.types.is_decimal(t) or pa.types.is_temporal(t))
 
 
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of integer keys. When the keys' span leaves room
+    for the row position in 64 bits, (key - min, position) pairs packed in one uint64 are
+    sorted instead: all distinct, so any sort is stable, and numpy's vectorised sort of plain
+    uint64 takes half the time of its stable argsort (10M keys: 0.9 s against 1.8 s)."""
+    n = keys.size
+    if n < 2 or keys.dtype.kind not in "iu":
+        return np.argsort(keys, kind="stable")
+    bits = (n - 1).bit_length()
+    lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo >= 1 << (64 - bits):
+        return np.argsort(keys, kind="stable")
+    if keys.dtype == np.uint64:
+        packed = keys - np.uint64(lo)
+    else:
+        packed = (keys.astype(np.int64) - lo).astype(np.uint64)
+    packed <<= np.uint64(bits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    packed &= np.uint64((1 << bits) - 1)
+    return packed.astype(np.int64)
+
+
 def sort_by_value(values: pa.Array, ids: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """``values`` sorted ascending with nulls first, and the ids in the same order (a stable
     sort; floats in IEEE total order, ``-NaN`` first and ``NaN`` last, as pylance sorts)."""
@@ -64,11 +87,11 @@ def sort_by_value(values: pa.Array, ids: np.ndarray) -> tuple[pa.Array, np.ndarr
         if values.null_count:
             valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             rows = np.flatnonzero(valid)
-            order = np.concatenate([np.flatnonzero(~valid), rows[np.argsort(keys[rows], kind="stable")]])
+            order = np.concatenate([np.flatnonzero(~valid), rows[stable_order(keys[rows])]])
         else:
-            order = np.argsort(keys, kind="stable")
+            order = stable_order(keys)
     elif kind is not None and values.null_count == 0:
-        order = np.argsort(order_keys(values, kind), kind="stable")
+        order = stable_order(order_keys(values, kind))
     else:
         order = pc.array_sort_indices(values, order="ascending", null_placement="at_start").to_numpy()
     return values.take(pa.array(order)), ids[order]
@@ -267,31 +290,55 @@ class BTreeIndex(LoadedIndex):
 
     # -- pages ---------------------------------------------------------------------------------
     def page(self, k: int) -> SortedPage:
+        return self.pages([k])[0]
+
+    def pages(self, ks: list) -> list:
+        """Pages ``ks`` (page numbers), those not cached read by one take of their rows: a
+        set or range look-up touching many pages pays one read's fixed costs, not one per
+        page."""
+        out, missing = [], []
         with self._lock:
-            hit = self._pages.get(k)
-            if hit is not None:
-                self._pages.move_to_end(k)
-                count("index_cache_hits")
-                return hit
-        count("parts_loaded")
-        start = k * self.batch_size
+            for k in ks:
+                hit = self._pages.get(k)
+                if hit is not None:
+                    self._pages.move_to_end(k)
+                    count("index_cache_hits")
+                else:
+                    missing.append(k)
+                out.append(hit)
+        if not missing:
+            return out
+        loaded = dict(zip(missing, self._load(sorted(set(missing)))))
+        return [p if p is not None else loaded[k] for p, k in zip(out, ks)]
+
+    def _load(self, ks: list) -> list:
+        """Pages ``ks`` (ascending, uncached) read and cached."""
+        bounds = [(k * self.batch_size, min((k + 1) * self.batch_size, self.num_rows)) for k in ks]
         # a take decodes only the mini-block chunks of these rows; a range read would decode
         # the whole (often 500k-row) Lance page holding them
-        rows = np.arange(start, min(start + self.batch_size, self.num_rows), dtype=np.int64)
+        rows = np.arange(*bounds[0], dtype=np.int64) if len(bounds) == 1 else \
+            np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in bounds])
         t = self.store.reader(PAGE_DATA).take(rows)
-        ids = t.column("ids")
-        if ids.null_count:
-            raise CorruptFileError(f"page {k} has null row ids", self.store.uri(PAGE_DATA))
-        page = SortedPage(t.column("values"), ids.to_numpy())
-        size = page.nbytes
+        ids_col = t.column("ids")
+        if ids_col.null_count:
+            raise CorruptFileError(f"page {ks[0]}..{ks[-1]} has null row ids",
+                                   self.store.uri(PAGE_DATA))
+        values, ids = t.column("values"), ids_col.to_numpy()
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+        pages, at = [], 0
+        for a, b in bounds:
+            count("parts_loaded")
+            pages.append(SortedPage(values.slice(at, b - a), ids[at:at + b - a]))
+            at += b - a
         with self._lock:
-            if k not in self._pages:
-                self._pages[k] = page
-                self._cached_bytes += size
+            for k, page in zip(ks, pages):
+                if k not in self._pages:
+                    self._pages[k] = page
+                    self._cached_bytes += page.nbytes
             while self._cached_bytes > MAX_CACHED_PAGE_BYTES and len(self._pages) > 1:
                 _, old = self._pages.popitem(last=False)
                 self._cached_bytes -= old.nbytes
-        return page
+        return pages
 
     def _candidates(self, lower, lower_inc, upper, upper_inc) -> np.ndarray:
         """Lookup rows whose page may hold values in the range (None = unbounded)."""
@@ -349,17 +396,20 @@ class BTreeIndex(LoadedIndex):
             rows = [self.page(int(self.page_idx[i])).equal(query.value, self.type)
                     for i in self._candidates(query.value, True, query.value, True)]
         elif isinstance(query, Range):
-            rows = [self.page(int(self.page_idx[i])).range(query.lower, query.lower_inclusive,
-                                                            query.upper, query.upper_inclusive, self.type)
-                    for i in self._candidates(query.lower, query.lower_inclusive,
-                                              query.upper, query.upper_inclusive)]
+            found = self._candidates(query.lower, query.lower_inclusive, query.upper,
+                                     query.upper_inclusive)
+            rows = [p.range(query.lower, query.lower_inclusive, query.upper,
+                            query.upper_inclusive, self.type)
+                    for p in self.pages(self.page_idx[found].tolist())]
         elif isinstance(query, IsIn):
             if not query.values:
                 return SearchResult(EMPTY)
-            rows = [self.page(int(self.page_idx[i])).isin(values, self.type)
-                    for i, values in self._pages_of(query.values)]
+            found = self._pages_of(query.values)
+            pages = self.pages([int(self.page_idx[i]) for i, _ in found])
+            rows = [p.isin(values, self.type) for p, (_, values) in zip(pages, found)]
         elif isinstance(query, IsNull):
-            rows = [self.page(int(self.page_idx[i])).null_ids() for i in np.flatnonzero(self.null_count > 0)]
+            found = np.flatnonzero(self.null_count > 0)
+            rows = [p.null_ids() for p in self.pages(self.page_idx[found].tolist())]
         else:
             raise InvalidArgumentError(f"BTREE cannot answer {type(query).__name__}")
         if not rows:
@@ -378,8 +428,7 @@ class BTreeIndex(LoadedIndex):
         return out
 
     def prewarm(self) -> None:
-        for k in self.page_idx.tolist():
-            self.page(int(k))
+        self.pages(self.page_idx.tolist())
 
     def entries(self) -> tuple[pa.Array, np.ndarray]:
         """All (values, ids), in sorted order."""

@@ -25,6 +25,7 @@ from .distance import COSINE, DOT, HAMMING, L2, fsl_matrix
 from .ivf import IvfModel, nearest_centroids
 from .hnsw_build import build_graphs, write_graphs
 from .layout import AUX_FILE, FLAT_MARKER, INDEX_FILE, ROW_ID
+from .legacy_write import wants_legacy, write_legacy
 from .kmeans import sample_rows, train_kmeans
 from .quantizers import FlatQuantizer, ProductQuantizer, ScalarQuantizer, normalize
 
@@ -240,6 +241,9 @@ def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> No
     q = built.quantizer
     ivf = built.ivf
     dim = ivf.dim
+    if kind == "IVF_PQ" and wants_legacy(built.params):
+        write_legacy(store, metric, built, model_dtype(built.value_type, metric))
+        return
     if isinstance(q, ProductQuantizer):
         stored = q.transpose(built.codes, ivf.offsets, ivf.lengths)
         codes = pa.FixedSizeListArray.from_arrays(pa.array(stored, pa.uint8()), q.width)

@@ -79,6 +79,7 @@ class IvfIndex(LoadedIndex):
         self.details = details
         self.uri = ""
         self.uuid = ""
+        self.file_version = "V3"      # "Legacy": read from the single-file layout
 
     @property
     def num_rows(self) -> int:
@@ -245,7 +246,7 @@ class IvfIndex(LoadedIndex):
                "centroids": self.ivf.centroids.tolist()}
         if self.ivf.loss is not None:
             out["loss"] = float(self.ivf.loss)
-        out["index_file_version"] = "V3"
+        out["index_file_version"] = self.file_version
         return out
 
     def params(self) -> dict:

@@ -260,7 +260,7 @@ class ProductQuantizer(Quantizer):
         cls.check(dim, m, num_bits)
         k = 1 << num_bits
         if codebook is not None:
-            return cls(dim, m, num_bits, _codebook_array(codebook, m, k, dim))
+            return cls(dim, m, num_bits, codebook_array(codebook, m, k, dim))
         if sample.shape[0] < k:
             raise InvalidArgumentError(f"Not enough rows to train PQ. Requires {k} rows but only "
                                        f"{sample.shape[0]} available")
@@ -315,13 +315,14 @@ class ProductQuantizer(Quantizer):
             raise CorruptFileError(f"bad PQ metadata ({e})", path) from None
         if nbits not in (4, 8) or m <= 0 or dim % m or (nbits == 4 and m % 2):
             raise CorruptFileError(f"bad PQ metadata (m={m}, nbits={nbits}, dim={dim})", path)
-        if not meta.get("transposed", False):
-            raise CorruptFileError("PQ codes stored untransposed are not supported", path)
         book = parse_tensor(read_buffer(pos), path, ndim=2)
         if book.size != (1 << nbits) * dim:
             raise CorruptFileError(f"PQ codebook of shape {list(book.shape)} for dim {dim}, "
                                    f"{1 << nbits} centroids", path)
-        return cls(dim, m, nbits, book.astype(np.float32).reshape(-1))
+        out = cls(dim, m, nbits, book.astype(np.float32).reshape(-1))
+        # pylance's distributed segments keep their codes row-major ("transposed": false)
+        out.row_major_source = not meta.get("transposed", False)
+        return out
 
     def stored(self, codes, offsets, lengths):
         t = codes.type
@@ -329,6 +330,8 @@ class ProductQuantizer(Quantizer):
             raise CorruptFileError(f"PQ codes of type {t}, expected {self.width} bytes")
         from .distance import fsl_matrix
         mat, _ = fsl_matrix(codes, np.uint8)
+        if getattr(self, "row_major_source", False):
+            return self.transpose(np.ascontiguousarray(mat), offsets, lengths)
         return np.ascontiguousarray(mat).reshape(-1)
 
     def transpose(self, codes: np.ndarray, offsets, lengths) -> np.ndarray:
@@ -382,7 +385,7 @@ class ProductQuantizer(Quantizer):
         return score
 
 
-def _codebook_array(codebook, m: int, k: int, dim: int) -> np.ndarray:
+def codebook_array(codebook, m: int, k: int, dim: int) -> np.ndarray:
     """A user's ``pq_codebook`` (``m x k x dim/m`` array, or fixed-size lists) as [m][k][sub]."""
     if isinstance(codebook, (pa.Array, pa.ChunkedArray)):
         from .distance import fsl_matrix

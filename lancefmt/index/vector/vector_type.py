@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._proto import index_pb2
-from ...errors import InvalidArgumentError
+from ...errors import CorruptFileError, InvalidArgumentError
 from ..core.registry import IndexType, TrainingData, register
 from ..core.store import IndexStore
 from .distance import METRIC_CODES, metric_from_code, parse_metric
@@ -23,6 +23,7 @@ from .ivf import IvfModel
 from .ivf_build import Built, arrange, write_segment
 from .ivf_index import IvfIndex
 from .layout import INDEX_FILE
+from .legacy import load_legacy, read_legacy
 
 KINDS = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
 BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ")
@@ -131,7 +132,16 @@ class VectorIndexType(IndexType):
         return first.details
 
     def load(self, store: IndexStore, details) -> IvfIndex:
-        graph = VECTOR_ID in store.reader(INDEX_FILE).schema.names
+        try:
+            # HNSW graphs come with their "lance:hnsw" levels; pylance's merge of distributed
+            # segments writes a FLAT sub-index with the graph's (empty) columns but no levels
+            reader = store.reader(INDEX_FILE)
+            graph = VECTOR_ID in reader.schema.names and "lance:hnsw" in reader.schema_metadata
+        except CorruptFileError:
+            legacy = read_legacy(store)  # not a Lance file: a legacy index file, or corrupt
+            if legacy is None:
+                raise
+            return load_legacy(store, *legacy, details)
         return (HnswIndex if graph else IvfIndex).load(store, details)
 
 

@@ -342,3 +342,35 @@ def test_referenced_index_directories_are_never_pruned(tmp_path):
     ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
     assert set(os.listdir(os.path.join(root, "_indices", seg.uuid))) == before
     assert lance.dataset(root).count_rows("id = 50") == 1
+
+
+def test_multipart_uploads_killed_writers_began_are_aborted_on_s3(s3_uri):
+    """A writer killed mid-upload leaves a multipart upload begun and never completed
+    (invisible, billed): cleanup aborts those below the dataset's data, deletion, index and
+    transaction directories begun before the bar of unverified files, and no other."""
+    import boto3
+
+    from lancefmt.io import open_store
+
+    uri, opts = s3_uri
+    bucket, prefix = uri[len("s3://"):].split("/", 1)
+    client = boto3.client("s3", endpoint_url=opts["endpoint_url"], aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+    ds = lancefmt.write_dataset(table(10), uri, storage_options=opts)
+    dead = [f"{prefix}/data/dead.lance", f"{prefix}/_indices/0b0e/page_data.lance"]
+    for key in dead + ["other/data/alive.lance", f"{prefix}x/data/alive.lance"]:
+        client.create_multipart_upload(Bucket=bucket, Key=key)
+
+    def pending():
+        return sorted(u["Key"] for u in client.list_multipart_uploads(Bucket=bucket).get("Uploads", []))
+
+    everything = pending()
+    began = min(u["Initiated"] for u in client.list_multipart_uploads(Bucket=bucket)["Uploads"])
+    store = open_store(uri, opts)  # moto dates every upload alike (2010): the bar is the store's
+    assert store.abort_stale_uploads(uri + "/data", began.timestamp()) == []
+    want = sorted(f"s3://{bucket}/{d}" for d in dead)
+    assert sorted(ds.cleanup_old_versions(older_than=timedelta(0), dry_run=True).aborted_uploads) == want
+    assert pending() == everything
+    assert sorted(ds.cleanup_old_versions(older_than=timedelta(0)).aborted_uploads) == want
+    assert pending() == sorted(set(everything) - set(dead))
+    assert ds.count_rows() == 10

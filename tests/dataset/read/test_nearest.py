@@ -88,3 +88,18 @@ def test_batches_counts_and_limits(ds):
     assert t["query_index"].to_pylist() == [0, 0, 1, 1, 1] and sc.count_rows() == 5
     assert d.to_table(nearest={"column": "vec", "q": X[7], "k": 3}, columns=["id"],
                       disable_scoring_autoprojection=True).column_names == ["id"]
+
+
+def test_index_cache_hit_rate_and_a_disabled_cache(ds):
+    d, X = ds
+    d.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2)
+    nearest = {"column": "vec", "q": X[1], "k": 3}
+    cold = lancefmt.dataset(d.uri, index_cache_size_bytes=0)
+    for _ in range(3):
+        cold.to_table(nearest=nearest)
+    assert cold._ds.index_cache_hit_rate() == 0.0 and cold._ds.index_cache_entry_count() == 0
+    warm = lancefmt.dataset(d.uri, index_cache_size_bytes=20 << 20)
+    assert warm._ds.index_cache_hit_rate() == 0.0
+    for _ in range(10):
+        assert warm.to_table(nearest=nearest).equals(cold.to_table(nearest=nearest))
+    assert warm._ds.index_cache_hit_rate() >= 0.8 and warm._ds.index_cache_entry_count() == 1

@@ -1,0 +1,101 @@
+"""Guards on what an indexed look-up costs, counted instead of timed (timings stay in asv:
+``asv_bench/benchmarks/scalar_index.py``).
+
+Issue 39: a look-up through a BTREE leaves little room for fixed costs (pylance answers one in
+about a millisecond). Before these guards, ``to_table(filter="id = k")`` over a string column
+read the matching row through the general take, column by column (1,300 Python calls a
+look-up), and a set look-up read each BTREE page by its own take. These tests fail when such
+a cost comes back: Python calls per warm look-up, the general file take not being used for
+a look-up of numbers and dictionary strings, one read for all the pages a set look-up needs,
+and no filter parse for a filter string already seen.
+"""
+import numpy as np
+import pyarrow as pa
+import pytest
+from call_count import CallCounter
+
+import lancefmt
+from lancefmt.dataset.core.indices import index_catalog
+
+lance = pytest.importorskip("lance")
+
+ROWS = 60_000
+PER_FILE = 15_000
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    """pylance's files and indices (BTREE on ``id``, BITMAP on ``cat``), as in the benchmark:
+    ``id`` a permutation, ``cat`` a 40-value string column (dictionary pages), ``x`` floats."""
+    uri = str(tmp_path_factory.mktemp("lookup") / "ds")
+    rng = np.random.default_rng(4)
+    table = pa.table({"id": rng.permutation(ROWS).astype(np.int64),
+                      "cat": pa.array([f"c{v}" for v in rng.integers(0, 40, ROWS)]),
+                      "x": rng.random(ROWS)})
+    lance.write_dataset(table, uri, max_rows_per_file=PER_FILE, data_storage_version="2.2")
+    theirs = lance.dataset(uri)
+    theirs.create_scalar_index("id", "BTREE")
+    theirs.create_scalar_index("cat", "BITMAP")
+    return lancefmt.dataset(uri), lance.dataset(uri)
+
+
+def _warm_counted(fn):
+    fn()
+    with CallCounter() as calls:
+        out = fn()
+    return out, calls
+
+
+def test_an_equality_look_up_is_a_few_hundred_python_calls(datasets):
+    """Warm (index page cached, filter parsed, take planned): the index answer and one direct
+    take of the three columns, strings included; the general take is not used."""
+    ours, theirs = datasets
+    for key in (5, 31_337, ROWS - 1):
+        text = f"id = {key}"
+        got, calls = _warm_counted(lambda: ours.to_table(filter=text))
+        assert got.equals(theirs.to_table(filter=text))
+        assert calls.total() <= 350, calls.counts.most_common(15)
+        assert calls.matching("reader.py", "LanceFileReader.take") == 0
+        assert calls.matching("random_access.py") == 0
+        _, counted = _warm_counted(lambda: ours.count_rows(text))
+        assert ours.count_rows(text) == 1
+        assert counted.total() <= 250, counted.counts.most_common(15)
+
+
+def test_a_filter_string_is_parsed_once(datasets):
+    ours, _ = datasets
+    text = "id BETWEEN 100 AND 180"
+    ours.to_table(filter=text)
+    with CallCounter() as calls:
+        for _ in range(3):
+            assert ours.to_table(filter=text).num_rows == 81
+            assert ours.count_rows(text) == 81
+    assert calls.matching("parser.py") == 0 and calls.matching("tokenizer_core.py") == 0
+
+
+def test_a_set_look_up_reads_its_index_pages_in_one_take(datasets):
+    """Cold pages: every BTREE page an IN list touches comes from one take of the page file."""
+    ours, theirs = datasets
+    for named in index_catalog(ours.snapshot).get("id", ()):
+        for seg in named.segments:
+            seg.load()._pages.clear()
+    keys = list(range(0, ROWS, 997))  # a key in most of the index's pages
+    text = f"id IN ({', '.join(map(str, keys))})"
+    with CallCounter() as calls:
+        got = ours.to_table(filter=text)
+    assert got.sort_by("id").equals(theirs.to_table(filter=text).sort_by("id"))
+    assert got.num_rows == len(keys)
+    assert calls.matching("reader.py", "LanceFileReader.take") == 1
+    assert calls.matching("pages.py", "SortedPage.__init__") >= 10
+
+
+def test_a_bitmap_look_up_of_many_rows_is_one_direct_take(datasets):
+    """An exact answer of a fortieth of the rows is gathered by the direct take, not scanned
+    fragment by fragment."""
+    ours, theirs = datasets
+    got, calls = _warm_counted(lambda: ours.to_table(filter="cat = 'c7'"))
+    assert got.equals(theirs.to_table(filter="cat = 'c7'"))
+    assert got.num_rows > ROWS // 80
+    assert calls.matching("reader.py", "LanceFileReader.take") == 0
+    assert calls.matching("direct_take.py", "DirectTakePlan.take_physical") == 1
+    assert calls.total() <= 350, calls.counts.most_common(15)
