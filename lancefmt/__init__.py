@@ -42,7 +42,7 @@ from .dataset.mutate.udf import BatchUDF, batch_udf  # noqa: E402
 from .dataset.maintain.compaction import CompactionMetrics  # noqa: E402
 from .dataset.mutate.merge_insert import MergeInsertBuilder  # noqa: E402
 from .dataset.read.blobs import BlobColumn, BlobFile  # noqa: E402
-from .dataset import AutoCleanupConfig, LANCE_COMMIT_MESSAGE_KEY  # noqa: E402
+from .dataset import AutoCleanupConfig, LANCE_COMMIT_MESSAGE_KEY, Session  # noqa: E402
 from .table.lance_schema import LanceSchema  # noqa: E402
 from .io.io_stats import bytes_read_counter, iops_counter  # noqa: E402
 
@@ -77,6 +77,7 @@ __all__ = [
     "IndexFile",
     "ScanStatistics",
     "LanceScanner",
+    "Session",
     "ExternalManifestStore",
     "ManifestEntry",
     "SqliteManifestStore",

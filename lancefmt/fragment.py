@@ -10,16 +10,18 @@ from __future__ import annotations
 import os
 
 from .dataset import Dataset, write_fragments as write_data_fragments
-from .dataset.fragment import Fragment
+from .dataset.fragment import Fragment, FragmentSession
 from .dataset.write.dataset_write import report_progress
 from .dataset.write.files import DEFAULT_MAX_BYTES_PER_FILE
 from .errors import InvalidArgumentError
+from .table.data_file import DataFile
 from .table.fragment import DeletionFile, FragmentMetadata
 from .table.transaction import Append, Overwrite, Transaction
 
 LanceFragment = Fragment
 
-__all__ = ["DeletionFile", "Fragment", "FragmentMetadata", "LanceFragment", "write_fragments"]
+__all__ = ["DataFile", "DeletionFile", "Fragment", "FragmentMetadata", "FragmentSession",
+           "LanceFragment", "write_fragments"]
 
 _IGNORED = ("data_cache_bytes", "max_page_bytes", "target_all_bases", "namespace_client",
             "table_id", "session", "external_blob_mode", "allow_external_blob_outside_bases")

@@ -10,6 +10,7 @@
 * :mod:`.dataset`, :mod:`.fragment`, :mod:`.read_api`: the ``Dataset`` / ``Fragment`` facade.
 """
 from .core.commit import COMMIT_MESSAGE_KEY as LANCE_COMMIT_MESSAGE_KEY
+from .core.session import Session
 from .dataset import Dataset, commit, dataset, write_dataset, write_fragments
 from .maintain.auto_cleanup import AutoCleanupConfig
 from .fragment import Fragment
@@ -23,5 +24,5 @@ LanceDataset = Dataset
 LanceFragment = Fragment
 
 __all__ = ["AutoCleanupConfig", "LANCE_COMMIT_MESSAGE_KEY", "Dataset", "Fragment", "LanceDataset", "LanceFragment", "LanceScanner",
-           "MergeInsertBuilder", "Index", "IndexFile", "VectorIndexReader", "dataset", "write_dataset",
+           "MergeInsertBuilder", "Session", "Index", "IndexFile", "VectorIndexReader", "dataset", "write_dataset",
            "write_fragments", "commit"]

@@ -22,6 +22,7 @@ from ..io.memory_scope import private_memory_options
 from ..jsonb.arrow import decode_batch, user_schema
 from ..table.base_paths import BasePath
 from .core.plan import CommitPlan
+from .core.session import Session
 from .core.snapshot import Snapshot
 from .core.session import Session
 from .core.view import View
@@ -65,10 +66,11 @@ def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None
     store (or ``"sqlite:///path"``) that versions are resolved and committed through
     (:mod:`lancefmt.table.external_manifest`). ``default_scan_options``: scanner arguments
     every scan of this object starts from (``{"with_row_id": True}`` also shows ``_rowid``
-    in ``schema``). ``index_cache_size_bytes=0`` keeps no loaded index (every search loads
-    it again); other sizes, and pylance's other cache and reader tuning (``read_params``,
-    ``index_cache_size``, ``metadata_cache_size_bytes``, ``block_size``, ``session``...), are
-    accepted and ignored."""
+    in ``schema``). ``session``: a :class:`Session` to share (its caches) with other datasets;
+    else a new one, with ``metadata_cache_size_bytes`` / ``index_cache_size_bytes`` if given
+    (``index_cache_size_bytes=0`` keeps no loaded index: every search loads it again).
+    pylance's other cache and reader tuning (``read_params``, ``index_cache_size``,
+    ``block_size``...) is accepted and ignored."""
     unknown = set(tuning) - set(TUNING_OPTIONS)
     if unknown:
         raise InvalidArgumentError(f"dataset() got unexpected arguments {sorted(unknown)}")
@@ -87,9 +89,16 @@ def dataset(uri, version=None, asof=None, *, storage_options: dict | None = None
         version = version_asof(Dataset.open(uri, storage_options=storage_options,
                                             base_store_params=base_store_params,
                                             manifest_store=manifest_store), asof)
+    session = tuning.get("session")
+    if session is None and (tuning.get("metadata_cache_size_bytes") is not None
+                            or tuning.get("index_cache_size_bytes") is not None):
+        session = Session(index_cache_size_bytes=tuning.get("index_cache_size_bytes"),
+                          metadata_cache_size_bytes=tuning.get("metadata_cache_size_bytes"))
+    if session is not None and not isinstance(session, Session):
+        raise InvalidArgumentError(f"session must be a Session, not {type(session).__name__}")
     out = Dataset.open(uri, version, storage_options=storage_options,
                        base_store_params=base_store_params, manifest_store=manifest_store,
-                       session=Session(0) if tuning.get("index_cache_size_bytes") == 0 else None)
+                       session=session)
     if default_scan_options:
         out.scan_defaults = dict(default_scan_options)
     return out
@@ -130,6 +139,11 @@ class Dataset(DatasetIndexAPI, DatasetReadAPI):
                                  base_store_params=base_store_params,
                                  manifest_store=manifest_store, after_commit=maybe_auto_cleanup,
                                  session=session))
+
+    def session(self) -> Session:
+        """The session holding this dataset's caches (pass it to ``dataset(session=...)`` to
+        share them)."""
+        return self.snapshot.session
 
     def __repr__(self):
         return f"Dataset({self.uri!r}, version={self.version})"

@@ -21,7 +21,7 @@ from .mutate.fragment_columns import (fragment_merge, fragment_merge_columns,
                                       fragment_update_columns)
 from .read.fragment_source import FragmentSource
 from .read.projection import needs_projection, projected
-from .read.scan import FragmentScan, ScanSpec, live_counts, load_deletions
+from .read.scan import ROW_ADDRESS, FragmentScan, ScanSpec, live_counts, load_deletions
 from .read.scanner import LanceScanner
 from .read.take import take_from_fragment
 from .mutate.delete import delete_in_fragment
@@ -190,6 +190,14 @@ class Fragment:
                                                                            idx, plain)), schema)
         return decode_batch(take_from_fragment(self._ctx, self._pb, idx, columns), schema)
 
+    def open_session(self, columns=None, with_row_address=None) -> "FragmentSession":
+        """pylance's ``open_session``: repeated takes of the same ``columns`` (names; all
+        when None) of this fragment, with ``_rowaddr`` last if ``with_row_address``."""
+        if isinstance(columns, dict):
+            raise TypeError("argument 'columns': 'dict' object is not an instance of 'Sequence'")
+        return FragmentSession(self, None if columns is None else list(columns),
+                               bool(with_row_address))
+
     # -- distributed schema evolution (nothing committed) -----------------------------------
     def _snapshot(self) -> Snapshot:
         ctx = self._ctx
@@ -239,3 +247,16 @@ class DataFileUri(str):
         obj.file_size_bytes = pb.file_size_bytes or None
         obj.base_id = pb.base_id if pb.HasField("base_id") else None
         return obj
+
+
+class FragmentSession:
+    """Takes of one fragment's chosen columns (pylance's ``FragmentSession``)."""
+
+    def __init__(self, fragment: Fragment, columns, with_row_address: bool):
+        names = fragment.schema.names if columns is None else columns
+        self._fragment = fragment
+        self._columns = list(names) + ([ROW_ADDRESS] if with_row_address else [])
+
+    def take(self, indices) -> pa.Table:
+        """Rows by offset among the fragment's live rows."""
+        return self._fragment.take(indices, columns=self._columns)

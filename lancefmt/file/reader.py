@@ -75,6 +75,12 @@ class LanceFileReader:
 
     # -- identity ---------------------------------------------------------------------------
     @property
+    def metadata_nbytes(self) -> int:
+        """Bytes of the file's metadata this reader holds parsed (its tail from the column
+        metadata on): what a cache of opened readers is charged."""
+        return int(self._meta.file_size - self._meta.footer.column_meta_start)
+
+    @property
     def num_rows(self) -> int:
         return self._meta.num_rows
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .._proto import table_pb2
+from .data_file import DataFile
 
 _DELETION_KINDS = {"array": table_pb2.DeletionFile.ARROW_ARRAY, "bitmap": table_pb2.DeletionFile.BITMAP}
 _DELETION_NAMES = {v: k for k, v in _DELETION_KINDS.items()}
@@ -100,8 +101,9 @@ class FragmentMetadata:
         self.pb.id = value
 
     @property
-    def files(self):
-        return list(self.pb.files)
+    def files(self) -> list:
+        """The data files, as pylance's ``DataFile`` objects (over this fragment's entries)."""
+        return [DataFile.of(f) for f in self.pb.files]
 
     @property
     def physical_rows(self) -> int:

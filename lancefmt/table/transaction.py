@@ -385,6 +385,10 @@ class DataReplacementGroup:
     fragment_id: int
     new_file: table_pb2.DataFile
 
+    def __post_init__(self):
+        if hasattr(self.new_file, "to_pb"):   # a DataFile object (FragmentMetadata.files)
+            self.new_file = self.new_file.to_pb()
+
 
 @dataclass
 class DataReplacement(BaseOperation):

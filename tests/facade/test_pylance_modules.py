@@ -87,6 +87,63 @@ def test_filesystem_progress_files(tmp_path):
     assert not list((tmp_path / "p").glob("*.in_progress"))
 
 
+@pytest.mark.parametrize("lib", ["lance", "lancefmt"])
+def test_fragment_create_progress_names_the_file_being_written(tmp_path, lib):
+    """LanceFragment.create tells progress of its data file when the file is opened (its name
+    chosen, nothing written yet: a crash leaves the marker and the name) and when done."""
+    import json
+    import os
+
+    import lance as pylance
+
+    create = pylance.fragment.LanceFragment.create if lib == "lance" else lancefmt.Fragment.create
+    progress_cls = pylance.progress.FileSystemFragmentWriteProgress if lib == "lance" \
+        else FileSystemFragmentWriteProgress
+    frag = create(str(tmp_path / "d"), pa.table({"a": range(100)}), fragment_id=2,
+                  progress=progress_cls(str(tmp_path / "p")))
+    meta = json.loads((tmp_path / "p" / "fragment_2.json").read_text())
+    assert meta["id"] == 2 and [f["path"] for f in meta["files"]] == [frag.files[0].path]
+    assert not (tmp_path / "p" / "fragment_2.in_progress").exists()
+    seen = []
+
+    class Probe(progress_cls):
+        def begin(self, fragment, **kwargs):
+            name = fragment.files[0].path
+            seen.append(("begin", os.path.exists(tmp_path / "d2" / "data" / name)))
+            super().begin(fragment, **kwargs)
+
+        def complete(self, fragment, **kwargs):
+            seen.append(("complete", True))
+            super().complete(fragment, **kwargs)
+
+    create(str(tmp_path / "d2"), pa.table({"a": range(10)}), progress=Probe(str(tmp_path / "p2")))
+    assert seen[0] == ("begin", False) and ("complete", True) in seen
+
+
+@pytest.mark.parametrize("lib", ["lance", "lancefmt"])
+def test_data_files_are_pylances_data_file(tmp_path, lib):
+    """FragmentMetadata.files: DataFile objects whose path is a str that still answers the
+    deprecated path() call with a DeprecationWarning; they pickle and rebuild fragments."""
+    import pickle
+
+    import lance as pylance
+
+    mod = pylance.fragment if lib == "lance" else lancefmt.fragment
+    frag = mod.LanceFragment.create(str(tmp_path / "d"), pa.table({"a": range(10), "b": range(10)}))
+    (df,) = frag.files
+    assert isinstance(df.path, str) and df.fields == [0, 1] and df.file_size_bytes > 0
+    with pytest.warns(DeprecationWarning):
+        assert df.path() == df.path
+    assert type(pickle.loads(pickle.dumps(df.path))) is str
+    rebuilt = mod.FragmentMetadata(id=frag.id, files=frag.files, physical_rows=frag.physical_rows)
+    assert rebuilt == frag and pickle.loads(pickle.dumps(frag)) == frag
+    assert repr(df).startswith(f"DataFile(path='{df.path}', fields=[0, 1], column_indices=[0, 1]")
+    if lib == "lancefmt":   # operations built from DataFile objects hold the manifest entry
+        from lancefmt.table.transaction import DataReplacementGroup
+
+        assert DataReplacementGroup(0, df).new_file == df.pb
+
+
 def test_blob_column_and_vectors():
     files = list(BlobColumn(pa.array([b"ab", None, b"c"], pa.large_binary())))
     assert files[0].read() == b"ab" and files[1] is None and files[2].read() == b"c"

@@ -206,3 +206,39 @@ def test_maps_read_identically_2_2(tmp_path):
         assert got.column(name).to_pylist() == expected.column(name).to_pylist()
         assert r.take(idx).column(name).to_pylist() == \
             expected.column(name).take(pa.array(idx)).to_pylist()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_empty_structs_both_ways(tmp_path, version):
+    """A top-level struct<> is a column of buffer-less constant pages: pylance's files read as
+    valid empty structs, lancefmt writes the column pylance expects (it read none before);
+    nulls or a nested empty struct are refused, as Lance refuses them."""
+    from lancefmt.errors import LanceError
+    from lancefmt.file import LanceFileReader as ApiReader
+    from lancefmt.file import LanceFileWriter
+
+    schema = pa.schema([pa.field("id", pa.int32()), pa.field("e", pa.struct([])),
+                        pa.field("s", pa.string())])
+    table = pa.table({"id": range(N), "e": [{}] * N, "s": [f"s{i}" for i in range(N)]}, schema=schema)
+    theirs = _write(tmp_path, table, version)
+    ours = os.path.join(str(tmp_path), f"ours_{version}.lance")
+    with LanceFileWriter(ours, version=version) as w:
+        w.write_batch(table.slice(0, 1000))
+        w.write_batch(table.slice(1000))
+    for path in (theirs, ours):
+        got = ApiReader(path)
+        assert got.read_all().to_table().equals(table)
+        assert got.take_rows([5, 7, 2999]).to_table().equals(table.take([5, 7, 2999]))
+        assert len(lance_file.LanceFileReader(path).metadata().columns) == 3
+    # pylance reads its own struct<> columns right only within one batch (1024 rows) and as
+    # the last column (a column after one reads as nulls): lancefmt's file of that shape
+    small = os.path.join(str(tmp_path), f"small_{version}.lance")
+    head = table.select(["id", "e"]).slice(0, 3)
+    with LanceFileWriter(small, version=version) as w:
+        w.write_batch(head)
+    assert lance_file.LanceFileReader(small).read_all().to_table().equals(head)
+    for bad in (pa.table({"e": pa.array([{}, None], pa.struct([]))}),
+                pa.table({"st": pa.array([{"e": {}}], pa.struct([("e", pa.struct([]))]))})):
+        with pytest.raises(LanceError):
+            with LanceFileWriter(os.path.join(str(tmp_path), "bad.lance"), version=version) as w:
+                w.write_batch(bad)

@@ -167,3 +167,50 @@ def test_list_element_documents(tmp_path, builder):
         theirs.to_table(full_text_query=LQ.MatchQuery("quick", "tags"), limit=3).schema
     with pytest.raises(ValueError, match="INVERTED index"):
         ours.to_table(full_text_query="quick")
+
+
+@pytest.mark.parametrize("lib", [lance, lancefmt])
+def test_no_hybrid_scan_and_no_index_errors_are_pylances(tmp_path, lib):
+    """pylance 14 refuses nearest with full_text_query (filtered or not, prefilter or not), and
+    a bare query string when no column has an INVERTED index; lancefmt raises the same."""
+    uri = str(tmp_path / "ds")
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(40, dtype=np.float32)), 4)
+    lance.write_dataset(pa.table({"id": range(10), "text": [f"w{i % 3} x" for i in range(10)],
+                                  "vec": vec}), uri)
+    ds = lib.dataset(uri)
+    with pytest.raises(ValueError, match="unless an INVERTED index has been created"):
+        ds.to_table(full_text_query="w1")
+    ds.create_scalar_index("text", "INVERTED")
+    ds = lib.dataset(uri)
+    assert ds.to_table(full_text_query="w1", columns=["id"]).num_rows == 3
+    near = {"column": "vec", "q": np.zeros(4, dtype=np.float32), "k": 3}
+    for kw in ({}, {"filter": "id > 2"}, {"filter": "id > 2", "prefilter": True}, {"limit": 2}):
+        with pytest.raises(ValueError, match="Cannot have both nearest and full text search"):
+            ds.to_table(full_text_query="w1", nearest=near, **kw)
+    with pytest.raises(ValueError, match="Cannot have both nearest and full text search"):
+        ds.scanner(full_text_query="w1", nearest=near).explain_plan()  # lancefmt: at scanner()
+
+
+def test_analyze_plan_counts_documents_scored_as_pylance(tmp_path):
+    """analyze_plan's MatchQuery line: the rows it found and the documents it scored
+    (``index_comparisons``): a scalar-indexed prefilter leaves only its rows to score. Few
+    documents, so pylance's WAND prunes nothing and the counts are comparable."""
+    import re
+
+    uri = str(tmp_path / "ds")
+    texts = ["lance database test", "full text search", "lance search text"] + ["other content"] * 7
+    lance.write_dataset(pa.table({"id": range(1, 11), "text": texts}), uri)
+    lance.dataset(uri).create_scalar_index("id", "BTREE")
+    lancefmt.dataset(uri).create_scalar_index("text", "INVERTED")
+
+    def counts(ds, **kw):
+        plan = ds.scanner(full_text_query="lance search text", **kw).analyze_plan()
+        line = next(x for x in plan.splitlines() if "MatchQuery" in x)
+        return [int(re.search(rf"\b{k}=(\d+)", line).group(1)) for k in ("output_rows", "index_comparisons")]
+
+    theirs, ours = lance.dataset(uri), lancefmt.dataset(uri)
+    for kw in ({}, {"filter": "id <= 1", "prefilter": True}, {"filter": "id <= 1"}):
+        assert counts(ours, **kw) == counts(theirs, **kw), kw
+    assert counts(ours, filter="id <= 1", prefilter=True) == [1, 1]
+    plan = ours.scanner(full_text_query="lance", filter="id <= 1", prefilter=True).explain_plan()
+    assert "ScalarIndexQuery: query=[id <= 1]@id_idx(BTree)" in plan

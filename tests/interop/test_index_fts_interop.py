@@ -122,8 +122,28 @@ def test_same_files_for_jieba(tmp_path, monkeypatch, model):
     lance.dataset(uri).create_scalar_index("text", "INVERTED", name="theirs", **params)
     lancefmt.dataset(uri).create_scalar_index("text", "INVERTED", name="ours", **params)
     assert_same_files(uri, "theirs", "ours")
-    with pytest.raises(OSError):
-        lancefmt.dataset(uri).create_scalar_index("text", "INVERTED", name="x", base_tokenizer="jieba/nope")
+    for lib in (lance, lancefmt):   # a missing model directory is invalid input in pylance 14
+        with pytest.raises(ValueError, match="Invalid directory path"):
+            lib.dataset(uri).create_scalar_index("text", "INVERTED", name="x", base_tokenizer="jieba/nope")
+
+
+@pytest.mark.parametrize("lib", [lance, lancefmt])
+def test_lindera_models_fail_to_load_as_in_pylance(tmp_path, monkeypatch, lib):
+    """lancefmt has no Lindera segmenter: a missing model directory is a ValueError, a model
+    an OSError naming its config, the errors pylance 14 gives for the models of Lance's own
+    tests (none of which it can load); nothing is committed."""
+    home = tmp_path / "models"
+    (home / "lindera" / "m").mkdir(parents=True)
+    (home / "lindera" / "m" / "config.yml").write_text(
+        'segmenter:\n  mode: "normal"\n  dictionary:\n    path: "./nowhere/ipadic"\n')
+    monkeypatch.setenv("LANCE_LANGUAGE_MODEL_HOME", str(home))
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"text": ["成田国際空港", "羽田空港"]}), uri)
+    with pytest.raises(ValueError, match="Invalid directory path"):
+        lib.dataset(uri).create_scalar_index("text", "INVERTED", base_tokenizer="lindera/nope")
+    with pytest.raises(OSError, match="Failed to load tokenizer config at .*config.yml"):
+        lib.dataset(uri).create_scalar_index("text", "INVERTED", base_tokenizer="lindera/m")
+    assert lib.dataset(uri).version == 1 and not lib.dataset(uri).describe_indices()
 
 
 def test_json_documents(tmp_path):

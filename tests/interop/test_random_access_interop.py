@@ -67,6 +67,33 @@ def test_take_with_row_ids_and_addresses_matches_a_scan(datasets):
     same(ours._take_rows(ids, columns=["id", "s"]), theirs._take_rows(ids, columns=["id", "s"]))
 
 
+def test_take_names_row_ids_and_duplicates_as_pylance(datasets):
+    """_rowid/_rowaddr named in columns come back where (and as often as) they are named, a
+    data column named twice once; a scan refuses a column named twice, as pylance does."""
+    ours, theirs = datasets
+    idx = [5, 0, 1999, 77]
+    for cols in (["_rowid"], ["_rowid", "_rowid"], ["_rowaddr", "id"], ["id", "id"],
+                 ["id", "_rowid", "f", "_rowaddr"], ["_rowid", "s", "_rowid"]):
+        want, got = theirs.take(idx, columns=cols), ours.take(idx, columns=cols)
+        assert got.schema.names == want.schema.names, cols
+        assert [c.to_pylist() for c in got.columns] == [c.to_pylist() for c in want.columns], cols
+    for lib in (ours, theirs):
+        with pytest.raises(ValueError, match="Duplicate column name: id"):
+            lib.to_table(columns=["id", "id"])
+
+
+def test_fragment_sessions_take_as_pylance(datasets):
+    """Fragment.open_session: takes of fixed columns by offset among a fragment's live rows,
+    with _rowaddr last when asked (the fragments have deletions)."""
+    ours, theirs = datasets
+    for i in (0, 1):
+        mine, yours = ours.get_fragments()[i], theirs.get_fragments()[i]
+        idx = [0, 3, 5, mine.count_rows() - 1]   # pylance takes them ascending only
+        for cols, addr in ((["id", "s"], False), (["s"], True), (None, True)):
+            same(mine.open_session(columns=cols, with_row_address=addr).take(idx),
+                 yours.open_session(columns=cols, with_row_address=addr).take(idx))
+
+
 def test_rowid_scan(datasets):
     ours, theirs = datasets
     same(ours.to_table(with_row_id=True), theirs.to_table(with_row_id=True))

@@ -55,6 +55,10 @@ CASES = [
     dict(nearest={"column": "vec", "k": 5, "distance_range": (0.3, 0.6)}, columns=["id"]),
     dict(nearest={"column": "v64", "k": 6}, columns=["id"]),
     dict(nearest={"column": "vec", "k": 1000}, columns={"twice": "id * 2"}),
+    # _rowid/_rowaddr named in columns keep their places; the legacy flags put them last
+    dict(nearest={"column": "vec", "k": 4}, columns=["_rowid", "id"]),
+    dict(nearest={"column": "vec", "k": 4}, columns=["_rowaddr", "id", "_rowid"], with_row_address=True),
+    dict(nearest={"column": "vec", "k": 4}, columns=["_rowid", "id", "_distance"], with_row_id=True),
 ]
 
 
@@ -100,6 +104,26 @@ def test_bad_queries_raise_pylances_error_types(both, nearest, err):
             lib.to_table(nearest=nearest)
     with pytest.raises(lancefmt.LanceError):
         lf.to_table(nearest=nearest)
+
+
+@pytest.mark.parametrize("index", [None, "IVF_FLAT"])
+def test_fixed_shape_tensor_column(tmp_path, index):
+    """A fixed_shape_tensor column is searched as its fixed-size-list storage, and a tensor
+    scalar is a query vector, as in pylance."""
+    rng = np.random.default_rng(5)
+    tt = pa.fixed_shape_tensor(pa.float32(), [D])
+    X = rng.random((300, D), dtype=np.float32)
+    ext = pa.ExtensionArray.from_storage(tt, pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), D))
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": np.arange(300), "t": ext}), uri)
+    if index:
+        lance.dataset(uri).create_index("t", index, num_partitions=2)
+    q = pa.ExtensionArray.from_storage(tt, pa.FixedSizeListArray.from_arrays(pa.array(X[7]), D))[0]
+    for query in (q, X[11]):
+        kw = dict(nearest={"column": "t", "q": query, "k": 5})
+        want, got = lance.dataset(uri).to_table(**kw), lancefmt.dataset(uri).to_table(**kw)
+        same(want, got, exact=False)
+        assert got.schema == want.schema
 
 
 def test_cast_list_f16_projection_as_pylance(both):

@@ -357,3 +357,43 @@ def test_compaction_splits_groups_as_pylance(tmp_path, rows_, per_file, target):
     sizes = [[f.count_rows() for f in lance.dataset(u).get_fragments()] for u in (uri, copy)]
     assert sizes[0] == sizes[1]
     assert lance.dataset(uri).to_table() == lance.dataset(copy).to_table()
+
+
+ALTER_TABLE = pa.table({
+    "a": pa.array([1, 2, 1024]), "f": pa.array([1.0, 2.5, 3.0], pa.float32()),
+    "b": pa.array(["a", "b", "c"]), "l": pa.array([[1, 2], None, [3]], pa.list_(pa.int32())),
+    "t": pa.array([1500, 2, 3003], pa.timestamp("us")), "bo": [True, False, True]})
+
+ALTERATIONS = [
+    {"path": "a", "data_type": pa.string()}, {"path": "a", "data_type": pa.float64()},
+    {"path": "a", "data_type": pa.int32()}, {"path": "a", "data_type": pa.int8()},
+    {"path": "f", "data_type": pa.float64()}, {"path": "f", "data_type": pa.int32()},
+    {"path": "b", "data_type": pa.large_string()}, {"path": "b", "data_type": pa.binary()},
+    {"path": "l", "data_type": pa.large_list(pa.int64())}, {"path": "l", "data_type": pa.list_(pa.string())},
+    {"path": "t", "data_type": pa.timestamp("ms")}, {"path": "t", "data_type": pa.date32()},
+    {"path": "t", "data_type": pa.int64()}, {"path": "bo", "data_type": pa.int8()},
+    {"path": "q", "name": "z"}, {"path": "a", "type": "string"}, {"path": "a"},
+]
+
+
+@pytest.mark.parametrize("alt", range(len(ALTERATIONS)))
+def test_alter_columns_casts_as_pylance(tmp_path, alt):
+    """Which casts Lance allows (within a kind: integers, floats, temporal types, strings...,
+    lists of them), its messages for the rest, a list column cast with its children, and a
+    finer time unit truncated: pylance reads lancefmt's result as its own."""
+    alt = ALTERATIONS[alt]
+    results = []
+    for lib in (lance, lancefmt):
+        uri = str(tmp_path / lib.__name__)
+        ds = lib.write_dataset(ALTER_TABLE, uri, max_rows_per_file=2)
+        try:
+            ds.alter_columns(alt)
+            results.append(lance.dataset(uri).to_table())
+        except Exception as e:  # noqa: BLE001 -- both libraries must refuse, with one message
+            results.append(str(e).split(", /home")[0].removeprefix("Invalid user input: ")
+                           .removeprefix("LanceError(Arrow): Cast error: "))
+    theirs, ours = results
+    if isinstance(theirs, pa.Table):
+        assert isinstance(ours, pa.Table) and ours.equals(theirs)
+    else:
+        assert isinstance(ours, str) and ours.startswith(theirs), (theirs, ours)

@@ -110,8 +110,10 @@ class Snapshot:
 
     @cached_property
     def ctx(self) -> ScanContext:
-        return ScanContext.from_manifest(self.uri, self.header, self.storage_options,
-                                         self.base_store_params)
+        ctx = ScanContext.from_manifest(self.uri, self.header, self.storage_options,
+                                        self.base_store_params)
+        self.session.adopt(ctx)   # its caches count in (and are bounded by) the session
+        return ctx
 
     @property
     def schema(self) -> pa.Schema:

@@ -7,6 +7,7 @@ field id and tombstones (-2) the old id in the old files, in one Merge.
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..._proto import table_pb2
 from ...errors import InvalidArgumentError
@@ -56,15 +57,57 @@ def cast_error(table, source, schema, error) -> str:
     return f"cannot cast: {error}"
 
 
+def _same_kind(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Lance's ``is_upcast_downcast``: a cast stays within its kind (integers, floats,
+    temporal types, strings, binaries, decimals; lists of such, element-wise)."""
+    t = pa.types
+    kinds = [t.is_integer, t.is_floating, t.is_temporal, t.is_boolean,
+             lambda x: t.is_string(x) or t.is_large_string(x),
+             lambda x: t.is_binary(x) or t.is_large_binary(x), t.is_decimal]
+    for kind in kinds:
+        if kind(src):
+            return kind(dst)
+    lists = (t.is_list, t.is_large_list, t.is_fixed_size_list)
+    if any(k(src) for k in lists):
+        return any(k(dst) for k in lists) and _same_kind(src.value_type, dst.value_type)
+    return False
+
+
+def _rust_type(dt: pa.DataType) -> str:
+    """A type as Lance's messages print it (Rust's Debug of Arrow's DataType), for the
+    common ones; Arrow's name otherwise."""
+    t = pa.types
+    if dt in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary(), pa.bool_(),
+              pa.date32(), pa.date64()):
+        return {"string": "Utf8", "large_string": "LargeUtf8", "binary": "Binary",
+                "large_binary": "LargeBinary", "bool": "Boolean", "date32[day]": "Date32",
+                "date64[ms]": "Date64"}[str(dt)]
+    if t.is_timestamp(dt):
+        unit = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}[dt.unit]
+        return f"Timestamp({unit}, {'None' if dt.tz is None else f'Some({chr(34)}{dt.tz}{chr(34)})'})"
+    if (t.is_list(dt) or t.is_large_list(dt)) and dt.value_field.name == "item":
+        kind = "List" if t.is_list(dt) else "LargeList"
+        return (f"{kind}(Field {{ data_type: {_rust_type(dt.value_type)}, "
+                f"nullable: {str(dt.value_field.nullable).lower()} }})")
+    return _RUST_NAMES.get(str(dt), str(dt))
+
+
 def alter_columns(snapshot, alterations) -> CommitPlan:
     fields = copy_fields(snapshot.lance_fields)
     by_id = {f.id: f for f in fields}
     casts = {}
     for alt in alterations:
-        if not isinstance(alt, dict) or "path" not in alt or set(alt) - _ALTER_KEYS:
+        if not isinstance(alt, dict) or "path" not in alt:
             raise InvalidArgumentError(f"an alteration is a dict with 'path' and any of 'name', "
                                        f"'nullable', 'data_type', not {alt!r}")
-        f = by_id[field_by_path(fields, alt["path"]).id]
+        unknown = sorted(set(alt) - _ALTER_KEYS)
+        if unknown:
+            raise InvalidArgumentError(f"Unknown key: {unknown[0]}. Valid keys are name, "
+                                       f"nullable, and data_type.")
+        if all(alt.get(k) is None for k in ("name", "nullable", "data_type")):
+            raise InvalidArgumentError("At least one of name, nullable, or data_type must be "
+                                       "specified")
+        f = by_id[field_by_path(fields, alt["path"], quote='"').id]
         if alt.get("name") is not None:
             siblings = [g for g in fields if g.parent_id == f.parent_id and g.id != f.id]
             if any(g.name == alt["name"] for g in siblings):
@@ -77,6 +120,10 @@ def alter_columns(snapshot, alterations) -> CommitPlan:
         if alt.get("data_type") is not None:
             if f.parent_id != -1:
                 raise InvalidArgumentError("only top-level columns can be cast")
+            src = snapshot.schema.field(old_name(snapshot, f.id)).type
+            if not _same_kind(src, alt["data_type"]):
+                raise InvalidArgumentError(f'Cannot cast column "{alt["path"]}" from '
+                                           f'{_rust_type(src)} to {_rust_type(alt["data_type"])}')
             casts[f.id] = alt["data_type"]
     if not casts:
         return CommitPlan(Project(fields))
@@ -108,10 +155,22 @@ def _check_no_nulls(snapshot, path: str) -> None:
                                        "non-nullable")
 
 
+def _cast(column, dtype: pa.DataType):
+    """Arrow-rs's checked cast, as Lance casts: an integer that does not fit fails, a finer
+    time unit is truncated to a coarser one."""
+    return pc.cast(column, options=pc.CastOptions(dtype, allow_time_truncate=True))
+
+
+def old_name(snapshot, fid: int) -> str:
+    return next(f.name for f in snapshot.lance_fields if f.id == fid)
+
+
 def _cast_plan(snapshot, fields, casts: dict) -> CommitPlan:
-    """Rewrite cast columns under new field ids; old ids become tombstones in old files."""
+    """Rewrite cast columns under new field ids; old ids (a list's children too) become
+    tombstones in old files."""
     old_names = {f.id: f.name for f in snapshot.lance_fields if f.id in casts}
-    new_fields = [f for f in fields if f.id not in casts]
+    gone = set().union(*(descendants(fields, fid) for fid in casts))
+    new_fields = [f for f in fields if f.id not in gone]
     cast_fields = []
     for fid, dtype in casts.items():
         f = next(x for x in fields if x.id == fid)
@@ -127,7 +186,7 @@ def _cast_plan(snapshot, fields, casts: dict) -> CommitPlan:
                 for t in physical_batches(snapshot, pb, source):
                     try:
                         yield pa.Table.from_arrays(
-                            [t.column(n).cast(f.type) for n, f in zip(source, schema)], schema=schema)
+                            [_cast(t.column(n), f.type) for n, f in zip(source, schema)], schema=schema)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                         raise InvalidArgumentError(cast_error(t, source, schema, e)) from None
             df, _ = writer.write(tables())
@@ -135,7 +194,7 @@ def _cast_plan(snapshot, fields, casts: dict) -> CommitPlan:
             keep_ids = {f.id for f in new_fields}
             files = []
             for old in meta.pb.files:
-                ids = [TOMBSTONE if i in casts else i for i in old.fields]
+                ids = [TOMBSTONE if i in gone else i for i in old.fields]
                 if not any(i in keep_ids for i in ids):
                     continue  # nothing of this file is in the new schema (as Lance drops it)
                 c = table_pb2.DataFile()
@@ -150,13 +209,15 @@ def _cast_plan(snapshot, fields, casts: dict) -> CommitPlan:
     except BaseException:
         writer.abort()
         raise
-    # cast columns keep their position in the schema
+    # cast columns (with their new children) keep their position in the schema
     order = []
-    new_by_name = {f.name: f for f in lance_new}
+    new_tops = {f.name: f for f in lance_new if f.parent_id == -1}
     for f in fields:
         if f.id in casts:
-            order.append(new_by_name[f.name])
-        else:
+            top = new_tops[f.name]
+            below = descendants(lance_new, top.id)
+            order.extend(g for g in lance_new if g.id in below)
+        elif f.id not in gone:
             order.append(f)
     return CommitPlan(Merge(fragments, order, schema_metadata=dict(snapshot.manifest.schema_metadata)),
                       writer.written)

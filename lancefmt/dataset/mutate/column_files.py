@@ -148,13 +148,14 @@ def with_new_files(snapshot, new_schema: pa.Schema, tables_for, pbs=None):
                       [(uri, FragmentFileWriter.options_of(snapshot)) for _, uri in written])
 
 
-def field_by_path(fields, path: str):
-    """The Lance field at a dotted path."""
+def field_by_path(fields, path: str, quote: str = ""):
+    """The Lance field at a dotted path (``quote``: around the path in the error, as the
+    pylance call that asks words it)."""
     parent, found = -1, None
     for part in str(path).split("."):
         found = next((f for f in fields if f.parent_id == parent and f.name == part), None)
         if found is None:
-            raise InvalidArgumentError(f"Column {path!r} does not exist in the dataset")
+            raise InvalidArgumentError(f"Column {quote}{path}{quote} does not exist in the dataset")
         parent = found.id
     return found
 

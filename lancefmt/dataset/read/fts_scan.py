@@ -231,6 +231,7 @@ class FtsPlan:
         self.fast_search = bool(fast_search)   # indexed fragments only
         self.score = bool(score)               # a _score column (disable_scoring_autoprojection)
         self._hits = None
+        self.comparisons = self.matched = 0   # of the search once run (analyze_plan)
 
     def hits(self) -> Hits:
         """The ranked rows (after limit and offset; a postfilter applied)."""
@@ -255,6 +256,8 @@ class FtsPlan:
 
             need = None if self.limit is None else int(self.limit) + int(self.offset or 0)
             hits = evaluate(self.query, source, need).top(self.limit, self.offset)
+            self.comparisons = sum(int(s.comparisons[0]) for s in searches.values())
+            self.matched = len(hits)
             if self.filter is not None and not self.prefilter and len(hits):
                 ok = prefilter_ids(self.snapshot, self.fragments, self.filter)
                 keep = np.isin(self._elements.resolve(hits.ids)[0], ok)
@@ -315,12 +318,31 @@ class FtsPlan:
         return pa.Table.from_arrays([out[f.name] if f.name in out else pa.nulls(len(hits), f.type)
                                      for f in schema], schema=schema)
 
-    def explain(self) -> list:
+    def explain(self, metrics: dict | None = None) -> list:
+        """The search's plan lines, pylance's node names: a postfilter above the query, a
+        prefilter (its index query, or the filtered read) under it; ``metrics`` (from
+        analyze_plan) go on the query's line."""
         q = self.query
         name = type(q).__name__
         cols = ",".join(q.columns())
         text = getattr(q, "query", "")
-        return [f"{name}: column={cols}, query=[{text}]"]
+        line = f"{name}: column={cols}, query=[{text}]"
+        if metrics is not None:
+            line += ", metrics=[" + ", ".join(f"{k}={v}" for k, v in metrics.items()) + "]"
+        if self.filter is None:
+            return [line]
+        if not self.prefilter:
+            return [f"FilterExec: {self.filter}", "  " + line]
+        sel = index_selection(self.snapshot, self.filter)
+        under = f"ScalarIndexQuery: query={sel.text()}" if sel is not None else \
+            f"LanceRead: uri={self.snapshot.uri}, projection=[], full_filter={self.filter}"
+        return [line, "  " + under]
+
+    def metrics(self) -> dict:
+        """Run the search; what analyze_plan reports of it (``index_comparisons``: documents
+        scored, after the prefilter and any pruning)."""
+        self.hits()
+        return {"output_rows": self.matched, "index_comparisons": self.comparisons}
 
 
 def _direct_rows(snapshot, ids: np.ndarray, columns: list):

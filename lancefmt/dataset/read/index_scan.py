@@ -131,20 +131,24 @@ def _by_fragment(addrs: np.ndarray, fragments) -> dict:
 def selected_positions(scan: FragmentScan, chosen, negated: bool) -> np.ndarray:
     """Live physical offsets of ``scan``'s fragment an index answer keeps (sorted): ``chosen``
     (sorted offsets, or None for none) minus deleted rows, or with ``negated`` every live row
-    except ``chosen``."""
+    except ``chosen``. With ``include_deleted`` the deleted rows are kept, except that with
+    stable row ids an index answers through the row-id index, which holds live rows only
+    (so a deleted row is never chosen; a negated answer keeps it), as in pylance."""
     dv = scan.deletions
+    include = scan.spec.include_deleted
+    if chosen is not None and chosen.size:
+        chosen = chosen[chosen < scan.num_rows]
+        if dv is not None and len(dv) and (not include or scan.ctx.stable_row_ids):
+            chosen = chosen[~np.isin(chosen, dv.offsets.astype(np.int64))]
     if negated:
-        live = dv.kept_indices(scan.num_rows) if dv is not None and len(dv) else \
-            np.arange(scan.num_rows, dtype=np.int64)
+        live = dv.kept_indices(scan.num_rows) if not include and dv is not None and len(dv) \
+            else np.arange(scan.num_rows, dtype=np.int64)
         live = live.astype(np.int64, copy=False)
         if chosen is None or not chosen.size:
             return live
         return live[~np.isin(live, chosen, assume_unique=True)]
     if chosen is None or not chosen.size:
         return np.empty(0, dtype=np.int64)
-    chosen = chosen[chosen < scan.num_rows]
-    if dv is not None and len(dv):
-        chosen = chosen[~np.isin(chosen, dv.offsets.astype(np.int64))]
     return chosen
 
 

@@ -116,6 +116,7 @@ class ScanSpec:
     batch_size: int = DEFAULT_BATCH_SIZE
     filter_row_id: bool = False        # the filter reads _rowid / _rowaddr (computed, then dropped)
     filter_row_address: bool = False
+    include_deleted: bool = False      # deleted rows too, their _rowid/_rowaddr null
 
     @property
     def need_row_id(self) -> bool:
@@ -285,7 +286,9 @@ class FragmentScan:
         if hit is not None and hit[0] is self.frag:
             return hit[1], hit[2]
         plan, nulls = self._make_file_plan()
-        cache.put(key, (self.frag, plan, nulls))
+        # a plan keeps its readers: charged their metadata (a bound, as a reader also in the
+        # reader cache counts twice), so a session's byte budget also bounds plans
+        cache.put(key, (self.frag, plan, nulls), sum(getattr(p[0], "metadata_nbytes", 0) for p in plan))
         return plan, nulls
 
     def _make_file_plan(self):
@@ -361,8 +364,19 @@ class FragmentScan:
 
     def kept_positions(self) -> np.ndarray | None:
         """Physical offsets of the rows to return, sorted (None = every row): the live rows."""
+        if self.spec.include_deleted:
+            return None
         dv = self.deletions
         return dv.kept_indices(self.num_rows) if dv is not None and len(dv) else None
+
+    def deleted_mask(self, start: int, end: int, positions) -> np.ndarray | None:
+        """With ``include_deleted``: which of the window's rows are deleted (None: none)."""
+        dv = self.deletions if self.spec.include_deleted else None
+        if dv is None or not len(dv):
+            return None
+        rows = np.arange(start, end, dtype=np.int64) if positions is None else np.asarray(positions)
+        mask = np.isin(rows, np.asarray(dv.offsets, dtype=np.int64))
+        return mask if mask.any() else None
 
     def taken(self, columns: dict, positions: np.ndarray) -> pa.Table:
         """The rows at physical ``positions`` read by a take (``columns``: name -> the values
@@ -377,12 +391,14 @@ class FragmentScan:
         ``positions`` are the physical offsets kept, None = all of the window), filter and
         project."""
         shape = self.shape
+        deleted = self.deleted_mask(start, end, positions) if shape.row_id or shape.row_address \
+            else None
         if shape.row_id:
-            arrays.append(pa.array(self.row_ids_at(start, end, positions)))
+            arrays.append(pa.array(self.row_ids_at(start, end, positions), mask=deleted))
         if shape.row_address:
             base = int(self.frag.id) << 32
             arrays.append(pa.array(id_run(base + start, end - start) if positions is None
-                                   else shifted(positions, base)))
+                                   else shifted(positions, base), mask=deleted))
         if arrays:
             table = pa.Table.from_arrays(arrays, schema=schema)
         else:
@@ -400,7 +416,7 @@ class FragmentScan:
 
     def count(self) -> int:
         if self.spec.filter is None:
-            dv = self.deletions
+            dv = None if self.spec.include_deleted else self.deletions
             return self.num_rows - (len(dv) if dv is not None else 0)
         return sum(t.num_rows for t in self.windows())
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from itertools import chain
 from typing import Iterator
 
@@ -58,6 +59,23 @@ def rebatch(batches, size: int) -> Iterator[pa.RecordBatch]:
         yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
 
 
+def _nearest_order(cols: list, row_id_flag: bool, row_address_flag: bool, no_distance: bool) -> list:
+    """pylance's column order of a nearest search whose ``columns`` name ``_rowid`` or
+    ``_rowaddr``: they keep their places, ``_distance`` follows unless named, and what the
+    legacy ``with_row_id``/``with_row_address`` flags ask for goes last (even if named)."""
+    order = [c for c in cols if not (c == ROW_ID and row_id_flag)
+             and not (c == ROW_ADDRESS and row_address_flag)]
+    if DISTANCE not in order and not no_distance:
+        order.append(DISTANCE)
+    return order + [ROW_ID] * row_id_flag + [ROW_ADDRESS] * row_address_flag
+
+
+def _ordered(names: list, order: list) -> list:
+    """``names`` in ``order`` (names it does not list keep their places after)."""
+    first = [n for n in order if n in names]
+    return first + [n for n in names if n not in first]
+
+
 class LanceScanner(pads.Scanner):
     """A scan plan of one dataset version (see module docstring). ``source`` is a
     :class:`~lancefmt.dataset.core.snapshot.Snapshot` or a
@@ -72,13 +90,18 @@ class LanceScanner(pads.Scanner):
                 raise InvalidArgumentError(f"scanner() got an unexpected argument {key!r}")
             if key == "index_segments" and value is not None:
                 raise InvalidArgumentError(f"{key} needs an index; lancefmt does not implement indices")
+        if isinstance(columns, (list, tuple)) and len(set(map(str, columns))) != len(columns):
+            dup = next(c for i, c in enumerate(columns) if c in columns[:i])
+            raise InvalidArgumentError(f"Invalid user input: Duplicate column name: {dup}")
         fts_query = options.get("full_text_query")
         if include_deleted_rows and fts_query is not None:
             raise InvalidArgumentError("Cannot include deleted rows in a full text search")
         if include_deleted_rows:
             if options.get("nearest") is not None:
                 raise InvalidArgumentError("Cannot include deleted rows in a nearest neighbor search")
-            raise InvalidArgumentError("include_deleted_rows is not supported by lancefmt")
+            if not (with_row_id or isinstance(columns, (list, tuple)) and ROW_ID in columns):
+                raise InvalidArgumentError("Invalid user input: include_deleted_rows is set but "
+                                           "with_row_id is false")
         self._fts_order = None
         if fts_query is not None and isinstance(columns, (list, tuple)) and \
                 any(c in (SCORE, ROW_ID, ROW_ADDRESS) for c in columns):
@@ -114,7 +137,8 @@ class LanceScanner(pads.Scanner):
         self._nearest = None
         nearest = options.get("nearest")
         if nearest is not None and options.get("full_text_query") is not None:
-            raise InvalidArgumentError("nearest and full_text_query cannot be combined in one scan")
+            # pylance 14 has no hybrid scan: its scanner refuses the pair, with or without filters
+            raise InvalidArgumentError("Cannot have both nearest and full text search")
         if nearest is not None:
             if fragments is not None and not options.get("prefilter"):
                 raise InvalidArgumentError("This operation is not supported for fragment scan: "
@@ -134,6 +158,8 @@ class LanceScanner(pads.Scanner):
                                                              if self._projection.computed else ()))
         self._spec = ScanSpec.build(schema, list(self._projection.read_columns), filter,
                                     bool(with_row_id), bool(with_row_address), batch_size)
+        if include_deleted_rows:   # deleted rows of live fragments, _rowid/_rowaddr null
+            self._spec = replace(self._spec, include_deleted=True)
         self._filter_text = filter if isinstance(filter, str) else None
         self._fragments = source.select_fragments(fragments)
         self._limit = None if limit is None else int(limit)
@@ -165,12 +191,16 @@ class LanceScanner(pads.Scanner):
         self._nearest = parse_nearest(schema, nearest)
         self._distance_at = None
         self._no_distance = False
+        self._nearest_order = None
         if isinstance(columns, (list, tuple)):
             cols = list(columns)
             if DISTANCE in cols:
                 self._distance_at = [c for c in cols if c not in (ROW_ID, ROW_ADDRESS)].index(DISTANCE)
             elif options.get("disable_scoring_autoprojection"):
                 self._no_distance = True
+            if ROW_ID in cols or ROW_ADDRESS in cols:
+                self._nearest_order = _nearest_order(cols, bool(with_row_id), bool(with_row_address),
+                                                     self._no_distance)
             with_row_id = with_row_id or ROW_ID in cols
             with_row_address = with_row_address or ROW_ADDRESS in cols
             columns = [c for c in cols if c not in (DISTANCE, ROW_ID, ROW_ADDRESS)]
@@ -192,6 +222,8 @@ class LanceScanner(pads.Scanner):
         table = nearest_table(self._source, self._nearest_request())
         if self._no_distance:
             table = table.drop_columns([DISTANCE])
+        if self._nearest_order is not None:
+            table = table.select(_ordered(table.column_names, self._nearest_order))
         start = self._offset or 0
         stop = table.num_rows if self._limit is None else min(table.num_rows, start + self._limit)
         return table.slice(start, max(0, stop - start))
@@ -265,6 +297,9 @@ class LanceScanner(pads.Scanner):
             schema = nearest_output_schema(self._nearest_request(), self._source.schema)
             if self._no_distance:
                 schema = schema.remove(schema.get_field_index(DISTANCE))
+            if self._nearest_order is not None:
+                names = _ordered(schema.names, self._nearest_order)
+                schema = pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
             return schema
         return self._with_offsets_schema(self._read_schema())
 
@@ -296,7 +331,8 @@ class LanceScanner(pads.Scanner):
     def _direct(self):
         """An exact, small index answer gathered in one direct take (or None)."""
         sel = self.index_selection()
-        if sel is None or self._projection.computed or self._offset_at is not None:
+        if sel is None or self._projection.computed or self._offset_at is not None or \
+                self._spec.include_deleted:
             return None
         if not hasattr(self._source, "manifest_file"):
             return None
@@ -361,7 +397,7 @@ class LanceScanner(pads.Scanner):
             return self._nearest_stored().num_rows
         if self._fts is not None:
             return len(self._fts.hits())
-        if self._limit is None and not self._offset:
+        if self._limit is None and not self._offset and not self._spec.include_deleted:
             if self._spec.filter is None:
                 return int(live_counts(self._source.ctx, self._fragments).sum())
             count_spec = ScanSpec.build(self._source.schema, [], self._spec.filter)
@@ -404,7 +440,7 @@ class LanceScanner(pads.Scanner):
             lines.append(f"Projection: {', '.join(self.projected_schema.names)}")
             if self._limit is not None or self._offset:
                 lines.append(f"  Limit: offset={self._offset or 0}, limit={self._limit}")
-            lines += ["    " + x for x in self._fts.explain()]
+            lines += ["    " + x for x in self._fts.explain(metrics)]
             return lines
         if self._projection.computed:
             exprs = ", ".join(f"{n}={e}" for n, e in self._projection.outputs)
@@ -449,6 +485,11 @@ class LanceScanner(pads.Scanner):
         """Run the scan and describe it with what it did: rows out, rows of the fragments it
         scanned, bytes read and read requests (process-wide counters, so concurrent reads
         elsewhere are included)."""
+        if self._fts is not None:
+            started = time.perf_counter()
+            metrics = self._fts.metrics()
+            metrics["elapsed"] = f"{(time.perf_counter() - started) * 1000:.3f}ms"
+            return "\n".join(self._plan_lines(True, metrics)) + "\n"
         requests0, bytes0 = io_totals()
         started = time.perf_counter()
         output = sum(b.num_rows for b in self.to_batches())

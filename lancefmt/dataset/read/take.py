@@ -23,7 +23,8 @@ from .projection import needs_projection, projected
 from .direct_take import direct_plan
 from ...file.fetch_batch import FetchBatch
 from ...file.fetch_batch import active as active_batch
-from .scan import FragmentScan, ScanSpec, default_threads, is_remote, live_counts, scan_pool
+from .scan import (ROW_ADDRESS, ROW_ID, FragmentScan, ScanSpec, default_threads, is_remote,
+                   live_counts, scan_pool)
 
 # Fewer wanted rows than this are read on the calling thread (pool hand-off costs more).
 PARALLEL_MIN_ROWS = 4096
@@ -162,10 +163,36 @@ def direct_take_plan(snapshot, columns):
     return plan
 
 
+def _named_metadata(schema: pa.Schema, columns) -> bool:
+    """Whether a list of names asks for ``_rowid``/``_rowaddr`` or names a column twice."""
+    if not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
+        return False
+    return len(set(columns)) != len(columns) or any(
+        c in (ROW_ID, ROW_ADDRESS) and schema.get_field_index(c) < 0 for c in columns)
+
+
+def _take_named(snapshot, indices, columns: list, with_row_id, with_row_address) -> pa.Table:
+    """pylance's take of named columns: each data column once (where first named), each
+    ``_rowid``/``_rowaddr`` wherever (and as often as) it is named, flags' columns last."""
+    schema = snapshot.schema
+    meta = {c for c in columns if c in (ROW_ID, ROW_ADDRESS) and schema.get_field_index(c) < 0}
+    plain = list(dict.fromkeys(c for c in columns if c not in meta))
+    t = take_rows(snapshot, indices, plain, with_row_id or ROW_ID in meta,
+                  with_row_address or ROW_ADDRESS in meta)
+    order = [c for i, c in enumerate(columns) if c in meta or c not in columns[:i]]
+    order += [c for c, flag in ((ROW_ID, with_row_id), (ROW_ADDRESS, with_row_address))
+              if flag and c not in meta]
+    return pa.Table.from_arrays([t.column(c) for c in order],
+                                schema=pa.schema([t.schema.field(c) for c in order],
+                                                 metadata=t.schema.metadata))
+
+
 def take_rows(snapshot, indices, columns=None, with_row_id=False,
               with_row_address=False) -> pa.Table:
     """Rows by offset among the snapshot's live rows, in the order given; ``columns`` as in
     ``scanner()`` (names, nested paths, or a dict of SQL expressions)."""
+    if _named_metadata(snapshot.schema, columns):
+        return _take_named(snapshot, indices, list(columns), with_row_id, with_row_address)
     if not (with_row_id or with_row_address):
         plan = direct_take_plan(snapshot, columns)
         if plan is not None:

@@ -112,7 +112,7 @@ def parse_nearest(schema: pa.Schema, nearest: dict) -> VectorQuery:
     if ".".join(path) != str(column):  # pylance finds it, then its search does not
         raise InvalidArgumentError(f"column {column} does not exist in schema")
     t = field.type
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         t = t.storage_type
     if pa.types.is_fixed_size_list(t):
         dim, value_type, multivector = t.list_size, t.value_type, False

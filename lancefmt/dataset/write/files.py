@@ -71,8 +71,12 @@ class FileRoller:
 
     def __init__(self, schema: pa.Schema, fields, version: str, targets, storage_options,
                  max_rows: int, max_bytes: int, staging: str | None = None,
-                 staging_open: bool = False, max_rows_per_group: int | None = None):
+                 staging_open: bool = False, max_rows_per_group: int | None = None,
+                 progress=None, first_fragment_id: int = 0):
         self.schema, self.fields, self.version = schema, fields, version
+        # pylance's FragmentWriteProgress: begin() when a file is opened (its name chosen,
+        # nothing written), complete() when it is closed; fragments numbered from the first id
+        self.progress, self.first_fragment_id = progress, int(first_fragment_id)
         self.staging = staging
         self.staging_open = staging_open
         self.targets = itertools.cycle(targets)
@@ -101,6 +105,13 @@ class FileRoller:
         store = open_store(uri, self._target.storage_options)
         self._writer = LanceFileWriter(uri, self.file_schema, self.version, store=store,
                                        fields=self.fields, **self.writer_options)
+        if self.progress is not None and hasattr(self.progress, "begin"):
+            major, minor = self._writer.version
+            opened = table_pb2.DataFile(path=name, file_major_version=major, file_minor_version=minor)
+            if self._target.base_id is not None:
+                opened.base_id = self._target.base_id
+            self.progress.begin(FragmentMetadata.new(
+                [opened], 0, id=self.first_fragment_id + len(self.fragments)))
         if self.blob_columns:
             self._sidecars = BlobSidecars(store, uri, self.blob_columns)
         self._name, self._uri, self._bytes = name, uri, 0
@@ -118,6 +129,10 @@ class FileRoller:
         self.written_options.append(self._target.storage_options)
         df = data_file_pb(self._name, w, self._target.base_id)
         self.fragments.append(FragmentMetadata.new([df], rows))
+        if self.progress is not None and hasattr(self.progress, "complete"):
+            done = self.fragments[-1].copy()
+            done.id = self.first_fragment_id + len(self.fragments) - 1
+            self.progress.complete(done)
 
     def write(self, batch: pa.RecordBatch):
         offset = 0
@@ -180,9 +195,10 @@ def data_file_pb(name: str, writer: LanceFileWriter, base_id):
 def write_files(plan: WritePlan, target_bases, max_rows_per_file, max_bytes_per_file,
                 storage_options, base_store_params=None, target_offset: int = 0,
                 staging: str | None = None, staging_open: bool = False,
-                max_rows_per_group: int | None = None):
+                max_rows_per_group: int | None = None, progress=None, first_fragment_id: int = 0):
     """Write ``plan``'s input as data files: (fragments, [(uri, storage options)] written).
-    A failure removes every file written so far."""
+    A failure removes every file written so far. ``progress`` is told of each file as it is
+    opened and closed (:class:`FileRoller`)."""
     if int(max_rows_per_file) <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     targets = targets_for(plan.uri, plan.bases, target_bases, storage_options, base_store_params)
@@ -190,7 +206,7 @@ def write_files(plan: WritePlan, target_bases, max_rows_per_file, max_bytes_per_
     targets = targets[shift:] + targets[:shift]
     roller = FileRoller(plan.schema, plan.fields, plan.storage_version, targets, storage_options,
                         int(max_rows_per_file), int(max_bytes_per_file), staging, staging_open,
-                        max_rows_per_group)
+                        max_rows_per_group, progress, first_fragment_id)
     try:
         for batch in plan.reader:
             roller.write(batch)

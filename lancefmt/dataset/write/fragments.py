@@ -22,7 +22,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
                     base_store_params: dict | None = None,
                     target_offset: int = 0, staging: str | None = None,
                     staging_open: bool = False,
-                    manifest_store=None) -> list[FragmentMetadata]:
+                    manifest_store=None, progress=None,
+                    first_fragment_id: int = 0) -> list[FragmentMetadata]:
     """Write data files for ``data`` and return their fragments (ids 0), durable; commit
     nothing.
 
@@ -43,7 +44,8 @@ def write_fragments(data, uri, *, schema=None, mode: str = "append",
     with staged_task(staging, storage_options, require_open=staging_open):
         fragments, written = write_files(plan, target_bases, max_rows_per_file,
                                          max_bytes_per_file, storage_options, base_store_params,
-                                         target_offset, staging, staging_open)
+                                         target_offset, staging, staging_open,
+                                         progress=progress, first_fragment_id=first_fragment_id)
     try:
         wait_durable()  # the fragments may be committed by another process (a Spark driver)
     except BaseException:
@@ -62,15 +64,13 @@ def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_p
         storage_options = getattr(dataset_uri, "storage_options", None)
     uri = dataset_uri if hasattr(dataset_uri, "uri") else normalize_uri(dataset_uri)
     fid = int(fragment_id) if fragment_id is not None else 0
-    if progress is not None:  # told before anything is written (its files are not known yet)
-        progress.begin(FragmentMetadata.new([], 0, id=fid))
+    # progress is told when the data file is opened (its name chosen) and when it is closed
     frags = write_fragments(data, uri, schema=schema, mode=mode, max_rows_per_file=1 << 62,
                             max_bytes_per_file=1 << 62, data_storage_version=data_storage_version,
-                            storage_options=storage_options)
+                            storage_options=storage_options, progress=progress,
+                            first_fragment_id=fid)
     if not frags:
         raise InvalidInputError("LanceFragment.create needs at least one row")
     (frag,) = frags
     frag.id = fid
-    if progress is not None:
-        progress.complete(frag)
     return frag

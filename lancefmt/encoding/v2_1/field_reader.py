@@ -15,6 +15,7 @@ from ...errors import CorruptFileError, UnsupportedFeatureError
 from ..column import ColumnInfo, PageInfo, PageSource
 from ..v2_0.field_reader import zip_chunks
 from . import assemble, pages, random_access
+from .empty_struct import EmptyStructLeafReader, is_empty_struct_node, refuse_nested
 from .layout import parse_layout
 
 
@@ -39,7 +40,8 @@ def storage_type(t: pa.DataType) -> pa.DataType:
 
 
 def _is_struct(node) -> bool:
-    return node.logical_type == "struct" and not node.is_packed_struct()
+    """A struct whose children are fields (an empty struct is a leaf: :mod:`.empty_struct`)."""
+    return node.logical_type == "struct" and not node.is_packed_struct() and bool(node.children)
 
 
 def leaf_paths(node, dtype):
@@ -198,6 +200,10 @@ def build_field_reader(node, dtype, column_of, columns, version, path):
         if idx is None or not 0 <= idx < len(columns):
             raise CorruptFileError(f"field {leaf.id} ({leaf.name!r}) has no column (column "
                                    f"index {idx})", path)
+        if is_empty_struct_node(leaf):
+            refuse_nested(leaf, p, path)
+            leaves.append((p, EmptyStructLeafReader(columns[idx], version, path)))
+            continue
         leaves.append((p, LeafReader(columns[idx], types, version, path)))
     if not leaves:
         raise UnsupportedFeatureError(f"field {node.name!r}: a struct without leaf fields", path)

@@ -133,7 +133,7 @@ class StructuralFieldWriter:
 
 def _leaf_nodes(node):
     lt = node.logical_type
-    if (lt == "struct" and not node.is_packed_struct()) or lt in (
+    if (lt == "struct" and not node.is_packed_struct() and node.children) or lt in (
             "list", "list.struct", "large_list", "large_list.struct", "map"):
         out = []
         for c in node.children:
@@ -177,6 +177,12 @@ def build_field_writer(node, arrow_field: pa.Field, column_of: dict, sink, versi
     leaves = []
     for p, leaf in zip(paths, nodes):
         from .blob_writer import BlobLeafWriter, blob_leaf
+        from .empty_struct import EmptyStructLeafWriter, is_empty_struct_node, refuse_nested
+
+        if is_empty_struct_node(leaf):
+            refuse_nested(leaf, p, None)
+            leaves.append(EmptyStructLeafWriter(column_of[leaf.id], sink, leaf.name))
+            continue
 
         if blob_leaf(leaf, dtype, p):
             leaves.append(BlobLeafWriter(column_of[leaf.id], p, sink, version,

@@ -24,8 +24,9 @@ def is_list_type(t) -> bool:
 
 
 def leaf_paths_of(dtype, prefix=()) -> list[tuple]:
-    """Child-index paths (struct steps only) of every leaf of ``dtype``, in pre-order."""
-    if pa.types.is_struct(dtype):
+    """Child-index paths (struct steps only) of every leaf of ``dtype``, in pre-order (an
+    empty struct is a leaf)."""
+    if pa.types.is_struct(dtype) and dtype.num_fields:
         out = []
         for i in range(dtype.num_fields):
             out.extend(leaf_paths_of(dtype.field(i).type, prefix + (i,)))

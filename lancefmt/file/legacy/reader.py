@@ -45,6 +45,13 @@ class LegacyFileReader:
 
     # -- identity --------------------------------------------------------------------------
     @property
+    def metadata_nbytes(self) -> int:
+        """Bytes of the file's metadata held parsed (Metadata, schema and page table)."""
+        m = self._meta
+        starts = [p for p in (m.page_table_position, m.manifest_position, m.metadata_position) if p > 0]
+        return int(m.file_size - min(starts, default=m.metadata_position))
+
+    @property
     def num_rows(self) -> int:
         return self._meta.num_rows
 

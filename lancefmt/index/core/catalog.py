@@ -66,6 +66,10 @@ class LoadedCache:
     def __len__(self) -> int:
         return len(self._items)
 
+    def values(self) -> list:
+        with self._lock:
+            return list(self._items.values())
+
 
 LOADED = LoadedCache(MAX_LOADED)  # for segments loaded outside any session
 _WARNED: set = set()

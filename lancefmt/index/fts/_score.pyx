@@ -39,14 +39,15 @@ cdef void sift_down(float* hs, int64_t* hd, Py_ssize_t n, Py_ssize_t i) noexcept
 
 
 def score_lists(Py_ssize_t n, list lists, const uint8_t[::1] live, int need, Py_ssize_t k,
-                float boost):
+                float boost, int64_t[::1] counter=None):
     """``lists``: ``(docs uint32 ascending, weights float32, multiplicity)``; ``live``: one
     byte per document. Returns ``(docs int64, scores float32)``: every hit in document order
     when ``k`` < 0, else the best ``k``, best first. The lists are merged (one pass over
-    their entries; documents no list holds cost nothing)."""
+    their entries; documents no list holds cost nothing). ``counter[0]`` (if given) gains the
+    number of documents scored (live, in enough lists): pylance's ``index_comparisons``."""
     if live.shape[0] != n:
         raise ValueError("one live flag per document is needed")
-    cdef Py_ssize_t L = len(lists), i, j, c, hn = 0, total = 0, nout = 0
+    cdef Py_ssize_t L = len(lists), i, j, c, hn = 0, total = 0, nout = 0, nscored = 0
     cdef const uint32_t** dp = <const uint32_t**>malloc((L + 1) * sizeof(void*))
     cdef const float** wp = <const float**>malloc((L + 1) * sizeof(void*))
     cdef Py_ssize_t* pos = <Py_ssize_t*>calloc(L + 1, sizeof(Py_ssize_t))
@@ -116,6 +117,7 @@ def score_lists(Py_ssize_t n, list lists, const uint8_t[::1] live, int need, Py_
                         pos[i] += 1
                 if cnt < need or not live[cur]:
                     continue
+                nscored += 1
                 if boost != 1:
                     s = s * boost
                 if k < 0:
@@ -136,6 +138,8 @@ def score_lists(Py_ssize_t n, list lists, const uint8_t[::1] live, int need, Py_
                     hs[0] = s
                     hd[0] = cur
                     sift_down(hs, hd, hn, 0)
+        if counter is not None:
+            counter[0] += nscored
         if k < 0:
             out_d = np.empty(nout, dtype=np.int64)
             out_s = np.empty(nout, dtype=np.float32)
@@ -316,12 +320,14 @@ cdef inline Py_ssize_t seek(const uint32_t* d, Py_ssize_t p, Py_ssize_t n, uint3
 
 
 def top_k_pruned(Py_ssize_t n, list lists, const uint8_t[::1] live, int need, Py_ssize_t k,
-                 float boost):
+                 float boost, int64_t[::1] counter=None):
     """The best ``k`` documents as :func:`score_lists` finds them, skipping what cannot rank:
     with ``need`` == 1 (any list) by MaxScore -- once the k-th best score is known, lists whose
     weights together cannot beat it only answer probes for documents of the others; with
-    ``need`` == the number of lists (all), the shortest list drives and the others are probed."""
-    cdef Py_ssize_t L = len(lists), i, j, c, hn = 0, fe = 0, r
+    ``need`` == the number of lists (all), the shortest list drives and the others are probed.
+    ``counter[0]`` gains the number of documents scored, as in :func:`score_lists` (those
+    pruning skips are not)."""
+    cdef Py_ssize_t L = len(lists), i, j, c, hn = 0, fe = 0, r, nscored = 0
     if live.shape[0] != n:
         raise ValueError("one live flag per document is needed")
     if k <= 0 or L == 0:
@@ -407,6 +413,7 @@ def top_k_pruned(Py_ssize_t n, list lists, const uint8_t[::1] live, int need, Py
                                 s += wp[i][pos[i]]
                     if not live[cur]:
                         continue
+                    nscored += 1
                     if boost != 1:
                         s = s * boost
                     if hn < k:
@@ -453,6 +460,7 @@ def top_k_pruned(Py_ssize_t n, list lists, const uint8_t[::1] live, int need, Py
                     pos[0] += 1
                     if not live[cur]:
                         continue
+                    nscored += 1
                     if boost != 1:
                         s = s * boost
                     if hn < k:
@@ -469,6 +477,8 @@ def top_k_pruned(Py_ssize_t n, list lists, const uint8_t[::1] live, int need, Py
                         hs[0] = s
                         hd[0] = cur
                         sift_down(hs, hd, hn, 0)
+        if counter is not None:
+            counter[0] += nscored
         out_d = np.empty(hn, dtype=np.int64)
         out_s = np.empty(hn, dtype=np.float32)
         od = out_d

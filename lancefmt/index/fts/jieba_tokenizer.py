@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ...errors import LanceError
+from ...errors import InvalidArgumentError, LanceError
 
 HOME_ENV = "LANCE_LANGUAGE_MODEL_HOME"
 CONFIG_FILE = "config.json"
@@ -40,6 +40,15 @@ def model_home() -> Path:
     return Path(base) / "lance" / "language_models"
 
 
+def model_dir(name: str) -> Path:
+    """The language model directory ``name`` (``jieba/default``...); pylance 14 refuses a
+    missing one as invalid input (a ValueError), before reading anything."""
+    root = model_home() / name
+    if not root.is_dir():
+        raise InvalidArgumentError(f"Invalid user input: Invalid directory path: {root}")
+    return root
+
+
 def is_jieba(base_tokenizer: str) -> bool:
     return base_tokenizer == "jieba" or base_tokenizer.startswith("jieba/")
 
@@ -48,9 +57,7 @@ def load(base_tokenizer: str):
     """A ``jieba.Tokenizer`` for the model ``base_tokenizer`` names (LanguageModelError when
     its directory or a dictionary cannot be read)."""
     name = "jieba/default" if base_tokenizer == "jieba" else base_tokenizer
-    root = model_home() / name
-    if not root.is_dir():
-        raise LanguageModelError(f"{root} is not a valid directory")
+    root = model_dir(name)
     config = {}
     if (root / CONFIG_FILE).exists():
         try:

@@ -152,6 +152,7 @@ class ColumnSearch:
         self.allowed = allowed
         self.elements = elements if elements is not None else ElementDocs()
         self._flat_tokens: dict = {}   # the flat rows' partition, once built
+        self.comparisons = np.zeros(1, np.int64)   # documents scored (analyze_plan's metric)
 
     def hit_ids(self, source, rows: np.ndarray, doc_index, docs: np.ndarray) -> np.ndarray:
         """The ids of documents ``docs`` of a partition: its rows' ids, or for list-element
@@ -323,6 +324,7 @@ def _segment_match(src, seg, stats: Stats, pairs, require_all, phrase, slop, lim
             # few rows matter: probe the lists for them instead of walking the lists
             inside, pos = member(np.asarray(within, dtype=np.uint64), rows)
             docs_hit, found = _probe(pos[inside], scored, live, need, boost)
+            src.comparisons[0] += docs_hit.size
             out_ids.append(src.hit_ids(part, rows, doc_index, docs_hit))
             out_scores.append(found)
             continue
@@ -331,14 +333,17 @@ def _segment_match(src, seg, stats: Stats, pairs, require_all, phrase, slop, lim
             plists = {t: next((d, s, p) for pp, d, s, p in seg.positions(t) if pp is part)
                       for t in distinct}
             docs_hit, found = _phrase_top(rows.size, scored, live, need, float(boost), pairs,
-                                          plists, slop, limit)
+                                          plists, slop, limit, src.comparisons)
         else:
             if limit is None:
-                docs_hit, found = score_lists(rows.size, scored, live, need, -1, float(boost))
+                docs_hit, found = score_lists(rows.size, scored, live, need, -1, float(boost),
+                                              src.comparisons)
             elif boost > 0 and (need == 1 or need == len(scored)):
-                docs_hit, found = top_k_pruned(rows.size, scored, live, need, int(limit), float(boost))
+                docs_hit, found = top_k_pruned(rows.size, scored, live, need, int(limit), float(boost),
+                                               src.comparisons)
             else:
-                docs_hit, found = score_lists(rows.size, scored, live, need, int(limit), float(boost))
+                docs_hit, found = score_lists(rows.size, scored, live, need, int(limit), float(boost),
+                                              src.comparisons)
         out_ids.append(src.hit_ids(part, rows, doc_index, docs_hit))
         out_scores.append(found)
     if not out_ids:
@@ -366,12 +371,12 @@ def _probe(docs: np.ndarray, scored, live, need, boost) -> tuple:
     return docs[hit], found
 
 
-def _phrase_top(n, scored, live, need, boost, pairs, plists, slop, limit) -> tuple:
+def _phrase_top(n, scored, live, need, boost, pairs, plists, slop, limit, counter=None) -> tuple:
     """The phrase's documents with their scores: every one, or (with ``limit``) the best
     ``limit``, checking candidates best first and asking for more only when too few match."""
     k = -1 if limit is None else max(4 * int(limit), 64)
     while True:
-        docs, scores = score_lists(n, scored, live, need, k, boost)
+        docs, scores = score_lists(n, scored, live, need, k, boost, counter)
         keep = _phrase_filter(docs, pairs, plists, slop, limit)   # best first when k >= 0
         if k < 0 or docs.size < k or int(keep.sum()) >= int(limit):
             return docs[keep], scores[keep]
@@ -456,7 +461,7 @@ def _flat_match(src, stats: Stats | None, pairs, require_all, phrase, slop) -> H
         return Hits.empty()
     live = src.keep(part.row_ids, key=None).view(np.uint8)
     need = len(distinct) if require_all else 1
-    docs_hit, found = score_lists(part.num_docs, scored, live, need, -1, 1.0)
+    docs_hit, found = score_lists(part.num_docs, scored, live, need, -1, 1.0, src.comparisons)
     if phrase and docs_hit.size:
         keep = _phrase_filter(docs_hit, pairs, plists, slop, None)
         docs_hit, found = docs_hit[keep], found[keep]
@@ -650,6 +655,7 @@ def combined_fields(q: CombinedFieldsQuery, sources: Callable, within=None) -> H
         present += (f > 0)
     need = len(terms) if q.operator == FullTextOperator.AND else 1
     keep = (present >= need) & srcs[0].keep(cand, key=None)
+    srcs[0].comparisons[0] += int(keep.sum())
     return Hits.of(cand[keep], score[keep])
 
 

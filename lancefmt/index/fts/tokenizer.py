@@ -7,7 +7,7 @@ drop stop words (after stemming, as Lance does), fold to ASCII. A removed token 
 position (positions count the base tokenizer's tokens), so phrase distances match pylance's.
 
 The base tokenizer is the Cython :class:`~._tokenize.Splitter` (or, for ``jieba/<model>``,
-:mod:`.jieba_tokenizer`); the filters run once per distinct raw token (:meth:`Tokenizer.normalize`), so their cost grows with the vocabulary, not
+:mod:`.jieba_tokenizer`; ``lindera/<model>`` is refused by :mod:`.lindera_tokenizer`); the filters run once per distinct raw token (:meth:`Tokenizer.normalize`), so their cost grows with the vocabulary, not
 with the text.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pyarrow as pa
 from ...errors import InvalidArgumentError
 from ._tokenize import Splitter
 from .jieba_tokenizer import is_jieba
+from .lindera_tokenizer import is_lindera
 from .unicode_tables import ALNUM_RANGES, FOLD, LOWER
 
 #: Lance's English stop words (pylance 14 removes exactly these; read from it word by word).
@@ -77,7 +78,8 @@ def normalize_params(given: dict) -> dict:
         params["language"] = next(k for k in LANGUAGES if k.lower() == lang.lower())
     else:
         raise InvalidArgumentError(f"unknown language {lang!r}")
-    if params["base_tokenizer"] not in BASE_TOKENIZERS and not is_jieba(str(params["base_tokenizer"])):
+    base = str(params["base_tokenizer"])
+    if base not in BASE_TOKENIZERS and not is_jieba(base) and not is_lindera(base):
         raise InvalidArgumentError(f"unknown base tokenizer {params['base_tokenizer']}")
     if int(params["block_size"]) != 128:
         raise InvalidArgumentError("lancefmt writes FTS indices with block_size 128")
@@ -154,6 +156,10 @@ class Tokenizer:
         self._jieba = None
         if is_jieba(self.base):
             self.splitter()   # a missing model is an error at once, as in pylance
+        if is_lindera(self.base):
+            from .lindera_tokenizer import load
+
+            load(self.base)   # refused (see lindera_tokenizer)
 
     def splitter(self):
         """The base tokenizer: a :class:`~._tokenize.Splitter` (or a jieba one)."""

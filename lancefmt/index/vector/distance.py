@@ -123,6 +123,8 @@ def column_distances(queries: list, column, metric: str, value_type: pa.DataType
     sum over the queries of each row's nearest vector. NaN where a row has no vector."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if isinstance(column.type, pa.BaseExtensionType):  # fixed_shape_tensor: its storage lists
+        column = column.storage
     dtype = compute_dtype(value_type)
     if pa.types.is_fixed_size_list(column.type):
         mat, valid = fsl_matrix(column, dtype)

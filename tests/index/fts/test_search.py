@@ -52,6 +52,27 @@ def test_pruned_top_k_is_the_exhaustive_top_k(seed):
         assert scores == pytest.approx([want[d] for d in docs.tolist()], rel=1e-5)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_kernels_count_the_documents_they_score(seed):
+    """``counter`` gains the documents scored: every live hit exhaustively, no more than
+    that (and at least k) when the top k is pruned."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    lists = random_lists(rng, n, 3)
+    live = (rng.random(n) > 0.3).astype(np.uint8)
+    for need in (1, len(lists)):
+        hits = len(exhaustive(n, lists, live, need, 1.0))
+        every = np.zeros(1, np.int64)
+        score_lists(n, lists, live, need, -1, 1.0, every)
+        assert every[0] == hits
+        top = np.zeros(1, np.int64)
+        score_lists(n, lists, live, need, 10, 1.0, top)
+        assert top[0] == hits
+        pruned = np.zeros(1, np.int64)
+        docs, _ = top_k_pruned(n, lists, live, need, 10, 1.0, pruned)
+        assert len(docs) <= pruned[0] <= hits
+
+
 def test_kernels_refuse_bad_lists():
     live = np.ones(10, np.uint8)
     with pytest.raises(ValueError):
