@@ -18,8 +18,10 @@ one, lancefmt on the other.
 ``track_*_speedup`` is pylance time / lancefmt time, measured back to back in one process
 (above 1: lancefmt faster). Targets (the issue's, at 1M x 128): every speedup >= 1.0.
 
-Run as a script for a quick comparison without asv (ratios with their range over repeats):
-``PYTHONPATH=. python asv_bench/benchmarks/vector_index.py [rows]``.
+Run as a script for a quick comparison without asv (lancefmt and pylance alternately, ratios
+with their range over repeats; ``--help`` for the options):
+``PYTHONPATH=. python asv_bench/benchmarks/vector_index.py --rows 1000000 --reuse``.
+The script also searches each library's index with both libraries (recall and latency).
 """
 import os
 import shutil
@@ -134,19 +136,24 @@ def searchers(path, nearest, columns=("id",)):
             lambda: peer.to_table(nearest=nearest, columns=list(columns)))
 
 
-def recall(path, lib, qs, nprobes=NPROBES, **extra):
-    """Mean recall@K of ``lib``'s indexed answers against exact search (by pylance)."""
+def exact_ids(path, qs):
+    """pylance's exact top ``K`` ids of every query (the ground truth for recall)."""
     import lance
 
-    exact_ds = lance.dataset(path)
+    ds = lance.dataset(path)
+    return [ds.to_table(nearest={"column": "vec", "q": q, "k": K, "use_index": False},
+                        columns=["id"])["id"].to_pylist() for q in qs]
+
+
+def recall(path, lib, qs, nprobes=NPROBES, exact=None, **extra):
+    """Mean recall@K of ``lib``'s indexed answers against exact search (by pylance)."""
+    exact = exact_ids(path, qs) if exact is None else exact
     ds = lib.dataset(path)
     got = []
-    for q in qs:
-        exact = exact_ds.to_table(nearest={"column": "vec", "q": q, "k": K, "use_index": False},
-                                  columns=["id"])["id"].to_pylist()
+    for q, truth in zip(qs, exact):
         ann = ds.to_table(nearest={"column": "vec", "q": q, "k": K, "nprobes": nprobes, **extra},
                           columns=["id"])["id"].to_pylist()
-        got.append(len(set(exact) & set(ann)) / K)
+        got.append(len(set(truth) & set(ann)) / K)
     return float(np.mean(got))
 
 
@@ -256,57 +263,111 @@ def _ratios(ours, peer, repeat, warmup=1):
 
 
 def _line(label, o, p):
+    """Median times, the median and range of the back-to-back pairs' ratios, and the ratio of
+    the best times (what asv's ``track_*_speedup`` reports)."""
     r = p / o
-    print(f"{label:34s} lancefmt {np.median(o) * 1e3:9.1f} ms   pylance {np.median(p) * 1e3:9.1f} ms   "
-          f"ratio {np.median(r):5.2f}x (range {r.min():.2f}-{r.max():.2f})")
+    print(f"{label:40s} lancefmt {np.median(o) * 1e3:9.1f} ms   pylance {np.median(p) * 1e3:9.1f} ms   "
+          f"ratio {np.median(r):5.2f}x (range {r.min():.2f}-{r.max():.2f}; best/best "
+          f"{p.min() / o.min():.2f}x)", flush=True)
 
 
-def main(rows):
+PARTS = ("build", "exact", "query", "batch", "recall", "hnsw-build", "hnsw")
+
+
+def _indexed(path):
+    import lance
+    return bool(lance.dataset(path).list_indices())
+
+
+def _fixture(root, who, t, rows, reuse):
+    """Path of a pylance-written copy of ``t``; with ``reuse``, an existing copy is kept."""
+    path = os.path.join(root, who)
+    marker = os.path.join(root, f"{who}-ready-{rows}")
+    if reuse and os.path.exists(marker):
+        return path, False
+    if os.path.exists(marker):
+        os.remove(marker)
+    shutil.rmtree(path, ignore_errors=True)
+    import lance
+    lance.write_dataset(t(), path, max_rows_per_file=-(-rows // FRAGMENTS), data_storage_version="2.2")
+    open(marker, "w").close()
+    return path, True
+
+
+def main(argv=None):
+    import argparse
+
     import lance
 
     import lancefmt
 
-    root = scratch_dir("vector_index_script")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("rows", nargs="?", type=int, default=None, help="rows (same as --rows)")
+    ap.add_argument("--rows", dest="rows_opt", type=int, default=200_000, help="rows (default 200,000)")
+    ap.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS), help="parts to run")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep fixtures (and their indices) written by an earlier run of the same size")
+    ap.add_argument("--builds", type=int, default=2, help="alternating IVF_PQ builds per library")
+    ap.add_argument("--repeat", type=int, default=20, help="alternating single queries per library")
+    ap.add_argument("--batch-repeat", type=int, default=3, help="alternating 1,000-query batches")
+    ap.add_argument("--exact-repeat", type=int, default=5, help="alternating exact searches")
+    ap.add_argument("--queries", type=int, default=QUERIES, help="queries for recall")
+    args = ap.parse_args(argv)
+    rows = args.rows or args.rows_opt
+    only = set(args.only)
+
+    root = scratch_dir("vector_index_script" if rows == ROWS else f"vector_index_script_{rows}")
     t0 = time.perf_counter()
-    paths = {}
-    t = table(rows)
+    cached = []
+    t = lambda: cached[0] if cached else cached.append(table(rows)) or cached[0]  # noqa: E731
+    paths, fresh = {}, {}
     for who in ("ours", "peer"):
-        paths[who] = os.path.join(root, who)
-        shutil.rmtree(paths[who], ignore_errors=True)
-        lance.write_dataset(t, paths[who], max_rows_per_file=-(-rows // FRAGMENTS),
-                            data_storage_version="2.2")
-    print(f"{rows:,} x {DIM} float32, {CLUSTERS} clusters; fixtures in {time.perf_counter() - t0:.0f} s")
-    o, p = _ratios(lambda: build_ours(paths["ours"]), lambda: build_peer(paths["peer"]), 2, 0)
-    _line(f"IVF_PQ build ({PARTITIONS}/{SUB_VECTORS})", o, p)
+        paths[who], fresh[who] = _fixture(root, who, t, rows, args.reuse)
+    print(f"{rows:,} x {DIM} float32, {CLUSTERS} clusters; fixtures in {time.perf_counter() - t0:.0f} s; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    if "build" in only or not (_indexed(paths["ours"]) and _indexed(paths["peer"])):
+        o, p = _ratios(lambda: build_ours(paths["ours"]), lambda: build_peer(paths["peer"]),
+                       args.builds, 0)
+        _line(f"IVF_PQ build ({PARTITIONS}/{SUB_VECTORS})", o, p)
     q = queries(1)[0]
-    _line("exact search k=10", *_ratios(*searchers(paths["peer"], {"column": "vec", "q": q, "k": K,
-                                                                   "use_index": False}), 5))
-    _line(f"query nprobes={NPROBES} k=10", *_ratios(*searchers(
-        paths["peer"], {"column": "vec", "q": q, "k": K, "nprobes": NPROBES}), 30, 3))
-    _line(f"{BATCH}-query batch", *_ratios(*searchers(
-        paths["peer"], {"column": "vec", "q": queries(BATCH), "k": K, "nprobes": NPROBES}), 3))
-    qs = queries(QUERIES)
-    r_ours, r_peer = recall(paths["peer"], lancefmt, qs), recall(paths["peer"], lance, qs)
-    print(f"recall@10 nprobes={NPROBES}, pylance's index: lancefmt {r_ours:.3f}  pylance {r_peer:.3f}  "
-          f"(difference {r_ours - r_peer:+.3f})")
-    print(f"recall@10 nprobes={NPROBES}, each its own build: lancefmt {recall(paths['ours'], lance, qs):.3f}"
-          f"  pylance {r_peer:.3f}")
-    for who in ("hnsw_ours", "hnsw_peer"):
-        paths[who] = os.path.join(root, who)
-        shutil.rmtree(paths[who], ignore_errors=True)
-        lance.write_dataset(t, paths[who], max_rows_per_file=-(-rows // FRAGMENTS),
-                            data_storage_version="2.2")
-    o, p = _ratios(lambda: build_hnsw(lancefmt, paths["hnsw_ours"]),
-                   lambda: build_hnsw(lance, paths["hnsw_peer"]), 1, 0)
-    _line(f"IVF_HNSW_SQ build ({HNSW_PARTITIONS})", o, p)
-    _line(f"HNSW query nprobes={HNSW_NPROBES} k=10", *_ratios(*searchers(
-        paths["hnsw_peer"], {"column": "vec", "q": q, "k": K, "nprobes": HNSW_NPROBES}), 30, 3))
-    h_ours = recall(paths["hnsw_ours"], lancefmt, qs, HNSW_NPROBES)
-    h_peer = recall(paths["hnsw_peer"], lance, qs, HNSW_NPROBES)
-    h_same = recall(paths["hnsw_peer"], lancefmt, qs, HNSW_NPROBES)
-    print(f"IVF_HNSW_SQ recall@10 nprobes={HNSW_NPROBES}: lancefmt (own build) {h_ours:.3f}  "
-          f"pylance (own build) {h_peer:.3f}  lancefmt on pylance's {h_same:.3f}")
+    if "exact" in only:
+        _line("exact search k=10", *_ratios(*searchers(
+            paths["peer"], {"column": "vec", "q": q, "k": K, "use_index": False}), args.exact_repeat))
+    for who, name in (("peer", "pylance's"), ("ours", "lancefmt's")):
+        if "query" in only:
+            _line(f"query nprobes={NPROBES} k=10, {name} index", *_ratios(*searchers(
+                paths[who], {"column": "vec", "q": q, "k": K, "nprobes": NPROBES}), args.repeat, 3))
+        if "batch" in only:
+            _line(f"{BATCH}-query batch, {name} index", *_ratios(*searchers(
+                paths[who], {"column": "vec", "q": queries(BATCH), "k": K, "nprobes": NPROBES}),
+                args.batch_repeat))
+    qs = queries(args.queries)
+    if "recall" in only:
+        truth = exact_ids(paths["peer"], qs)
+        for who, name in (("peer", "pylance's"), ("ours", "lancefmt's")):
+            r_ours = recall(paths[who], lancefmt, qs, exact=truth)
+            r_peer = recall(paths[who], lance, qs, exact=truth)
+            print(f"recall@10 nprobes={NPROBES}, {name} index: lancefmt {r_ours:.3f}  pylance {r_peer:.3f}"
+                  f"  (difference {r_ours - r_peer:+.3f})", flush=True)
+    if "hnsw" in only or "hnsw-build" in only:
+        for who in ("hnsw_ours", "hnsw_peer"):
+            paths[who], fresh[who] = _fixture(root, who, t, rows, args.reuse)
+        if "hnsw-build" in only or not (_indexed(paths["hnsw_ours"]) and _indexed(paths["hnsw_peer"])):
+            o, p = _ratios(lambda: build_hnsw(lancefmt, paths["hnsw_ours"]),
+                           lambda: build_hnsw(lance, paths["hnsw_peer"]), 1, 0)
+            _line(f"IVF_HNSW_SQ build ({HNSW_PARTITIONS})", o, p)
+    if "hnsw" in only:
+        for who, name in (("hnsw_peer", "pylance's"), ("hnsw_ours", "lancefmt's")):
+            _line(f"HNSW query nprobes={HNSW_NPROBES} k=10, {name}", *_ratios(*searchers(
+                paths[who], {"column": "vec", "q": q, "k": K, "nprobes": HNSW_NPROBES}), args.repeat, 3))
+        truth = exact_ids(paths["hnsw_peer"], qs)
+        for who, name in (("hnsw_peer", "pylance's"), ("hnsw_ours", "lancefmt's")):
+            r_ours = recall(paths[who], lancefmt, qs, HNSW_NPROBES, exact=truth)
+            r_peer = recall(paths[who], lance, qs, HNSW_NPROBES, exact=truth)
+            print(f"IVF_HNSW_SQ recall@10 nprobes={HNSW_NPROBES}, {name} index: lancefmt {r_ours:.3f}  "
+                  f"pylance {r_peer:.3f}  (difference {r_ours - r_peer:+.3f})", flush=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200_000)
+    os.environ.setdefault("LANCE_LOG", "error")  # no deprecation warning per pylance search
+    main()

@@ -6,13 +6,18 @@ so :func:`assign_small` finds each row's nearest centroid directly: ``|c|^2 - 2 
 centroids at once (centroids stored transposed, so the inner loop runs over contiguous
 centroid values and vectorizes; the C loop in ``kmeans_simd.h`` runs as AVX2 where the CPU
 has it), then the smallest. :func:`accumulate` adds rows into their
-cluster's sum for the next means. Callers check shapes before calling.
+cluster's sum for the next means. :func:`pq_encode` codes every sub-vector of a block of rows
+in one call (no copies of the strided sub-vectors, no Python per sub-vector). Callers check
+shapes before calling.
 """
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport malloc, free
 
 
 cdef extern from "index/vector/kmeans_simd.h":
+    void lancefmt_assign_strided(const float *x, Py_ssize_t n, Py_ssize_t dim, Py_ssize_t ldx,
+                                 const float *ct, const float *cnorm, Py_ssize_t k, float *acc,
+                                 int64_t *labels, float *dists) nogil
     void lancefmt_assign_small(const float *x, Py_ssize_t n, Py_ssize_t dim, const float *ct,
                                const float *cnorm, Py_ssize_t k, float *acc, int64_t *labels,
                                float *dists) nogil
@@ -69,3 +74,43 @@ def update_min_dist(const float[:, ::1] x, const float[::1] c, double[::1] d2):
                 acc += v * v
             if acc < d2[i]:
                 d2[i] = acc
+
+
+# rows per pass over the sub-vectors: their floats stay in cache across the m codebooks
+DEF ENCODE_ROWS = 256
+
+
+def pq_encode(const float[:, ::1] x, const float[:, :, ::1] cT, const float[:, ::1] cnorm,
+              uint8_t[:, ::1] out):
+    """``out[i, j]``: the nearest of the ``k`` centroids of sub-vector ``j`` to row ``i``'s
+    sub-vector ``j`` (squared L2); ``cT[j]`` is that codebook transposed (``sub x k``),
+    ``cnorm[j]`` its squared norms; ``k <= 256``."""
+    cdef Py_ssize_t n = x.shape[0], dim = x.shape[1], m = cT.shape[0], sub = cT.shape[1]
+    cdef Py_ssize_t k = cT.shape[2], s, e, i, j
+    cdef float* acc
+    cdef int64_t* labels
+    cdef float* dists
+    if m * sub != dim or cnorm.shape[0] != m or cnorm.shape[1] != k or out.shape[0] < n or \
+            out.shape[1] != m or k == 0 or k > 256:
+        raise ValueError("PQ encoding shapes differ")
+    if n == 0:
+        return
+    acc = <float*>malloc(k * sizeof(float))
+    labels = <int64_t*>malloc(ENCODE_ROWS * sizeof(int64_t))
+    dists = <float*>malloc(ENCODE_ROWS * sizeof(float))
+    if acc == NULL or labels == NULL or dists == NULL:
+        free(acc)
+        free(labels)
+        free(dists)
+        raise MemoryError()
+    with nogil:
+        for s in range(0, n, ENCODE_ROWS):
+            e = min(n, s + ENCODE_ROWS)
+            for j in range(m):
+                lancefmt_assign_strided(&x[s, j * sub], e - s, sub, dim, &cT[j, 0, 0], &cnorm[j, 0],
+                                        k, acc, labels, dists)
+                for i in range(e - s):
+                    out[s + i, j] = <uint8_t>labels[i]
+    free(acc)
+    free(labels)
+    free(dists)

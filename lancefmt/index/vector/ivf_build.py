@@ -63,8 +63,10 @@ def vector_batches(batches, value="value", row_id=ROW_ID):
             col = flat
         mat, valid = fsl_matrix(col)
         keep = np.ones(mat.shape[0], bool) if valid is None else valid.copy()
-        if mat.dtype.kind == "f":
-            keep &= ~np.isnan(mat).any(axis=1)
+        if mat.dtype.kind == "f":  # row sums find the few rows to check (NaN or inf)
+            odd = np.flatnonzero(~np.isfinite(mat.sum(axis=1)))
+            if odd.size:
+                keep[odd] &= ~np.isnan(mat[odd]).any(axis=1)
         if not keep.all():
             mat, ids = mat[keep], ids[keep]
         if mat.shape[0]:
@@ -172,16 +174,17 @@ def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
     get a loss too: the sum of every vector's distance to its centroid."""
     labels, ids, codes = [], [], []
     loss = 0.0
-    for mat, rid in parts:
+    for mat, rid in blocks(parts, ENCODE_BLOCK):
         for s in range(0, mat.shape[0], ENCODE_BLOCK):
             x = mat[s:s + ENCODE_BLOCK]
             xf = normalize(x) if metric == COSINE else x
             lab, dist = nearest_centroids(xf, ivf.centroids, {DOT: DOT, HAMMING: HAMMING}.get(metric, L2))
             loss += float(dist.astype(np.float64).sum())
             if isinstance(quantizer, ProductQuantizer):
-                y = xf.astype(np.float32)
                 if quantizer.use_residual(metric):
-                    y = y - ivf.centroids[lab]
+                    y = np.subtract(xf, ivf.centroids[lab], dtype=np.float32)
+                else:
+                    y = np.asarray(xf, np.float32)
                 c = quantizer.pack(quantizer.codes(y))
             elif isinstance(quantizer, ScalarQuantizer):
                 c = quantizer.scale(xf)
@@ -197,6 +200,26 @@ def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
     if ivf.loss is None:
         ivf.loss = loss
     return np.concatenate(labels), np.concatenate(ids).astype(np.uint64), np.concatenate(codes)
+
+
+def blocks(parts, rows: int):
+    """The (vectors, ids) parts regrouped into blocks of about ``rows`` rows (a scan's small
+    batches joined: each block is split over the threads, which short batches are not)."""
+    pending, n = [], 0
+    for mat, rid in parts:
+        pending.append((mat, rid))
+        n += mat.shape[0]
+        if n >= rows:
+            yield _joined(pending)
+            pending, n = [], 0
+    if pending:
+        yield _joined(pending)
+
+
+def _joined(pending):
+    if len(pending) == 1:
+        return pending[0]
+    return np.concatenate([m for m, _ in pending]), np.concatenate([r for _, r in pending])
 
 
 def arrange(ivf: IvfModel, labels, ids, codes, vectors=None):
@@ -230,6 +253,8 @@ def build(kind: str, metric: str, data, params: dict) -> Built:
     if metric != HAMMING:
         sample = np.asarray(sample, np.float32)
     ivf, quantizer = train_model(kind, metric, sample, {**params, "_value_type": value_type}, rows=rows)
+    if len(parts) > 1:  # blocks of the joined matrix are views: no second copy of the rows
+        parts = [(everything, np.concatenate([r for _, r in parts]))]
     labels, ids, codes = encode_all(ivf, quantizer, metric, parts)
     graph_input = everything if "HNSW" in kind else None
     ids, codes, vectors = arrange(ivf, labels, ids, codes, graph_input)

@@ -15,7 +15,7 @@
 
 #define LANCEFMT_ASSIGN_BODY                                                        \
     for (ptrdiff_t i = 0; i < n; i++) {                                             \
-        const float *xi = x + i * dim;                                              \
+        const float *xi = x + i * ldx;                                              \
         float xn = 0.0f;                                                            \
         for (ptrdiff_t c = 0; c < k; c++) acc[c] = cnorm[c];                        \
         for (ptrdiff_t j = 0; j < dim; j++) {                                       \
@@ -35,7 +35,7 @@
         dists[i] = best > 0.0f ? best : 0.0f;                                       \
     }
 
-static void lancefmt_assign_base(const float *__restrict__ x, ptrdiff_t n, ptrdiff_t dim,
+static void lancefmt_assign_base(const float *__restrict__ x, ptrdiff_t n, ptrdiff_t dim, ptrdiff_t ldx,
                                  const float *__restrict__ ct, const float *__restrict__ cnorm,
                                  ptrdiff_t k, float *__restrict__ acc,
                                  int64_t *__restrict__ labels, float *__restrict__ dists) {
@@ -46,14 +46,14 @@ static void lancefmt_assign_base(const float *__restrict__ x, ptrdiff_t n, ptrdi
 #include <immintrin.h>
 
 __attribute__((target("avx2,fma")))
-static void lancefmt_assign_avx2(const float *__restrict__ x, ptrdiff_t n, ptrdiff_t dim,
+static void lancefmt_assign_avx2(const float *__restrict__ x, ptrdiff_t n, ptrdiff_t dim, ptrdiff_t ldx,
                                  const float *__restrict__ ct, const float *__restrict__ cnorm,
                                  ptrdiff_t k, float *__restrict__ acc,
                                  int64_t *__restrict__ labels, float *__restrict__ dists) {
     const ptrdiff_t k8 = k - k % 8;
     const ptrdiff_t k64 = k - k % 64;
     for (ptrdiff_t i = 0; i < n; i++) {
-        const float *xi = x + i * dim;
+        const float *xi = x + i * ldx;
         float xn = 0.0f;
         for (ptrdiff_t j = 0; j < dim; j++) xn += xi[j] * xi[j];
         /* 64 centroids at a time in eight registers, over all dimensions */
@@ -114,16 +114,23 @@ static int lancefmt_has_avx2(void) {
 }
 #endif
 
-static void lancefmt_assign_small(const float *x, ptrdiff_t n, ptrdiff_t dim, const float *ct,
-                                  const float *cnorm, ptrdiff_t k, float *acc, int64_t *labels,
-                                  float *dists) {
+/* rows of x lie ldx floats apart (a sub-vector of longer rows: ldx > dim) */
+static void lancefmt_assign_strided(const float *x, ptrdiff_t n, ptrdiff_t dim, ptrdiff_t ldx,
+                                    const float *ct, const float *cnorm, ptrdiff_t k, float *acc,
+                                    int64_t *labels, float *dists) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     if (lancefmt_has_avx2()) {
-        lancefmt_assign_avx2(x, n, dim, ct, cnorm, k, acc, labels, dists);
+        lancefmt_assign_avx2(x, n, dim, ldx, ct, cnorm, k, acc, labels, dists);
         return;
     }
 #endif
-    lancefmt_assign_base(x, n, dim, ct, cnorm, k, acc, labels, dists);
+    lancefmt_assign_base(x, n, dim, ldx, ct, cnorm, k, acc, labels, dists);
+}
+
+static void lancefmt_assign_small(const float *x, ptrdiff_t n, ptrdiff_t dim, const float *ct,
+                                  const float *cnorm, ptrdiff_t k, float *acc, int64_t *labels,
+                                  float *dists) {
+    lancefmt_assign_strided(x, n, dim, dim, ct, cnorm, k, acc, labels, dists);
 }
 
 #endif

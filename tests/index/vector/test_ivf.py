@@ -87,6 +87,35 @@ def test_pq_codes_transpose_per_partition_and_back(bits):
         ProductQuantizer.check(8, 3, 8)
 
 
+@pytest.mark.parametrize("m,bits", [(4, 8), (8, 4), (2, 8)])
+def test_pq_codes_are_each_sub_vectors_nearest_centroid(m, bits):
+    """The fused encoder (every sub-vector in one Cython call) against numpy's argmin."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((5000, 16)).astype(np.float32)
+    pq = ProductQuantizer.train(X[:2000], m, bits, max_iters=3, seed=0)
+    codes = pq.codes(X)
+    sub = 16 // m
+    book = pq.codebook.reshape(m, pq.ncent, sub)
+    for j in range(m):
+        full = ((X[:, None, j * sub:(j + 1) * sub] - book[j][None]) ** 2).sum(-1)
+        assert (codes[:, j] == full.argmin(1)).mean() > 0.999
+
+
+def test_vector_batches_drop_rows_with_nan_only():
+    from lancefmt.index.vector.ivf_build import blocks, vector_batches
+    X = np.arange(40, dtype=np.float32).reshape(10, 4)
+    X[2, 1] = np.nan
+    X[5, 0], X[5, 3] = np.inf, -np.inf    # sums to NaN: kept (no NaN in the row)
+    X[7, 2] = np.inf
+    b = pa.record_batch({"value": pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), 4),
+                         "_rowid": pa.array(np.arange(10, dtype=np.uint64))})
+    (mat, ids), = vector_batches([b])
+    assert ids.tolist() == [0, 1, 3, 4, 5, 6, 7, 8, 9]
+    parts = [(X[:3], np.arange(3)), (X[3:5], np.arange(3, 5)), (X[5:], np.arange(5, 10))]
+    joined = [(m.shape[0], r.tolist()) for m, r in blocks(parts, 4)]
+    assert joined == [(5, [0, 1, 2, 3, 4]), (5, [5, 6, 7, 8, 9])]
+
+
 def _training(rng, n=1500, dim=8):
     X, _ = blobs(rng, n, dim)
     ids = np.arange(n, dtype=np.uint64)
