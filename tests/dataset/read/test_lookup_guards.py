@@ -124,3 +124,18 @@ def test_a_limit_short_of_its_first_window_reads_on(datasets):
     for kw in ({"limit": 2, "filter": "x < 0.01"}, {"limit": 5, "offset": PER_FILE - 2},
                {"limit": 40, "offset": 3, "filter": f"id >= {ROWS - 300}"}):
         assert ours.to_table(**kw).equals(theirs.to_table(**kw)), kw
+
+
+@pytest.mark.parametrize("kw", [{"limit": 1}, {"limit": 2, "offset": 3995, "with_row_id": True},
+                                {"limit": 5, "with_row_address": True},
+                                {"limit": 3, "offset": 1, "columns": ["s"]}])
+def test_a_small_limit_skips_deleted_rows(tmp_path, kw):
+    """Deleted rows in the small first window (and at a fragment's start) are skipped, the
+    window's shortfall read on: pylance's rows, ids and addresses."""
+    uri = str(tmp_path / "ds")
+    table = pa.table({"a": np.arange(10_000), "s": [f"v{i % 7}" for i in range(10_000)]})
+    lance.write_dataset(table, uri, max_rows_per_file=4_000, data_storage_version="2.1")
+    lance.dataset(uri).delete("a < 3 or (a >= 4000 and a < 4010)")
+    got = lancefmt.dataset(uri).to_table(**kw)
+    assert got.equals(lance.dataset(uri).to_table(**kw))
+    assert got.num_rows == kw["limit"]
