@@ -35,6 +35,9 @@ DEFAULT_BATCH_SIZE = 8192
 # pages (pylance writes 2.0 pages of ~650 KB) then cost a request per 16 MiB, not several per
 # window.
 READAHEAD_BYTES = 16 << 20
+# A streaming read's first window under 1/this of each page it lies in is read like a take
+# (only its mini-block chunks: a limit of 1 does not decode 1M-row pages).
+SMALL_READ_SHARE = 16
 # Projections whose field readers a reader keeps (the per-projection memo is reset beyond).
 READERS_MEMO = 32
 
@@ -299,6 +302,12 @@ class LanceFileReader:
         pos = start
         while pos < stop:
             end = min(pos + window, stop)
+            if pos == start and self._small_in_pages(readers, pos, end):
+                # a few rows of big pages (a limit's): read like a take, only their chunks
+                table = self.take(np.arange(pos, end, dtype=np.int64), proj)
+                pos = end
+                yield table
+                continue
             if remote and end > ahead:
                 ahead = self._read_ahead(readers, source, pos, end, stop, window)
             table = self._read_with(readers, proj, source, pos, end)
@@ -307,6 +316,12 @@ class LanceFileReader:
                     self._guard(r.evict_before, source, end)
             yield table
             pos = end
+
+    @staticmethod
+    def _small_in_pages(readers, start, stop) -> bool:
+        """Rows ``[start, stop)`` are under a sixteenth of every page they lie in."""
+        pages_ = [p for r in readers for p in r.pages_for(start, stop)]
+        return bool(pages_) and (stop - start) * SMALL_READ_SHARE <= min(p.num_rows for p in pages_)
 
     def _read_ahead(self, readers, source, pos, end, stop, window) -> int:
         """Fetch the pages of rows ``[pos, ahead)`` in one round, ``ahead`` (returned) the end

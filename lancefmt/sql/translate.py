@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import operator
 import re
 from functools import lru_cache
 from typing import Any
@@ -332,8 +333,7 @@ class Translator:
         if floats is not None:
             return floats
         try:
-            e = {"eq": a.expr == b.expr, "neq": a.expr != b.expr, "lt": a.expr < b.expr,
-                 "lte": a.expr <= b.expr, "gt": a.expr > b.expr, "gte": a.expr >= b.expr}[op]
+            e = _COMPARE[op](a.expr, b.expr)  # only the one asked (each is an Arrow call)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
             raise self.error(str(e)) from None
         if coerced:
@@ -368,8 +368,7 @@ class Translator:
         else:
             y = order_key_expr(b.expr if b.type == t else b.expr.cast(t), t)
         kx = order_key_expr(x, t)
-        e = {"eq": kx == y, "neq": kx != y, "lt": kx < y, "lte": kx <= y, "gt": kx > y,
-             "gte": kx >= y}[op]
+        e = _COMPARE[op](kx, y)
         return Typed(e, pa.bool_(), columns)
 
     def _eq(self, n):
@@ -782,6 +781,8 @@ class Translator:
         return self.typed(e, self._cols(n))
 
 
+_COMPARE = {"eq": operator.eq, "neq": operator.ne, "lt": operator.lt, "lte": operator.le,
+            "gt": operator.gt, "gte": operator.ge}
 _FLIP = {"eq": "eq", "neq": "neq", "lt": "gt", "lte": "gte", "gt": "lt", "gte": "lte"}
 
 

@@ -319,8 +319,11 @@ class FragmentScan:
         return plan, nulls
 
     # -- reading --------------------------------------------------------------------------
-    def windows(self, start: int = 0, stop: int | None = None) -> Iterator[pa.Table]:
-        """Filtered, projected tables for physical rows ``[start, stop)`` (window by window)."""
+    def windows(self, start: int = 0, stop: int | None = None,
+                first: int | None = None) -> Iterator[pa.Table]:
+        """Filtered, projected tables for physical rows ``[start, stop)`` (window by window).
+        ``first``: the rows of the first window when fewer (a limit: only its rows are read,
+        not whole pages)."""
         stop = self.num_rows if stop is None else min(stop, self.num_rows)
         if start >= stop:
             return
@@ -328,6 +331,9 @@ class FragmentScan:
         shape = self.shape
         kept = self.kept_positions()
         window = max(self.spec.batch_size, WINDOW_ROWS, shape.narrow_rows)
+        if first is not None and 0 < first < window and start + first < stop:
+            yield from self.windows(start, start + first)
+            start += first
         iters = [reader.read_windows(window, proj, start=start, stop=stop) for reader, proj, _ in plan]
         # where each read column comes from, and the window schema: once per call
         source = {}
@@ -479,6 +485,28 @@ def scan_windows(ctx: ScanContext, fragments: Sequence, spec: ScanSpec, *, limit
     threads = threads or default_threads(ctx)
     readahead = readahead or threads * 2
     tasks = iter(_tasks(ctx, fragments, spec, make_scan))
+    if make_scan is None and remaining is not None and skip + remaining < WINDOW_ROWS:
+        # a small limit: the first task's first window holds just the rows wanted (no page
+        # decoded whole, nothing read ahead); the rest only if those rows fall short
+        head = next(tasks, None)
+        if head is None:
+            return
+        scan, start, stop = head
+        seen = 0
+
+        def counted(tables):
+            nonlocal seen
+            for table in tables:
+                seen += table.num_rows
+                yield table
+        wanted = skip + remaining
+        heads = (cut_batches(t, spec.batch_size)
+                 for t in counted(scan.windows(start, stop, first=wanted)) if t.num_rows)
+        yield from trim_windows(heads, skip, remaining)
+        if seen >= wanted:
+            return
+        remaining -= max(0, seen - skip)
+        skip = max(0, skip - seen)
     if threads <= 1 or len(fragments) <= 1:
         yield from trim_windows(chain.from_iterable(map(_task_windows, tasks)), skip, remaining)
         return

@@ -99,3 +99,43 @@ def test_a_bitmap_look_up_of_many_rows_is_one_direct_take(datasets):
     assert calls.matching("reader.py", "LanceFileReader.take") == 0
     assert calls.matching("direct_take.py", "DirectTakePlan.take_physical") == 1
     assert calls.total() <= 350, calls.counts.most_common(15)
+
+
+@pytest.mark.parametrize("kw", [{"limit": 1}, {"limit": 4, "offset": 7},
+                                {"limit": 3, "offset": 2, "columns": ["cat"]}])
+def test_a_small_limit_reads_its_rows_not_whole_pages(datasets, kw):
+    """A limit's rows come from the first fragment's mini-block chunks holding them (pylance
+    reads one batch): no page decoded whole (each is a file's 15,000 rows), no other fragment
+    read. Before, ``limit=1`` decoded every column's page of every fragment read ahead."""
+    ours, theirs = datasets
+    with CallCounter() as calls:
+        got = ours.to_table(**kw)
+    assert got.equals(theirs.to_table(**kw))
+    assert got.num_rows == kw["limit"]
+    assert calls.matching("field_reader.py", "LeafReader.decode_page") == 0
+    assert calls.matching("random_access.py", "take_rows") == len(got.columns)  # one file
+    assert calls.matching("reader.py", "LanceFileReader.take") == 1
+
+
+def test_a_limit_short_of_its_first_window_reads_on(datasets):
+    """A filter leaving the first window's rows short of the limit: the scan goes on, through
+    the other fragments too, and gives pylance's rows."""
+    ours, theirs = datasets
+    for kw in ({"limit": 2, "filter": "x < 0.01"}, {"limit": 5, "offset": PER_FILE - 2},
+               {"limit": 40, "offset": 3, "filter": f"id >= {ROWS - 300}"}):
+        assert ours.to_table(**kw).equals(theirs.to_table(**kw)), kw
+
+
+@pytest.mark.parametrize("kw", [{"limit": 1}, {"limit": 2, "offset": 3995, "with_row_id": True},
+                                {"limit": 5, "with_row_address": True},
+                                {"limit": 3, "offset": 1, "columns": ["s"]}])
+def test_a_small_limit_skips_deleted_rows(tmp_path, kw):
+    """Deleted rows in the small first window (and at a fragment's start) are skipped, the
+    window's shortfall read on: pylance's rows, ids and addresses."""
+    uri = str(tmp_path / "ds")
+    table = pa.table({"a": np.arange(10_000), "s": [f"v{i % 7}" for i in range(10_000)]})
+    lance.write_dataset(table, uri, max_rows_per_file=4_000, data_storage_version="2.1")
+    lance.dataset(uri).delete("a < 3 or (a >= 4000 and a < 4010)")
+    got = lancefmt.dataset(uri).to_table(**kw)
+    assert got.equals(lance.dataset(uri).to_table(**kw))
+    assert got.num_rows == kw["limit"]
