@@ -110,13 +110,14 @@ class _Ops:
         n, k = x.shape[0], cents.shape[0]
         labels = torch.empty(n, dtype=torch.int64, device=self.device)
         dists = torch.empty(n, dtype=torch.float32, device=self.device)
-        cn = (cents * cents).sum(1)
+        # one fused product per block: |c|^2 - 2x.c (or -x.c); |x|^2 (or 1) added to the minimum
+        cn = (cents * cents).sum(1) if metric != DOT else torch.zeros(k, device=self.device)
+        alpha = -1.0 if metric == DOT else -2.0
         step = max(1, DIST_CELLS // max(k, 1))
         for s in range(0, n, step):
             xb = x[s:s + step]
-            prod = xb @ cents.T
-            d = 1.0 - prod if metric == DOT else ((xb * xb).sum(1, keepdim=True) - 2.0 * prod + cn).clamp_(min=0)
-            dists[s:s + step], labels[s:s + step] = d.min(1)
+            v, labels[s:s + step] = torch.addmm(cn, xb, cents.T, alpha=alpha).min(1)
+            dists[s:s + step] = v + 1.0 if metric == DOT else (v + (xb * xb).sum(1)).clamp_(min=0)
         return labels, dists
 
     def kmeans(self, x, k: int, max_iters: int, metric: str, rng):
