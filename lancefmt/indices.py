@@ -17,7 +17,6 @@ import pyarrow as pa
 from .dataset.indices import vector_steps as _steps
 from .dataset.read.index_info import IndexDescription, IndexSegmentDescription
 from .dataset.read.vector_models import IvfModel, PqModel
-from .errors import MissingDependencyError, NotSupportedError
 from .table.index_entry import Index as IndexSegment
 
 __all__ = ["IndexConfig", "IndexFileVersion", "IndexSegment", "IndexSegmentDescription",
@@ -60,14 +59,6 @@ def _vector_shape(t: pa.DataType):
     return None
 
 
-def _no_accelerator(accelerator) -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise MissingDependencyError(f"accelerator={accelerator!r} needs PyTorch: pip install torch") from None
-    raise NotSupportedError(f"lancefmt trains on the CPU only (accelerator={accelerator!r})")
-
-
 class IndicesBuilder:
     """pylance's ``IndicesBuilder``: the steps of an IVF_PQ build on one vector column, each
     callable on its own (to checkpoint or spread a very large build); arguments are checked
@@ -101,10 +92,9 @@ class IndicesBuilder:
         if accelerator is not None:
             if fragment_ids is not None:
                 raise NotImplementedError("fragment_ids is not supported with accelerator IVF training")
-            _no_accelerator(accelerator)
         metric = "l2" if distance_type == "euclidean" else distance_type
         centroids = _steps.train_ivf(self.dataset.snapshot, self.column[0], num_partitions, metric,
-                                     sample_rate, max_iters, fragment_ids)
+                                     sample_rate, max_iters, fragment_ids, accelerator)
         return IvfModel(centroids, distance_type)
 
     def train_pq(self, ivf_model: IvfModel, num_subvectors=None, *, sample_rate: int = 256,
@@ -136,8 +126,27 @@ class IndicesBuilder:
         return {"ivf_centroids": ivf.centroids, "pq_codebook": pq.codebook}
 
     def assign_ivf_partitions(self, ivf_model: IvfModel, accelerator, *, output_uri=None) -> str:
-        """pylance assigns partitions on an accelerator only (torch); so does this."""
-        _no_accelerator(accelerator)
+        """Every vector's nearest centroid, computed on ``accelerator`` (torch, as pylance
+        does), written as a dataset of (``row_id`` uint64, ``partition`` uint32) at
+        ``output_uri`` (a new temporary directory by default); returns its path."""
+        import tempfile
+
+        import numpy as np
+
+        from .dataset import write_dataset
+        from .index.vector.accelerator import assign_partitions
+        from .index.vector.ivf_build import centroids_array
+
+        schema = pa.schema([pa.field("row_id", pa.uint64()), pa.field("partition", pa.uint32())])
+        cents = centroids_array(ivf_model.centroids, self.dimension)
+        parts = assign_partitions(accelerator, cents, self._metric(ivf_model),
+                                  _steps.vector_parts(self.dataset.snapshot, self.column[0]))
+        batches = (pa.record_batch([pa.array(ids, pa.uint64()), pa.array(labels.astype(np.uint32))],
+                                   schema=schema) for ids, labels in parts)
+        uri = str(output_uri) if output_uri is not None else tempfile.mkdtemp()
+        write_dataset(pa.RecordBatchReader.from_batches(schema, batches), uri, schema=schema,
+                      mode="overwrite" if output_uri is None else "create")
+        return uri
 
     def transform_vectors(self, ivf: IvfModel, pq: PqModel, dest_uri: str, fragments=None,
                           partition_ds_uri=None) -> None:

@@ -1,6 +1,8 @@
 """pylance's IndicesBuilder steps, mixed between the two libraries: models saved by one load in
 the other; given the same models, lancefmt's transform writes pylance's partitions and PQ
 codes; shuffled files of either load as an index that both search with the same answers."""
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -109,7 +111,7 @@ def test_transform_shuffle_load_both_ways(tmp_path, uri):
         lancefmt.dataset(uri2).to_table(nearest=nearest)
 
 
-def test_bad_arguments_as_pylance(uri):
+def test_bad_arguments_as_pylance(uri, monkeypatch):
     lf = lf_indices.IndicesBuilder(lancefmt.dataset(uri), "vec")
     ivf = lf.train_ivf(4, sample_rate=4)
     with pytest.raises(ValueError, match="must be divisible by num_subvectors .* without remainder"):
@@ -122,6 +124,7 @@ def test_bad_arguments_as_pylance(uri):
         lf_indices.IndicesBuilder(lancefmt.dataset(uri), "nope")
     with pytest.raises(TypeError):
         lf_indices.IndicesBuilder(lancefmt.dataset(uri), "id")
+    monkeypatch.setitem(sys.modules, "torch", None)   # as where torch is not installed
     with pytest.raises(ImportError, match="torch"):
         lf.train_ivf(4, sample_rate=4, accelerator="cuda")
 

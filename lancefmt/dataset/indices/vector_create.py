@@ -4,21 +4,26 @@ checks them, then one segment built and committed as any index is (:mod:`.create
 pylance's parameters are accepted under its names: ``num_partitions`` (or
 ``target_partition_size``), ``num_sub_vectors``, ``num_bits``, ``metric``, ``sample_rate``,
 ``max_iters``, ``ivf_centroids``, ``pq_codebook``; tuning knobs of its shuffle
-(``shuffle_partition_batches``...) change nothing here. ``accelerator`` needs torch, as in
-pylance; without it the build fails with an ImportError naming the package.
+(``shuffle_partition_batches``...) change nothing here. ``accelerator`` ("cuda", "cuda:N",
+"mps" or a ``torch.device``) trains and assigns an IVF_PQ index with torch on that device
+(:mod:`lancefmt.index.vector.accelerator`; the extra ``lancefmt[torch]``, else a
+MissingDependencyError); other types are built on the CPU with a warning, as pylance does.
 """
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
 import pyarrow as pa
 
-from ...errors import InvalidArgumentError, MissingDependencyError, NotSupportedError, UnsupportedColumnTypeError
+from ...errors import InvalidArgumentError, NotSupportedError, UnsupportedColumnTypeError
+from ...index.vector.accelerator import KINDS as ACCELERATED, device_for
 from ...index.vector.vector_type import KINDS, VECTOR
 from ..read.index_training import column_field
 from .create import BuildRequest, create_from_request
 
+LOGGER = logging.getLogger(__name__)
 _METRICS = ("l2", "cosine", "euclidean", "dot", "hamming")
 
 
@@ -64,7 +69,7 @@ def plan_vector_build(snapshot, column: str, index_type: str, name=None, metric=
         raise InvalidArgumentError(f"Invalid user input: Unsupported training sample type "
                                    f"{_word(elem)} with metric {metric}")
     if params.get("accelerator") is not None:
-        _accelerator(params["accelerator"])
+        _accelerator(kind, params)
     nparts = params.get("num_partitions")
     if isinstance(nparts, float):
         warnings.warn("num_partitions is float, converting to int", stacklevel=4)
@@ -97,12 +102,14 @@ def _word(t) -> str:
     return {"halffloat": "Float16", "float": "Float32", "double": "Float64", "uint8": "UInt8"}.get(str(t), str(t))
 
 
-def _accelerator(accelerator) -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise MissingDependencyError(f"accelerator={accelerator!r} needs PyTorch: pip install torch") from None
-    raise NotSupportedError(f"lancefmt trains indices on the CPU only (accelerator={accelerator!r})")
+def _accelerator(kind: str, params: dict) -> None:
+    """Check ``accelerator`` before any work (a bad string, no torch, no such device); a type
+    pylance does not accelerate drops it, with pylance's warning."""
+    if kind not in ACCELERATED:
+        LOGGER.warning("Index type %s does not support GPU acceleration; falling back to CPU", kind)
+        params.pop("accelerator")
+        return
+    device_for(params["accelerator"])
 
 
 def create_vector_index(snapshot, column, index_type, name=None, metric="L2", *, replace=False,

@@ -21,6 +21,7 @@ from ...errors import InvalidArgumentError
 from ...file import LanceFileReader, LanceFileWriter
 from ...index.core.metadata import new_metadata, new_uuid
 from ...index.core.registry import ROW_ID, VALUE
+from ...index.vector.accelerator import device_for, train_ivf as accelerated_ivf
 from ...index.vector.distance import COSINE, DOT, HAMMING, L2
 from ...index.vector.ivf import IvfModel, nearest_centroids
 from ...index.vector.ivf_build import (DEFAULT_SEED, Built, arrange, centroids_array, model_dtype,
@@ -95,16 +96,26 @@ def _fsl(matrix: np.ndarray, value_type: pa.DataType, metric: str) -> pa.FixedSi
 
 
 def train_ivf(snapshot, column: str, num_partitions: int, metric: str, sample_rate: int,
-              max_iters: int, fragment_ids=None) -> pa.FixedSizeListArray:
+              max_iters: int, fragment_ids=None, accelerator=None) -> pa.FixedSizeListArray:
     """IVF centroids trained by k-means on ``num_partitions * sample_rate`` vectors, in the
-    column's value type."""
+    column's value type; on ``accelerator`` (a torch device) if given."""
+    if accelerator is not None:
+        device_for(accelerator)  # a bad device fails before the sample is read
     sample = _training(sample_vectors(snapshot, column, num_partitions * sample_rate, fragment_ids),
                        metric)
     vt = _value_type(snapshot, column)
     params = {"num_partitions": num_partitions, "sample_rate": sample_rate,
               "max_iters": max_iters, "seed": DEFAULT_SEED, "_value_type": vt}
-    ivf, _ = train_model("IVF_FLAT", metric, sample, params, rows=sample.shape[0])
+    if accelerator is not None:
+        ivf = accelerated_ivf(accelerator, metric, sample, params)
+    else:
+        ivf, _ = train_model("IVF_FLAT", metric, sample, params, rows=sample.shape[0])
     return _fsl(ivf.centroids, vt, metric)
+
+
+def vector_parts(snapshot, column: str):
+    """(vectors, row ids) of every non-null vector of the column, batch by batch."""
+    return vector_batches(training_data(snapshot, column, _pbs(snapshot, None)).batches())
 
 
 def _dim(snapshot, column: str) -> int:

@@ -235,9 +235,12 @@ def arrange(ivf: IvfModel, labels, ids, codes, vectors=None):
 DEFAULT_SEED = 20240601
 
 
-def build(kind: str, metric: str, data, params: dict) -> Built:
+def build(kind: str, metric: str, data, params: dict, *, train=None, encode=None) -> Built:
     """Train and encode ``data`` (a TrainingData); see module docstring. Sampling and k-means
-    are seeded (``seed``, fixed by default), so the same data builds the same index."""
+    are seeded (``seed``, fixed by default), so the same data builds the same index.
+    ``train``/``encode`` replace :func:`train_model`/:func:`encode_all` (the accelerator's
+    versions, :mod:`.accelerator`); every other step is this one."""
+    train, encode = train or train_model, encode or encode_all
     params = {**params, "seed": params.get("seed", DEFAULT_SEED)}
     if metric == HAMMING and not kind.endswith("_FLAT"):
         raise InvalidArgumentError(f"{kind} does not support hamming distance")
@@ -252,10 +255,10 @@ def build(kind: str, metric: str, data, params: dict) -> Built:
     sample = everything if metric != COSINE else normalize(everything)
     if metric != HAMMING:
         sample = np.asarray(sample, np.float32)
-    ivf, quantizer = train_model(kind, metric, sample, {**params, "_value_type": value_type}, rows=rows)
+    ivf, quantizer = train(kind, metric, sample, {**params, "_value_type": value_type}, rows=rows)
     if len(parts) > 1:  # blocks of the joined matrix are views: no second copy of the rows
         parts = [(everything, np.concatenate([r for _, r in parts]))]
-    labels, ids, codes = encode_all(ivf, quantizer, metric, parts)
+    labels, ids, codes = encode(ivf, quantizer, metric, parts)
     graph_input = everything if "HNSW" in kind else None
     ids, codes, vectors = arrange(ivf, labels, ids, codes, graph_input)
     return Built(ivf, quantizer, ids, codes, value_type, vectors, params)

@@ -15,6 +15,7 @@ from ..._proto import index_pb2
 from ...errors import CorruptFileError, InvalidArgumentError
 from ..core.registry import IndexType, TrainingData, register
 from ..core.store import IndexStore
+from .accelerator import KINDS as ACCELERATED, build as build_on_accelerator
 from .distance import METRIC_CODES, metric_from_code, parse_metric
 from .ivf_build import build, write_segment
 from .hnsw import HnswIndex
@@ -108,7 +109,10 @@ class VectorIndexType(IndexType):
         if kind not in BUILT:
             raise InvalidArgumentError(f"lancefmt does not build {kind} indices yet")
         metric = parse_metric(params.get("metric", "l2"))
-        built = build(kind, metric, data, params)
+        if params.get("accelerator") is not None and kind in ACCELERATED:
+            built = build_on_accelerator(kind, metric, data, params)
+        else:
+            built = build(kind, metric, data, params)
         write_segment(store, kind, metric, built)
         return make_details(kind, metric, params)
 

@@ -37,21 +37,14 @@ def test_bad_builds_raise_pylances_error_types(ds, kwargs, err):
         ds[0].create_index(num_partitions=2, **kwargs)
 
 
-def test_existing_names_and_accelerators(ds):
+def test_existing_names(ds):
     d, X = ds
     d.create_index("vec", "IVF_FLAT", num_partitions=2)
     with pytest.raises(RuntimeError, match="already exists"):
         d.create_index("vec", "IVF_FLAT", num_partitions=2)
     d.create_index("vec", "IVF_SQ", num_partitions=2, replace=True)
     assert [i.index_type for i in d.describe_indices()] == ["IVF_SQ"]
-    try:
-        import torch  # noqa: F401
-        expected = lancefmt.LanceError
-    except ImportError:
-        expected = ImportError
-    with pytest.raises(expected, match="accelerator"):
-        d.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2, accelerator="cuda",
-                       name="gpu")
+    # accelerator=: tests/index/vector/test_vector_accelerator.py
 
 
 def test_uint8_hamming_index_and_metric_mismatch_falls_back_to_exact(ds):
