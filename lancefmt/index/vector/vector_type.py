@@ -27,6 +27,7 @@ from .legacy import load_legacy, read_legacy
 
 KINDS = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
 BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ")
+READ = BUILT + ("IVF_RQ",)   # IVF_RQ: read and searched, not built
 DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 
 
@@ -84,7 +85,7 @@ class VectorIndexType(IndexType):
         return kind_of(self.unpack_details(details))
 
     def supports(self, details) -> bool:
-        return self.type_name_for(details) in BUILT
+        return self.type_name_for(details) in READ
 
     def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
         return 1
