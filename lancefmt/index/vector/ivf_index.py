@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptFileError
+from ...errors import CorruptFileError, NotSupportedError
 from ..core.registry import LoadedIndex
 from ..core.store import IndexStore
 from . import _ivf
@@ -135,8 +135,8 @@ class IvfIndex(LoadedIndex):
             quantizer, column, value_type = cls._quantizer(kind, qmeta, schema, aux, apath, ivf.dim)
             if isinstance(quantizer, RabitQuantizer):
                 if metric not in SUPPORTED_METRICS:
-                    raise CorruptFileError(f"RQ index of metric {metric}: lancefmt searches "
-                                           "l2 and cosine ones", apath)
+                    raise NotSupportedError(f"{apath}: RQ index of metric {metric}: lancefmt "
+                                            "searches l2 and cosine ones")
                 stored = quantizer.stored_from_table(table, offsets, lengths, apath)
             else:
                 codes = table.column(column)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptFileError
+from ...errors import CorruptFileError, NotSupportedError
 from . import _ivf
 from .distance import COSINE, L2
 
@@ -165,11 +165,11 @@ class RabitQuantizer:
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptFileError(f"bad RQ metadata ({e})", path) from None
         if rotation != "fast" or estimator != "raw_query" or not meta.get("packed", False):
-            raise CorruptFileError(f"RQ index with rotation {rotation!r}, estimator "
-                                   f"{estimator!r}: lancefmt reads pylance 14's fast, "
-                                   "raw-query, packed layout only", path)
+            raise NotSupportedError(f"{path}: RQ index with rotation {rotation!r}, estimator "
+                                    f"{estimator!r}: lancefmt reads pylance 14's fast, "
+                                    "raw-query, packed layout only")
         if num_bits - 1 not in _EX_BITS:
-            raise CorruptFileError(f"RQ num_bits {num_bits}: lancefmt reads 1, 3, 5 and 9", path)
+            raise NotSupportedError(f"{path}: RQ index of {num_bits} bits: lancefmt reads 1, 3, 5 and 9")
         if not 0 < code_dim <= 1 << 16 or code_dim % 8 or code_dim < dim:
             raise CorruptFileError(f"RQ code_dim {code_dim} for vectors of dimension {dim}", path)
         if not isinstance(signs, list) or len(signs) != ROUNDS * code_dim // 8 or \
