@@ -29,7 +29,7 @@ from .distance import COSINE, DOT, parse_metric
 from .ivf import IvfModel, probe_counts
 from .ivf_build import Built, arrange, write_segment
 from .layout import AUX_FILE, INDEX_FILE, ROW_ID
-from .rabitq import RABIT_CODE, SUPPORTED_METRICS, RabitQuantizer
+from .rabitq import RABIT_CODE, SUPPORTED_METRICS, RabitQuantizer, stored_rows
 from .quantizers import (FLAT_COLUMN, PQ_CODE, SQ_CODE, FlatQuantizer, ProductQuantizer,
                          ScalarQuantizer, normalize, storage_metric)
 
@@ -291,6 +291,8 @@ class IvfIndex(LoadedIndex):
         q = self.quantizer
         if isinstance(q, ProductQuantizer):
             codes = q.untranspose(self.stored, self.ivf.offsets, self.ivf.lengths)
+        elif isinstance(q, RabitQuantizer):
+            codes = stored_rows(self.stored, q.ex_bits)
         else:
             codes = self.stored
         return labels, self.row_ids, codes

@@ -16,12 +16,13 @@ that distances and ties come out as pylance's.
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptFileError, NotSupportedError
+from ...errors import CorruptFileError, InvalidArgumentError, NotSupportedError
 from . import _ivf
 from .distance import COSINE, L2
 
@@ -178,6 +179,30 @@ class RabitQuantizer:
                                    f"{ROUNDS * code_dim // 8} bytes", path)
         return cls(dim, code_dim, num_bits, np.array(signs, np.uint8), meta)
 
+    @classmethod
+    def train(cls, dim: int, num_bits: int, seed=None) -> "RabitQuantizer":
+        """A fresh model: random rotation signs (seeded); nothing is learnt from the data."""
+        if dim % 8:
+            raise InvalidArgumentError("vector dimension must be divisible by 8 for IVF_RQ, "
+                                       f"got {dim}")
+        if int(num_bits) - 1 not in _EX_BITS:
+            raise NotSupportedError(f"lancefmt builds IVF_RQ with num_bits 1, 3, 5 or 9, not {num_bits}")
+        signs = np.random.default_rng(seed).integers(0, 256, ROUNDS * dim // 8).astype(np.uint8)
+        meta = {"rotate_mat_position": None, "fast_rotation_signs": signs.tolist(),
+                "rotation_type": "fast", "code_dim": dim, "num_bits": int(num_bits),
+                "packed": True, "query_estimator": "raw_query"}
+        return cls(dim, dim, int(num_bits), signs, meta)
+
+    @property
+    def row_width(self) -> int:
+        return self.code_dim // 8 + (self.code_dim if self.ex_bits else 0) + 20
+
+    def rotated(self, centroids: np.ndarray) -> np.ndarray:
+        return fast_rotate(np.asarray(centroids, np.float32), self.signs, self.code_dim)
+
+    def storage_metadata(self, buffer_index=None) -> str:
+        return json.dumps(self.meta, separators=(",", ":"))
+
     def use_residual(self, metric: str) -> bool:
         return False
 
@@ -252,3 +277,136 @@ class RabitQuantizer:
 
 
 SUPPORTED_METRICS = (L2, COSINE)
+
+
+# -- building -----------------------------------------------------------------------------------
+# Rows of a built (or re-written) segment travel as one uint8 matrix, so that ordering and
+# remapping treat them like any quantizer's codes: the sign bits (code_dim / 8 bytes), the
+# extended code of every dimension (code_dim bytes, none for 1 bit), then five float32
+# factors (add, scale, error, extended add, extended scale).
+ERROR_BOUND = 1.9   # RaBitQ's confidence multiplier; pylance's error factors use 2 x 1.9
+
+
+def pack_codes(rows: np.ndarray) -> np.ndarray:
+    """One partition's binary codes in the FastScan layout (inverse of :func:`unpack_codes`)."""
+    n, width = rows.shape
+    blocks = n // 32
+    out = np.empty_like(rows)
+    if blocks:
+        b = rows[:blocks * 32].reshape(blocks, 32, width)
+        lo, hi = b & 15, b >> 4
+        packed = out[:blocks * 32].reshape(blocks, width, 32)
+        packed[:, :, :16] = (lo[:, _PERM0, :] | (lo[:, _PERM0 + 16, :] << 4)).transpose(0, 2, 1)
+        packed[:, :, 16:] = (hi[:, _PERM0, :] | (hi[:, _PERM0 + 16, :] << 4)).transpose(0, 2, 1)
+    rest = n - blocks * 32
+    if rest:
+        out[blocks * 32:] = rows[blocks * 32:].T.reshape(rest, width)
+    return out
+
+
+def encode_ex(codes: np.ndarray, ex_bits: int) -> np.ndarray:
+    """Extended codes (one per dimension) in the blocked layout (inverse of :func:`decode_ex`)."""
+    n, dim = codes.shape
+    groups = (dim + 63) // 64
+    c = np.zeros((n, groups, 64), np.uint8)
+    c.reshape(n, groups * 64)[:, :dim] = codes
+    if ex_bits == 8:
+        out = c
+    elif ex_bits == 4:
+        v = c.reshape(n, groups, 4, 2, 8)
+        out = v[:, :, :, 0, :] | (v[:, :, :, 1, :] << 4)
+    else:
+        out = np.zeros((n, groups, 16), np.uint8)
+        for k in range(4):
+            out |= c[:, :, 16 * k:16 * k + 16] << (2 * k)
+    return np.ascontiguousarray(out.reshape(n, groups * 8 * ex_bits))
+
+
+def _best_levels(o: np.ndarray, ex_bits: int) -> np.ndarray:
+    """Per row, the magnitudes ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` point
+    closest to ``o`` (absolute rotated residuals): the best of a grid of scales."""
+    top = (1 << ex_bits) - 1
+    m = o.max(axis=1, keepdims=True)
+    m[m == 0] = 1
+    unit = o / m
+    best = np.zeros(o.shape, np.uint8)
+    best_cos = np.full(o.shape[0], -np.inf)
+    for t in np.linspace(0.5, top + 1.0, 4 * (top + 1)):
+        k = np.clip(np.floor(unit * t), 0, top)
+        u = k + 0.5
+        cos = (u * unit).sum(1) / np.sqrt((u * u).sum(1))
+        better = cos > best_cos
+        best[better] = k[better]
+        best_cos = np.where(better, cos, best_cos)
+    return best
+
+
+def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
+                rotated_centroids: np.ndarray) -> np.ndarray:
+    """The row matrix (see above) of ``residuals`` to centroids whose rotations are given."""
+    q = quantizer
+    r = np.asarray(residuals, np.float32)
+    pr = fast_rotate(r, q.signs, q.code_dim).astype(np.float64)
+    pc = np.asarray(rotated_centroids, np.float64)
+    bits = pr > 0
+    s = np.where(bits, 1.0, -1.0)
+    r2 = (r.astype(np.float64) ** 2).sum(1)
+    ip = (s * pr).sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(ip != 0, -4.0 * r2 / ip, 0.0)
+        a = ip / (math.sqrt(q.code_dim) * np.sqrt(r2))
+        err = np.where(np.abs(a) > 0, 2 * ERROR_BOUND * np.sqrt(r2) * np.sqrt(np.maximum(1 - a * a, 0))
+                       / np.abs(a) / math.sqrt(max(q.code_dim - 1, 1)), 0.0)
+    add = r2 - 0.5 * scale * (s * pc).sum(1)
+    parts = [np.packbits(bits, axis=1, bitorder="little")]
+    ex_add = ex_scale = np.zeros(r.shape[0])
+    if q.ex_bits:
+        k = _best_levels(np.abs(pr), q.ex_bits)
+        top = (1 << q.ex_bits) - 1
+        ex = np.where(bits, k, top - k).astype(np.uint8)
+        u = np.where(bits, k + 0.5, -(k + 0.5))
+        uip = (u * pr).sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ex_scale = np.where(uip != 0, -2.0 * r2 / uip, 0.0)
+        ex_add = r2 - ex_scale * (u * pc).sum(1)
+        parts.append(ex)
+    factors = np.stack([add, scale, err, ex_add, ex_scale], axis=1).astype(np.float32)
+    parts.append(factors.view(np.uint8).reshape(r.shape[0], 20))
+    return np.ascontiguousarray(np.concatenate(parts, axis=1))
+
+
+def rows_table(quantizer: "RabitQuantizer", row_ids, rows: np.ndarray, offsets, lengths) -> pa.Table:
+    """``auxiliary.idx``'s table for rows (the matrix above) in partition order."""
+    q = quantizer
+    width = q.code_dim // 8
+    n = rows.shape[0]
+    bits = np.empty((n, width), np.uint8)
+    for off, ln in zip(offsets, lengths):
+        bits[off:off + ln] = pack_codes(rows[off:off + ln, :width])
+    factors = np.ascontiguousarray(rows[:, -20:]).view(np.float32).reshape(n, 5)
+
+    def fsl(values, size):
+        return pa.FixedSizeListArray.from_arrays(pa.array(values.ravel(), pa.uint8()), size)
+    cols = {ROW_ID_COLUMN: pa.array(row_ids, pa.uint64()), RABIT_CODE: fsl(bits, width),
+            ADD: pa.array(factors[:, 0]), SCALE: pa.array(factors[:, 1]), ERROR: pa.array(factors[:, 2])}
+    if q.ex_bits:
+        blocked = encode_ex(rows[:, width:width + q.code_dim], q.ex_bits)
+        cols.update({EX_CODE: fsl(blocked, blocked.shape[1]), EX_ADD: pa.array(factors[:, 3]),
+                     EX_SCALE: pa.array(factors[:, 4])})
+    return pa.table(cols)
+
+
+def stored_rows(stored: RabitStored, ex_bits: int) -> np.ndarray:
+    """The row matrix of a loaded segment (storage order), for a re-write."""
+    n = stored.codes.shape[0]
+    zeros = np.zeros(n, np.float32)
+    err = stored.error if stored.error.size else zeros
+    ex_add = stored.ex_add if ex_bits else zeros
+    ex_scale = stored.ex_scale if ex_bits else zeros
+    factors = np.stack([stored.add, stored.scale, err, ex_add, ex_scale], axis=1).astype(np.float32)
+    parts = [stored.codes] + ([stored.ex] if ex_bits else [])
+    parts.append(factors.view(np.uint8).reshape(n, 20))
+    return np.ascontiguousarray(np.concatenate(parts, axis=1))
+
+
+ROW_ID_COLUMN = "_rowid"

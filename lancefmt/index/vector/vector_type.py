@@ -26,8 +26,8 @@ from .layout import INDEX_FILE
 from .legacy import load_legacy, read_legacy
 
 KINDS = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
-BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ")
-READ = BUILT + ("IVF_RQ",)   # IVF_RQ: read and searched, not built
+BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
+READ = BUILT
 DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 
 
@@ -57,7 +57,7 @@ def make_details(kind: str, metric: str, params: dict) -> index_pb2.VectorIndexD
         d.sq.num_bits = int(params.get("num_bits", 8))
         hints["lance.sq.sample_rate"] = str(int(params.get("sample_rate", 256)))
     elif kind.endswith("_RQ"):
-        d.rq.num_bits = int(params.get("num_bits", 1))
+        d.rq.num_bits = int(params.get("num_bits", 5))
     else:
         d.flat.SetInParent()
     if "HNSW" in kind:
