@@ -168,7 +168,8 @@ def train_quantizer(kind: str, metric: str, ivf: IvfModel, sample: np.ndarray, p
     if kind == "IVF_RQ":
         if metric not in (L2, COSINE):
             raise InvalidArgumentError(f"lancefmt builds IVF_RQ for l2 and cosine, not {metric}")
-        return RabitQuantizer.train(dim, int(params.get("num_bits", 5)), params.get("seed"))
+        return RabitQuantizer.train(dim, int(params.get("num_bits", 5)), params.get("seed"),
+                                    params.get("rq_signs"))
     raise InvalidArgumentError(f"lancefmt cannot build {kind} indices yet")
 
 

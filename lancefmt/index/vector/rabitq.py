@@ -180,14 +180,19 @@ class RabitQuantizer:
         return cls(dim, code_dim, num_bits, np.array(signs, np.uint8), meta)
 
     @classmethod
-    def train(cls, dim: int, num_bits: int, seed=None) -> "RabitQuantizer":
-        """A fresh model: random rotation signs (seeded); nothing is learnt from the data."""
+    def train(cls, dim: int, num_bits: int, seed=None, signs=None) -> "RabitQuantizer":
+        """A fresh model: random rotation signs (seeded) unless ``signs`` (an existing
+        model's, to encode more rows alike) are given; nothing is learnt from the data."""
         if dim % 8:
             raise InvalidArgumentError("vector dimension must be divisible by 8 for IVF_RQ, "
                                        f"got {dim}")
         if int(num_bits) - 1 not in _EX_BITS:
             raise NotSupportedError(f"lancefmt builds IVF_RQ with num_bits 1, 3, 5 or 9, not {num_bits}")
-        signs = np.random.default_rng(seed).integers(0, 256, ROUNDS * dim // 8).astype(np.uint8)
+        if signs is None:
+            signs = np.random.default_rng(seed).integers(0, 256, ROUNDS * dim // 8)
+        signs = np.asarray(signs, np.uint8)
+        if signs.shape != (ROUNDS * dim // 8,):
+            raise InvalidArgumentError(f"rq_signs must be {ROUNDS * dim // 8} bytes")
         meta = {"rotate_mat_position": None, "fast_rotation_signs": signs.tolist(),
                 "rotation_type": "fast", "code_dim": dim, "num_bits": int(num_bits),
                 "packed": True, "query_estimator": "raw_query"}
@@ -207,7 +212,7 @@ class RabitQuantizer:
         return False
 
     def params(self) -> dict:
-        return {"num_bits": self.num_bits}
+        return {"num_bits": self.num_bits, "rq_signs": self.signs}
 
     def stored_from_table(self, table: pa.Table, offsets, lengths, path) -> RabitStored:
         names = table.column_names

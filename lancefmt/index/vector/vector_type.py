@@ -79,7 +79,7 @@ class VectorIndexType(IndexType):
     queries = ()
     exact = False
     vector = True
-    model_params = ("ivf_centroids", "pq_codebook", "sq_bounds")
+    model_params = ("ivf_centroids", "pq_codebook", "sq_bounds", "rq_signs")
 
     def type_name_for(self, details) -> str:
         return kind_of(self.unpack_details(details))
@@ -160,7 +160,7 @@ def _same_model(a, b) -> bool:
     if not np.array_equal(a.ivf.centroids, b.ivf.centroids):
         return False
     pa_, pb_ = a.params(), b.params()
-    for key in ("pq_codebook", "sq_bounds", "num_sub_vectors", "num_bits"):
+    for key in ("pq_codebook", "sq_bounds", "num_sub_vectors", "num_bits", "rq_signs"):
         if key in pa_ or key in pb_:
             if not np.array_equal(np.asarray(pa_.get(key)), np.asarray(pb_.get(key))):
                 return False
