@@ -12,6 +12,7 @@ the loops below trust their arguments.
 import numpy as np
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.math cimport sqrt
 
 
 cdef inline float fma_f32(float a, float b, float c) noexcept nogil:
@@ -448,3 +449,35 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
             top._push(v, row_ids[r], r)
     top.seen += got
     return got
+
+
+def rq_best_levels(const float[:, ::1] unit, int ex_bits, int steps, uint8_t[:, ::1] out):
+    """Per row of ``unit`` (absolute rotated residuals over their maximum), the magnitudes
+    ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` have the largest cosine with the row,
+    over ``steps`` scales ``t`` in [0.5, 2^ex_bits]: ``k = min(floor(t * unit), top)``."""
+    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i, j, s
+    cdef int top = (1 << ex_bits) - 1
+    cdef double t, ip, nn, cos, best, u
+    cdef int k
+    if out.shape[0] < n or out.shape[1] < dim or steps < 2:
+        raise ValueError("RQ level shapes differ")
+    with nogil:
+        for i in range(n):
+            best = -1.0
+            for s in range(steps):
+                t = 0.5 + (top + 0.5) * s / (steps - 1)
+                ip = 0
+                nn = 0
+                for j in range(dim):
+                    k = <int>(t * unit[i, j])
+                    if k > top:
+                        k = top
+                    u = k + 0.5
+                    ip += u * unit[i, j]
+                    nn += u * u
+                cos = ip / sqrt(nn)
+                if cos > best:
+                    best = cos
+                    for j in range(dim):
+                        k = <int>(t * unit[i, j])
+                        out[i, j] = top if k > top else k

@@ -58,11 +58,12 @@ def fast_rotate(x: np.ndarray, signs: np.ndarray, code_dim: int) -> np.ndarray:
     out = np.zeros(x.shape[:-1] + (code_dim,), np.float32)
     out[..., :min(x.shape[-1], code_dim)] = x[..., :code_dim]
     per = (code_dim + 7) // 8
-    flips = np.unpackbits(signs, bitorder="little").reshape(ROUNDS, per * 8)[:, :code_dim].astype(bool)
+    flips = np.unpackbits(signs, bitorder="little").reshape(ROUNDS, per * 8)[:, :code_dim]
+    flips = (np.float32(1) - np.float32(2) * flips).astype(np.float32)   # +1 / -1 per dimension
     trunc = 1 << (code_dim.bit_length() - 1)
     scale = np.float32(1.0) / np.sqrt(np.float32(trunc))
     for r in range(ROUNDS):
-        out[..., flips[r]] *= np.float32(-1)
+        out *= flips[r]
         if trunc == code_dim:
             out = _fwht(out) * scale
             continue
@@ -202,6 +203,14 @@ class RabitQuantizer:
     def row_width(self) -> int:
         return self.code_dim // 8 + (self.code_dim if self.ex_bits else 0) + 20
 
+    def rotation_matrix(self) -> np.ndarray:
+        """The fast rotation as a matrix (it is linear), for encoding many rows by BLAS."""
+        m = getattr(self, "_matrix", None)
+        if m is None:
+            eye = np.eye(self.code_dim, dtype=np.float64)
+            m = self._matrix = fast_rotate(eye, self.signs, self.code_dim).astype(np.float64)
+        return m
+
     def rotated(self, centroids: np.ndarray) -> np.ndarray:
         return fast_rotate(np.asarray(centroids, np.float32), self.signs, self.code_dim)
 
@@ -330,20 +339,12 @@ def encode_ex(codes: np.ndarray, ex_bits: int) -> np.ndarray:
 def _best_levels(o: np.ndarray, ex_bits: int) -> np.ndarray:
     """Per row, the magnitudes ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` point
     closest to ``o`` (absolute rotated residuals): the best of a grid of scales."""
-    top = (1 << ex_bits) - 1
     m = o.max(axis=1, keepdims=True)
     m[m == 0] = 1
-    unit = o / m
-    best = np.zeros(o.shape, np.uint8)
-    best_cos = np.full(o.shape[0], -np.inf)
-    for t in np.linspace(0.5, top + 1.0, 4 * (top + 1)):
-        k = np.clip(np.floor(unit * t), 0, top)
-        u = k + 0.5
-        cos = (u * unit).sum(1) / np.sqrt((u * u).sum(1))
-        better = cos > best_cos
-        best[better] = k[better]
-        best_cos = np.where(better, cos, best_cos)
-    return best
+    unit = np.ascontiguousarray(o / m, np.float32)
+    out = np.zeros(o.shape, np.uint8)
+    _ivf.rq_best_levels(unit, ex_bits, 4 * (1 << ex_bits), out)
+    return out
 
 
 def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
@@ -351,7 +352,7 @@ def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
     """The row matrix (see above) of ``residuals`` to centroids whose rotations are given."""
     q = quantizer
     r = np.asarray(residuals, np.float32)
-    pr = fast_rotate(r, q.signs, q.code_dim).astype(np.float64)
+    pr = r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]]
     pc = np.asarray(rotated_centroids, np.float64)
     bits = pr > 0
     s = np.where(bits, 1.0, -1.0)
