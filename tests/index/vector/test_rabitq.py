@@ -142,3 +142,41 @@ def test_truncated_rq_file_is_corrupt_and_named(rq_index, tmp_path):
     (tmp_path / "seg" / "auxiliary.idx").write_bytes(data[:len(data) // 2])
     with pytest.raises(CorruptFileError, match="auxiliary.idx"):
         IvfIndex.load(IndexStore(str(tmp_path / "seg")))
+
+
+@pytest.mark.parametrize("n", [5, 32, 70])
+def test_pack_codes_inverts_unpack(n):
+    rows = np.random.default_rng(n).integers(0, 256, (n, 4)).astype(np.uint8)
+    assert np.array_equal(rabitq.pack_codes(rows), pack(rows))
+
+
+@pytest.mark.parametrize("ex_bits", [2, 4, 8])
+def test_encode_ex_inverts_decode(ex_bits):
+    codes = np.random.default_rng(ex_bits).integers(0, 1 << ex_bits, (4, 80)).astype(np.uint8)
+    assert np.array_equal(rabitq.decode_ex(rabitq.encode_ex(codes, ex_bits), ex_bits, 80), codes)
+
+
+@pytest.mark.parametrize("num_bits,tolerance", [(1, 0.15), (5, 0.01)])
+def test_encoded_rows_estimate_distances(num_bits, tolerance):
+    """Factors written by the encoder make pylance's estimator come out near the true L2."""
+    rng = np.random.default_rng(num_bits)
+    dim = 64
+    q = rabitq.RabitQuantizer.train(dim, num_bits, seed=3)
+    centroid = rng.standard_normal(dim).astype(np.float32)
+    X = centroid + rng.standard_normal((200, dim)).astype(np.float32)
+    rows = rabitq.encode_rows(q, X - centroid, q.rotated(centroid[None, :]).repeat(200, 0))
+    table = rabitq.rows_table(q, np.arange(200, dtype=np.uint64), rows, [0], [200])
+    stored = q.stored_from_table(table, [0], [200], "mem")
+    assert np.array_equal(rabitq.stored_rows(stored, q.ex_bits), rows)
+    query = centroid + rng.standard_normal(dim).astype(np.float32)
+    rq, tab, qt, qmin, step, sum_q = q.query_tables(query)
+    top = _ivf.TopK(200)
+    dqc = float(((query - centroid) ** 2).sum())
+    _ivf.rq_scan(stored.codes, 0, 200, qt, qmin, step, tab, sum_q, stored.add, stored.scale,
+                 stored.error, stored.ex, stored.ex_add, stored.ex_scale, q.ex_bits, rq, dqc, 0.0,
+                 False, np.arange(200, dtype=np.uint64), np.zeros(0, np.uint8), False,
+                 -np.inf, np.inf, top)
+    ids, est, _ = top.result()
+    true = ((X[ids.astype(int)] - query) ** 2).sum(1)
+    err = np.abs(est - true).mean() / true.mean()
+    assert err < tolerance
