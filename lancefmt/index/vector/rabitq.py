@@ -1,4 +1,4 @@
-"""The RaBitQ quantizer of IVF_RQ indices, as pylance 14 writes it (read and search).
+"""The RaBitQ quantizer of IVF_RQ indices, as pylance 14 writes it (read, search, build).
 
 ``auxiliary.idx`` holds, per row: ``_rabit_codes`` (the sign bits of the residual to the
 partition centroid after a random rotation, LSB first, packed per partition in blocks of 32
@@ -35,7 +35,7 @@ EX_ADD = "__add_factors_ex"
 EX_SCALE = "__scale_factors_ex"
 ROUNDS = 4
 _PERM0 = np.array([0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15])
-_EX_BITS = (0, 2, 4, 8)   # the blocked ex-code layouts lancefmt can decode
+_EX_BITS = tuple(range(9))   # extended bits per dimension (num_bits 1 .. 9)
 
 
 def _fwht(x: np.ndarray) -> np.ndarray:
@@ -96,26 +96,98 @@ def unpack_codes(packed: np.ndarray) -> np.ndarray:
     return out
 
 
+def _top_bit_order() -> np.ndarray:
+    """Bit of a group's 64-bit top plane holding dimension ``16k + b``: ``8(b % 8) + 2k + b // 8``."""
+    k, b = np.divmod(np.arange(64), 16)
+    return 8 * (b % 8) + 2 * k + b // 8
+
+
+_TOP = _top_bit_order()
+
+
+def _unpack_group(g: np.ndarray, ex_bits: int) -> np.ndarray:
+    """One 64-dimension group of blocked extended codes (rows x 8 * ex_bits bytes) to one
+    code per dimension, in natural order."""
+    n = g.shape[0]
+    out = np.zeros((n, 64), np.uint8)
+    if ex_bits == 8:
+        return g.copy()
+    if ex_bits == 1:    # LSB first
+        return np.unpackbits(g, axis=1, bitorder="little")
+    if ex_bits == 4:    # byte 8j+b: dimension 16j+b (low nibble), 16j+b+8 (high)
+        v = g.reshape(n, 4, 8)
+        o = out.reshape(n, 4, 2, 8)
+        o[:, :, 0, :] = v & 15
+        o[:, :, 1, :] = v >> 4
+        return out
+    if ex_bits in (2, 3):   # byte b: dimensions b, b+16, b+32, b+48 at bit pairs
+        for k in range(4):
+            out[:, 16 * k:16 * k + 16] = (g[:, :16] >> (2 * k)) & 3
+    elif ex_bits == 5:      # nibbles of bytes 16(k // 2) + b: dimension 16k + b
+        for k in range(4):
+            out[:, 16 * k:16 * k + 16] = (g[:, 16 * (k // 2):16 * (k // 2) + 16] >> (4 * (k % 2))) & 15
+    else:                   # 6, 7: three 6-bit blocks; the fourth 16 dims in their top bits
+        out[:, :48] = g[:, :48] & 63
+        out[:, 48:] = (g[:, :16] >> 6) | ((g[:, 16:32] >> 6) << 2) | ((g[:, 32:48] >> 6) << 4)
+    if ex_bits in (3, 5, 7):   # the top bit of every code in a 64-bit plane after the rest
+        start = {3: 16, 5: 32, 7: 48}[ex_bits]
+        bits = np.unpackbits(g[:, start:start + 8], axis=1, bitorder="little")
+        out |= bits[:, _TOP] << (ex_bits - 1)
+    return out
+
+
+def _pack_group(c: np.ndarray, ex_bits: int) -> np.ndarray:
+    """Inverse of :func:`_unpack_group`."""
+    n = c.shape[0]
+    if ex_bits == 8:
+        return c.copy()
+    if ex_bits == 1:
+        return np.packbits(c, axis=1, bitorder="little")
+    if ex_bits == 4:
+        v = c.reshape(n, 4, 2, 8)
+        return np.ascontiguousarray((v[:, :, 0, :] | (v[:, :, 1, :] << 4)).reshape(n, 32))
+    out = np.zeros((n, 8 * ex_bits), np.uint8)
+    top_bit = ex_bits - 1 if ex_bits in (3, 5, 7) else None
+    low = c & ((1 << top_bit) - 1) if top_bit is not None else c
+    if ex_bits in (2, 3):
+        for k in range(4):
+            out[:, :16] |= low[:, 16 * k:16 * k + 16] << (2 * k)
+    elif ex_bits == 5:
+        for k in range(4):
+            out[:, 16 * (k // 2):16 * (k // 2) + 16] |= low[:, 16 * k:16 * k + 16] << (4 * (k % 2))
+    else:
+        out[:, :48] = low[:, :48]
+        for k in range(3):
+            out[:, 16 * k:16 * k + 16] |= ((low[:, 48:] >> (2 * k)) & 3) << 6
+    if top_bit is not None:
+        bits = np.zeros((n, 64), np.uint8)
+        bits[:, _TOP] = (c >> top_bit) & 1
+        start = {3: 16, 5: 32, 7: 48}[ex_bits]
+        out[:, start:start + 8] = np.packbits(bits, axis=1, bitorder="little")
+    return out
+
+
 def decode_ex(blocked: np.ndarray, ex_bits: int, code_dim: int) -> np.ndarray:
     """Blocked extended codes (64 dimensions per block) to one uint8 per dimension."""
     n = blocked.shape[0]
     groups = (code_dim + 63) // 64
-    if blocked.shape[1] != groups * 64 * ex_bits // 8:
+    if blocked.shape[1] != groups * 8 * ex_bits:
         raise CorruptFileError(f"{EX_CODE} rows of {blocked.shape[1]} bytes, {code_dim} "
                                f"dimensions of {ex_bits} bits need {groups * 8 * ex_bits}")
-    g = blocked.reshape(n, groups, 8 * ex_bits)
-    out = np.empty((n, groups, 64), np.uint8)
-    if ex_bits == 8:
-        out[:] = g
-    elif ex_bits == 4:   # byte 8j+b: dimension 16j+b (low nibble), 16j+b+8 (high)
-        v = g.reshape(n, groups, 4, 8)
-        o = out.reshape(n, groups, 4, 2, 8)
-        o[:, :, :, 0, :] = v & 15
-        o[:, :, :, 1, :] = v >> 4
-    else:                # ex_bits 2, byte b: dimensions b, b+16, b+32, b+48
-        for k in range(4):
-            out[:, :, 16 * k:16 * k + 16] = (g >> (2 * k)) & 3
-    return np.ascontiguousarray(out.reshape(n, groups * 64)[:, :code_dim])
+    w = 8 * ex_bits
+    out = np.concatenate([_unpack_group(np.ascontiguousarray(blocked[:, w * i:w * (i + 1)]), ex_bits)
+                          for i in range(groups)], axis=1)
+    return np.ascontiguousarray(out[:, :code_dim])
+
+
+def encode_ex(codes: np.ndarray, ex_bits: int) -> np.ndarray:
+    """Extended codes (one per dimension) in the blocked layout (inverse of :func:`decode_ex`)."""
+    n, dim = codes.shape
+    groups = (dim + 63) // 64
+    c = np.zeros((n, groups * 64), np.uint8)
+    c[:, :dim] = codes
+    return np.ascontiguousarray(np.concatenate(
+        [_pack_group(c[:, 64 * i:64 * (i + 1)], ex_bits) for i in range(groups)], axis=1))
 
 
 class RabitStored:
@@ -171,7 +243,7 @@ class RabitQuantizer:
                                     f"{estimator!r}: lancefmt reads pylance 14's fast, "
                                     "raw-query, packed layout only")
         if num_bits - 1 not in _EX_BITS:
-            raise NotSupportedError(f"{path}: RQ index of {num_bits} bits: lancefmt reads 1, 3, 5 and 9")
+            raise CorruptFileError(f"RQ num_bits {num_bits} is not 1 to 9", path)
         if not 0 < code_dim <= 1 << 16 or code_dim % 8 or code_dim < dim:
             raise CorruptFileError(f"RQ code_dim {code_dim} for vectors of dimension {dim}", path)
         if not isinstance(signs, list) or len(signs) != ROUNDS * code_dim // 8 or \
@@ -188,7 +260,7 @@ class RabitQuantizer:
             raise InvalidArgumentError("vector dimension must be divisible by 8 for IVF_RQ, "
                                        f"got {dim}")
         if int(num_bits) - 1 not in _EX_BITS:
-            raise NotSupportedError(f"lancefmt builds IVF_RQ with num_bits 1, 3, 5 or 9, not {num_bits}")
+            raise InvalidArgumentError(f"IVF_RQ num_bits must be 1 to 9, got {num_bits}")
         if signs is None:
             signs = np.random.default_rng(seed).integers(0, 256, ROUNDS * dim // 8)
         signs = np.asarray(signs, np.uint8)
@@ -316,24 +388,6 @@ def pack_codes(rows: np.ndarray) -> np.ndarray:
     if rest:
         out[blocks * 32:] = rows[blocks * 32:].T.reshape(rest, width)
     return out
-
-
-def encode_ex(codes: np.ndarray, ex_bits: int) -> np.ndarray:
-    """Extended codes (one per dimension) in the blocked layout (inverse of :func:`decode_ex`)."""
-    n, dim = codes.shape
-    groups = (dim + 63) // 64
-    c = np.zeros((n, groups, 64), np.uint8)
-    c.reshape(n, groups * 64)[:, :dim] = codes
-    if ex_bits == 8:
-        out = c
-    elif ex_bits == 4:
-        v = c.reshape(n, groups, 4, 2, 8)
-        out = v[:, :, :, 0, :] | (v[:, :, :, 1, :] << 4)
-    else:
-        out = np.zeros((n, groups, 16), np.uint8)
-        for k in range(4):
-            out |= c[:, :, 16 * k:16 * k + 16] << (2 * k)
-    return np.ascontiguousarray(out.reshape(n, groups * 8 * ex_bits))
 
 
 def _best_levels(o: np.ndarray, ex_bits: int) -> np.ndarray:
