@@ -252,7 +252,7 @@ class IvfIndex(LoadedIndex):
             sub.update({"dim": q.dim, "num_bits": q.num_bits,
                         "bounds": {"start": q.start, "end": q.end}, "index_type": "SQ"})
         elif isinstance(q, RabitQuantizer):
-            sub.update(q.statistics())
+            sub = {**q.statistics(), "metric_type": self.metric}
         else:
             sub.update({"dim": q.dim, "index_type": "FLAT"})
         out = {"index_type": self.kind, "uuid": self.uuid, "uri": self.uri,

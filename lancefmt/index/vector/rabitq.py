@@ -359,7 +359,8 @@ class RabitQuantizer:
             probe.found += min(probe.k, got)
 
     def statistics(self) -> dict:
-        return {"num_bits": self.num_bits, "code_dim": self.code_dim, "index_type": "RQ"}
+        """pylance's ``sub_index`` statistics: the storage metadata and the type."""
+        return {**self.meta, "index_type": "RQ"}
 
 
 SUPPORTED_METRICS = (L2, COSINE)
