@@ -155,24 +155,6 @@ def test_probe_bounds_and_refine_as_pylance(tmp_path, kind, kw):
         np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(), rtol=1e-5)
 
 
-def test_ivf_rq_of_pylance_is_searched_exactly_and_not_built(tmp_path):
-    """lancefmt neither reads nor builds IVF_RQ: it answers a pylance IVF_RQ index by an exact
-    scan (pylance's own answer with use_index=False), and a build is refused."""
-    rng = np.random.default_rng(10)
-    uri = str(tmp_path / "ds")
-    lance.write_dataset(clustered(rng, 900)[0], uri, max_rows_per_file=300)
-    lance.dataset(uri).create_index("vec", "IVF_RQ", num_partitions=4)
-    pl, lf = lance.dataset(uri), lancefmt.dataset(uri)
-    assert lf.describe_indices()[0].index_type == pl.describe_indices()[0].index_type == "IVF_RQ"
-    q = rng.standard_normal(D).astype(np.float32)
-    nearest = {"column": "vec", "q": q, "k": 10}
-    assert "KNNVectorDistance" in lf.scanner(nearest=nearest).explain_plan()
-    exact = pl.to_table(nearest={**nearest, "use_index": False}, columns=["id", "_distance"])
-    assert lf.to_table(nearest=nearest, columns=["id", "_distance"]).equals(exact)
-    with pytest.raises(ValueError, match="IVF_RQ"):
-        lf.create_index("vec", "IVF_RQ", num_partitions=4, name="mine")
-
-
 def multivectors(rng, n, start=0):
     rows = [[list(rng.standard_normal(D).astype(np.float32)) for _ in range(1 + i % 3)] if i % 23 else None
             for i in range(n)]

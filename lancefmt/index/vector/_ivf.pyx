@@ -12,6 +12,7 @@ the loops below trust their arguments.
 import numpy as np
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.math cimport sqrt
 
 
 cdef inline float fma_f32(float a, float b, float c) noexcept nogil:
@@ -379,3 +380,104 @@ def pq_search(const float[::1] query, const int64_t[::1] order, Py_ssize_t lo, P
             found += got if got < k else k
     free(table); free(work); free(resid); free(dist)
     return probed, found
+
+
+def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
+            const uint8_t[::1] qtable, float qmin, float qrange, const float[::1] table,
+            float sum_q, const float[::1] add, const float[::1] scale, const float[::1] err,
+            const uint8_t[:, ::1] ex, const float[::1] ex_add, const float[::1] ex_scale,
+            int ex_bits, const float[::1] rq, float qf, float qerr, bint gate,
+            const uint64_t[::1] row_ids, const uint8_t[::1] mask, bint use_mask,
+            double dlo, double dhi, TopK top):
+    """Score rows ``start .. start + n`` (one IVF_RQ partition) into ``top`` as pylance 14
+    does: the binary inner product from the u8-quantized table for whole blocks of 32 rows
+    (the float table for the rest), the 1-bit estimate, or with ``ex_bits`` the extended
+    estimate, skipped (``gate``) when its lower bound cannot beat the heap. ``codes`` are
+    row-major bits (LSB first), ``ex`` one code per rotated dimension. Returns rows found."""
+    cdef Py_ssize_t L = codes.shape[1], dim = rq.shape[0], blocks = n - n % 32
+    cdef Py_ssize_t i, j, r, got = 0
+    cdef unsigned int qsum
+    cdef float bip, v, lb, exd, half = 0.5 * sum_q
+    cdef float code_scale = <float>(1 << ex_bits), code_bias = -(<float>(1 << ex_bits) - 0.5)
+    cdef float sum_min = <float>(2 * L) * qmin
+    cdef uint8_t c
+    if start < 0 or n < 0 or start + n > codes.shape[0] or row_ids.shape[0] < start + n or \
+            add.shape[0] < start + n or scale.shape[0] < start + n or \
+            table.shape[0] < 32 * L or qtable.shape[0] < 32 * L or dim < 8 * L or \
+            (use_mask and mask.shape[0] < start + n):
+        raise ValueError("RQ partition shapes differ")
+    if ex_bits and (ex.shape[0] < start + n or ex.shape[1] < dim or ex_add.shape[0] < start + n
+                    or ex_scale.shape[0] < start + n):
+        raise ValueError("RQ ex-code shapes differ")
+    if gate and err.shape[0] < start + n:
+        raise ValueError("RQ error factors missing")
+    with nogil:
+        for i in range(n):
+            r = start + i
+            if use_mask and not mask[r]:
+                continue
+            if i < blocks:
+                qsum = 0
+                for j in range(L):
+                    c = codes[r, j]
+                    qsum += qtable[32 * j + (c & 15)] + qtable[32 * j + 16 + (c >> 4)]
+                bip = <float>qsum * qrange + sum_min
+            else:
+                bip = 0
+                for j in range(L):
+                    c = codes[r, j]
+                    bip += table[32 * j + (c & 15)] + table[32 * j + 16 + (c >> 4)]
+            if ex_bits == 0:
+                v = (bip - half) * scale[r] + add[r] + qf
+            else:
+                if gate:
+                    lb = (bip - half) * scale[r] + add[r] + qf - err[r] * qerr
+                    if lb >= dhi:
+                        continue
+                    if top.n == top.k and lb >= top.d[0]:
+                        got += 1
+                        continue
+                exd = 0
+                for j in range(dim):
+                    exd += rq[j] * <float>ex[r, j]
+                v = (code_scale * bip + exd + code_bias * sum_q) * ex_scale[r] + ex_add[r] + qf
+            if v != v or v < dlo or v >= dhi:
+                continue
+            got += 1
+            if top.n == top.k and v > top.d[0]:
+                continue
+            top._push(v, row_ids[r], r)
+    top.seen += got
+    return got
+
+
+def rq_best_levels(const float[:, ::1] unit, int ex_bits, int steps, uint8_t[:, ::1] out):
+    """Per row of ``unit`` (absolute rotated residuals over their maximum), the magnitudes
+    ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` have the largest cosine with the row,
+    over ``steps`` scales ``t`` in [0.5, 2^ex_bits]: ``k = min(floor(t * unit), top)``."""
+    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i, j, s
+    cdef int top = (1 << ex_bits) - 1
+    cdef double t, ip, nn, cos, best, u
+    cdef int k
+    if out.shape[0] < n or out.shape[1] < dim or steps < 2:
+        raise ValueError("RQ level shapes differ")
+    with nogil:
+        for i in range(n):
+            best = -1.0
+            for s in range(steps):
+                t = 0.5 + (top + 0.5) * s / (steps - 1)
+                ip = 0
+                nn = 0
+                for j in range(dim):
+                    k = <int>(t * unit[i, j])
+                    if k > top:
+                        k = top
+                    u = k + 0.5
+                    ip += u * unit[i, j]
+                    nn += u * u
+                cos = ip / sqrt(nn)
+                if cos > best:
+                    best = cos
+                    for j in range(dim):
+                        k = <int>(t * unit[i, j])
+                        out[i, j] = top if k > top else k

@@ -1,4 +1,4 @@
-"""Building an IVF index segment (IVF_FLAT, IVF_PQ, IVF_SQ) as pylance 14 writes it.
+"""Building an IVF index segment (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_RQ) as pylance 14 writes it.
 
 1. a random sample of the column (``sample_rate`` rows per partition, null vectors left out;
    normalized for cosine) trains the IVF centroids by k-means, unless ``ivf_centroids`` are
@@ -28,6 +28,7 @@ from .layout import AUX_FILE, FLAT_MARKER, INDEX_FILE, ROW_ID
 from .legacy_write import wants_legacy, write_legacy
 from .kmeans import sample_rows, train_kmeans
 from .quantizers import FlatQuantizer, ProductQuantizer, ScalarQuantizer, normalize
+from .rabitq import RabitQuantizer, encode_rows, rows_table
 
 # rows per partition pylance aims at when num_partitions is not given
 TARGET_PARTITION_SIZE = {"IVF_FLAT": 4096, "IVF_PQ": 8192, "IVF_SQ": 8192, "IVF_RQ": 4096,
@@ -166,6 +167,11 @@ def train_quantizer(kind: str, metric: str, ivf: IvfModel, sample: np.ndarray, p
             train = (train - ivf.centroids[labels]).astype(np.float32)
         return ProductQuantizer.train(train, int(m), bits, max_iters=int(params.get("max_iters", 50)),
                                       seed=params.get("seed"))
+    if kind == "IVF_RQ":
+        if metric not in (L2, COSINE):
+            raise InvalidArgumentError(f"lancefmt builds IVF_RQ for l2 and cosine, not {metric}")
+        return RabitQuantizer.train(dim, int(params.get("num_bits", 5)), params.get("seed"),
+                                    params.get("rq_signs"))
     raise InvalidArgumentError(f"lancefmt cannot build {kind} indices yet")
 
 
@@ -188,13 +194,17 @@ def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
                 c = quantizer.pack(quantizer.codes(y))
             elif isinstance(quantizer, ScalarQuantizer):
                 c = quantizer.scale(xf)
+            elif isinstance(quantizer, RabitQuantizer):
+                y = np.asarray(xf, np.float32)
+                c = encode_rows(quantizer, y - ivf.centroids[lab], quantizer.rotated(ivf.centroids)[lab])
             else:
                 c = np.asarray(xf if metric == COSINE else x)
             labels.append(lab)
             ids.append(rid[s:s + ENCODE_BLOCK])
             codes.append(c)
     if not labels:
-        width = quantizer.width if isinstance(quantizer, ProductQuantizer) else quantizer.dim
+        width = quantizer.width if isinstance(quantizer, ProductQuantizer) else \
+            quantizer.row_width if isinstance(quantizer, RabitQuantizer) else quantizer.dim
         dtype = np.uint8 if not isinstance(quantizer, FlatQuantizer) else np.float32
         return np.empty(0, np.int64), np.empty(0, np.uint64), np.empty((0, width), dtype)
     if ivf.loss is None:
@@ -272,6 +282,14 @@ def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> No
     if kind == "IVF_PQ" and wants_legacy(built.params):
         write_legacy(store, metric, built, model_dtype(built.value_type, metric))
         return
+    dt = model_dtype(built.value_type, metric)
+    if isinstance(q, RabitQuantizer):
+        table = rows_table(q, built.row_ids, built.codes, ivf.offsets, ivf.lengths)
+        meta = {"distance_type": metric, "lance:ivf": "1",
+                "storage_metadata": json.dumps([q.storage_metadata()], separators=(",", ":"))}
+        store.write_table(AUX_FILE, table, meta, [ivf.to_proto(centroids=False)])
+        write_flat_index(store, kind, metric, ivf, dt)
+        return
     if isinstance(q, ProductQuantizer):
         stored = q.transpose(built.codes, ivf.offsets, ivf.lengths)
         codes = pa.FixedSizeListArray.from_arrays(pa.array(stored, pa.uint8()), q.width)
@@ -283,7 +301,6 @@ def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> No
     field = q.field(built.value_type, dim)
     schema = pa.schema([pa.field(ROW_ID, pa.uint64()), field])
     table = pa.Table.from_arrays([pa.array(built.row_ids, pa.uint64()), codes], schema=schema)
-    dt = model_dtype(built.value_type, metric)
     buffers = [ivf.to_proto(centroids=False)] + q.global_buffers(dt)
     meta = {"distance_type": metric, "lance:ivf": "1",
             "storage_metadata": json.dumps([q.storage_metadata(2)], separators=(",", ":"))}
@@ -295,6 +312,11 @@ def write_segment(store: IndexStore, kind: str, metric: str, built: Built) -> No
                               built.params.get("seed", DEFAULT_SEED))
         write_graphs(store, kind, metric, ivf, graphs, built.params, dt)
         return
+    write_flat_index(store, kind, metric, ivf, dt)
+
+
+def write_flat_index(store: IndexStore, kind: str, metric: str, ivf: IvfModel, dt) -> None:
+    """``index.idx`` of a FLAT sub-index: no rows, the centroids in the IVF buffer."""
     marker = pa.schema([pa.field(FLAT_MARKER, pa.uint64(), nullable=False)])
     imeta = {"lance:index": json.dumps({"type": kind, "distance_type": metric}, separators=(",", ":")),
              "lance:ivf": "1",

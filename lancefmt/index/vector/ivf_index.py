@@ -1,4 +1,4 @@
-"""A loaded IVF index segment (IVF_FLAT, IVF_PQ, IVF_SQ), as pylance 14 writes it (V3).
+"""A loaded IVF index segment (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_RQ), as pylance 14 writes it (V3).
 
 ``index.idx`` holds the sub-index (FLAT: no rows, ``__flat_marker``) and, in schema metadata,
 ``lance:index`` (``{"type", "distance_type"}``), ``lance:flat`` (one entry per partition) and
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptFileError
+from ...errors import CorruptFileError, NotSupportedError
 from ..core.registry import LoadedIndex
 from ..core.store import IndexStore
 from . import _ivf
@@ -29,6 +29,7 @@ from .distance import COSINE, DOT, parse_metric
 from .ivf import IvfModel, probe_counts
 from .ivf_build import Built, arrange, write_segment
 from .layout import AUX_FILE, INDEX_FILE, ROW_ID
+from .rabitq import RABIT_CODE, SUPPORTED_METRICS, RabitQuantizer, stored_rows
 from .quantizers import (FLAT_COLUMN, PQ_CODE, SQ_CODE, FlatQuantizer, ProductQuantizer,
                          ScalarQuantizer, normalize, storage_metric)
 
@@ -131,10 +132,16 @@ class IvfIndex(LoadedIndex):
         table = aux.read_all()
         row_ids = np.ascontiguousarray(table.column(ROW_ID).to_numpy(), np.uint64)
         try:
-            quantizer, column, value_type = cls._quantizer(kind, qmeta, schema, aux, apath)
-            codes = table.column(column)
-            codes = codes.combine_chunks() if isinstance(codes, pa.ChunkedArray) else codes
-            stored = quantizer.stored(codes, offsets, lengths)
+            quantizer, column, value_type = cls._quantizer(kind, qmeta, schema, aux, apath, ivf.dim)
+            if isinstance(quantizer, RabitQuantizer):
+                if metric not in SUPPORTED_METRICS:
+                    raise NotSupportedError(f"{apath}: RQ index of metric {metric}: lancefmt "
+                                            "searches l2 and cosine ones")
+                stored = quantizer.stored_from_table(table, offsets, lengths, apath)
+            else:
+                codes = table.column(column)
+                codes = codes.combine_chunks() if isinstance(codes, pa.ChunkedArray) else codes
+                stored = quantizer.stored(codes, offsets, lengths)
         except CorruptFileError as e:
             raise CorruptFileError(e.reason, apath) from None
         if quantizer.dim != ivf.dim:
@@ -149,13 +156,15 @@ class IvfIndex(LoadedIndex):
         """Read what ``index.idx`` holds beyond the model (FLAT: nothing)."""
 
     @staticmethod
-    def _quantizer(kind, qmeta, schema, aux, path):
+    def _quantizer(kind, qmeta, schema, aux, path, dim):
         names = schema.names
         if PQ_CODE in names:
             q = ProductQuantizer.from_metadata(qmeta, schema.field(PQ_CODE), path,
                                                read_buffer=lambda i: aux.read_global_buffer(
                                                    _checked_buffer(aux, i, path)))
             return q, PQ_CODE, pa.float32()
+        if RABIT_CODE in names:
+            return RabitQuantizer.from_metadata(qmeta, dim, path), RABIT_CODE, pa.float32()
         if SQ_CODE in names:
             return ScalarQuantizer.from_metadata(qmeta, schema.field(SQ_CODE), path), SQ_CODE, pa.float32()
         if FLAT_COLUMN in names:
@@ -204,6 +213,10 @@ class IvfIndex(LoadedIndex):
                 self.stored, offsets, lengths, self.row_ids, p.mask, p.use_mask, residual,
                 storage_metric(self.metric) == DOT, p.low, p.high, p.top)
             return
+        if isinstance(q_pq, RabitQuantizer):
+            q_pq.search(self.stored, p, self.ivf.centroids, offsets, lengths, self.row_ids,
+                        self.metric)
+            return
         score = self.quantizer.scorer(self.stored, p.query, self.metric)
         cents = self.ivf.centroids
         for part, start, n in p.partitions(offsets, lengths):
@@ -238,6 +251,8 @@ class IvfIndex(LoadedIndex):
         elif isinstance(q, ScalarQuantizer):
             sub.update({"dim": q.dim, "num_bits": q.num_bits,
                         "bounds": {"start": q.start, "end": q.end}, "index_type": "SQ"})
+        elif isinstance(q, RabitQuantizer):
+            sub = {**q.statistics(), "metric_type": self.metric}
         else:
             sub.update({"dim": q.dim, "index_type": "FLAT"})
         out = {"index_type": self.kind, "uuid": self.uuid, "uri": self.uri,
@@ -276,6 +291,8 @@ class IvfIndex(LoadedIndex):
         q = self.quantizer
         if isinstance(q, ProductQuantizer):
             codes = q.untranspose(self.stored, self.ivf.offsets, self.ivf.lengths)
+        elif isinstance(q, RabitQuantizer):
+            codes = stored_rows(self.stored, q.ex_bits)
         else:
             codes = self.stored
         return labels, self.row_ids, codes

@@ -27,7 +27,8 @@ from .layout import INDEX_FILE
 from .legacy import load_legacy, read_legacy
 
 KINDS = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
-BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ")
+BUILT = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
+READ = BUILT
 DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 
 
@@ -57,7 +58,7 @@ def make_details(kind: str, metric: str, params: dict) -> index_pb2.VectorIndexD
         d.sq.num_bits = int(params.get("num_bits", 8))
         hints["lance.sq.sample_rate"] = str(int(params.get("sample_rate", 256)))
     elif kind.endswith("_RQ"):
-        d.rq.num_bits = int(params.get("num_bits", 1))
+        d.rq.num_bits = int(params.get("num_bits", 5))
     else:
         d.flat.SetInParent()
     if "HNSW" in kind:
@@ -79,13 +80,13 @@ class VectorIndexType(IndexType):
     queries = ()
     exact = False
     vector = True
-    model_params = ("ivf_centroids", "pq_codebook", "sq_bounds")
+    model_params = ("ivf_centroids", "pq_codebook", "sq_bounds", "rq_signs")
 
     def type_name_for(self, details) -> str:
         return kind_of(self.unpack_details(details))
 
     def supports(self, details) -> bool:
-        return self.type_name_for(details) in BUILT
+        return self.type_name_for(details) in READ
 
     def index_version_for(self, stable_row_ids: bool, params: dict | None = None) -> int:
         return 1
@@ -163,7 +164,7 @@ def _same_model(a, b) -> bool:
     if not np.array_equal(a.ivf.centroids, b.ivf.centroids):
         return False
     pa_, pb_ = a.params(), b.params()
-    for key in ("pq_codebook", "sq_bounds", "num_sub_vectors", "num_bits"):
+    for key in ("pq_codebook", "sq_bounds", "num_sub_vectors", "num_bits", "rq_signs"):
         if key in pa_ or key in pb_:
             if not np.array_equal(np.asarray(pa_.get(key)), np.asarray(pb_.get(key))):
                 return False

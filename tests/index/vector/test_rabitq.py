@@ -1,0 +1,182 @@
+"""RaBitQ pieces of IVF_RQ: the fast rotation, the FastScan code packing and the blocked
+extended codes, and damaged pylance IVF_RQ files refused as CorruptFileError naming the file."""
+import glob
+import json
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance
+from lancefmt.errors import CorruptFileError
+from lancefmt.index.core.store import IndexStore
+from lancefmt.index.vector import _ivf, rabitq
+from lancefmt.index.vector.ivf_index import IvfIndex
+
+PERM0 = [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15]
+
+
+@pytest.mark.parametrize("dim", [32, 48, 128])
+def test_fast_rotation_is_orthogonal(dim):
+    rng = np.random.default_rng(dim)
+    signs = rng.integers(0, 256, 4 * dim // 8).astype(np.uint8)
+    x = rng.standard_normal((50, dim)).astype(np.float32)
+    r = rabitq.fast_rotate(x, signs, dim)
+    scale = 1.0 if dim & (dim - 1) == 0 else None
+    gram_in, gram_out = x @ x.T, r @ r.T
+    if scale is None:   # Lance's non-power-of-two rotation is orthogonal up to a constant
+        scale = float(np.median(np.diag(gram_out) / np.diag(gram_in)))
+    np.testing.assert_allclose(gram_out, gram_in * scale, rtol=1e-3, atol=1e-2)
+    assert not np.allclose(r, x)
+
+
+def pack(rows):
+    """The FastScan packing as the format describes it (blocks of 32 rows, the rest transposed)."""
+    n, width = rows.shape
+    out = []
+    for b in range(n // 32):
+        blk = rows[32 * b:32 * b + 32]
+        for i in range(width):
+            col = blk[:, i]
+            lo, hi = col & 15, col >> 4
+            out += [lo[PERM0[j]] | (lo[PERM0[j] + 16] << 4) for j in range(16)]
+            out += [hi[PERM0[j]] | (hi[PERM0[j] + 16] << 4) for j in range(16)]
+    rest = rows[32 * (n // 32):]
+    return np.concatenate([np.array(out, np.uint8), rest.T.ravel()]).reshape(n, width)
+
+
+@pytest.mark.parametrize("n", [5, 32, 70])
+def test_unpack_codes_inverts_fastscan_packing(n):
+    rows = np.random.default_rng(n).integers(0, 256, (n, 6)).astype(np.uint8)
+    assert np.array_equal(rabitq.unpack_codes(pack(rows)), rows)
+
+
+@pytest.mark.parametrize("ex_bits", [2, 4, 8])
+def test_blocked_ex_codes_decode(ex_bits):
+    dim = 96
+    codes = np.random.default_rng(ex_bits).integers(0, 1 << ex_bits, (3, 128)).astype(np.uint8)
+    codes[:, dim:] = 0
+    blocked = np.zeros((3, 2, 8 * ex_bits), np.uint8)
+    for g in range(2):
+        c = codes[:, 64 * g:64 * g + 64]
+        if ex_bits == 8:
+            blocked[:, g] = c
+        elif ex_bits == 4:
+            for j in range(4):
+                blocked[:, g, 8 * j:8 * j + 8] = c[:, 16 * j:16 * j + 8] | (c[:, 16 * j + 8:16 * j + 16] << 4)
+        else:
+            for k in range(4):
+                blocked[:, g] |= c[:, 16 * k:16 * k + 16] << (2 * k)
+    out = rabitq.decode_ex(blocked.reshape(3, -1), ex_bits, dim)
+    assert np.array_equal(out, codes[:, :dim])
+
+
+@pytest.fixture(scope="module")
+def rq_index(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("rq") / "ds")
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 16)).astype(np.float32)
+    lance.write_dataset(pa.table({"vec": pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), 16)}), uri)
+    lance.dataset(uri).create_index("vec", "IVF_RQ", num_partitions=2)
+    return os.path.dirname(glob.glob(uri + "/_indices/*/auxiliary.idx")[0]), X
+
+
+def test_scan_runs_once_per_probed_partition(rq_index, monkeypatch):
+    seg, X = rq_index
+    idx = IvfIndex.load(IndexStore(seg))
+    calls = []
+    real = _ivf.rq_scan
+    monkeypatch.setattr(_ivf, "rq_scan", lambda *a: calls.append(a[2]) or real(*a))
+    hits = idx.search_vectors(X[7], 5, minimum_nprobes=2, maximum_nprobes=2)
+    assert len(calls) == 2 and sum(calls) == 300 and 7 in hits.ids.tolist()
+
+
+def damage(seg, tmp_path, change):
+    """A copy of the segment whose auxiliary.idx has had ``change(table, meta)`` applied."""
+    os.makedirs(tmp_path / "seg")
+    shutil.copy(os.path.join(seg, "index.idx"), tmp_path / "seg" / "index.idx")
+    src, dst = IndexStore(seg), IndexStore(str(tmp_path / "seg"))
+    table = src.read_table("auxiliary.idx").replace_schema_metadata(None)
+    meta = dict(src.schema_metadata("auxiliary.idx"))
+    table, meta = change(table, meta)
+    dst.write_table("auxiliary.idx", table, meta, [src.reader("auxiliary.idx").read_global_buffer(1)])
+    return IndexStore(str(tmp_path / "seg"))
+
+
+def _storage(meta, **kw):
+    m = json.loads(json.loads(meta["storage_metadata"])[0])
+    m.update(kw)
+    return {**meta, "storage_metadata": json.dumps([json.dumps(m)])}
+
+
+CHANGES = {
+    "short signs": lambda t, m: (t, _storage(m, fast_rotation_signs=[1, 2, 3])),
+    "small code_dim": lambda t, m: (t, _storage(m, code_dim=8)),
+    "no add factors": lambda t, m: (t.drop_columns(["__add_factors"]), m),
+    "int factors": lambda t, m: (t.set_column(t.schema.get_field_index("__scale_factors"), "__scale_factors",
+                                              pa.array(np.zeros(t.num_rows, np.int32))), m),
+    "wide codes": lambda t, m: (t.set_column(t.schema.get_field_index("_rabit_codes"), "_rabit_codes",
+                                             pa.FixedSizeListArray.from_arrays(
+                                                 pa.array(np.zeros(t.num_rows * 3, np.uint8)), 3)), m),
+    "short ex codes": lambda t, m: (t.set_column(t.schema.get_field_index("__blocked_ex_codes"),
+                                                 "__blocked_ex_codes", pa.FixedSizeListArray.from_arrays(
+                                                     pa.array(np.zeros(t.num_rows * 4, np.uint8)), 4)), m),
+}
+
+
+@pytest.mark.parametrize("what", list(CHANGES))
+def test_damaged_rq_files_are_corrupt_and_named(rq_index, tmp_path, what):
+    seg, _ = rq_index
+    store = damage(seg, tmp_path, CHANGES[what])
+    with pytest.raises(CorruptFileError, match="auxiliary.idx"):
+        IvfIndex.load(store)
+
+
+def test_truncated_rq_file_is_corrupt_and_named(rq_index, tmp_path):
+    seg, _ = rq_index
+    os.makedirs(tmp_path / "seg")
+    shutil.copy(os.path.join(seg, "index.idx"), tmp_path / "seg" / "index.idx")
+    data = open(os.path.join(seg, "auxiliary.idx"), "rb").read()
+    (tmp_path / "seg" / "auxiliary.idx").write_bytes(data[:len(data) // 2])
+    with pytest.raises(CorruptFileError, match="auxiliary.idx"):
+        IvfIndex.load(IndexStore(str(tmp_path / "seg")))
+
+
+@pytest.mark.parametrize("n", [5, 32, 70])
+def test_pack_codes_inverts_unpack(n):
+    rows = np.random.default_rng(n).integers(0, 256, (n, 4)).astype(np.uint8)
+    assert np.array_equal(rabitq.pack_codes(rows), pack(rows))
+
+
+@pytest.mark.parametrize("ex_bits", range(1, 9))
+def test_encode_ex_inverts_decode(ex_bits):
+    codes = np.random.default_rng(ex_bits).integers(0, 1 << ex_bits, (4, 80)).astype(np.uint8)
+    assert np.array_equal(rabitq.decode_ex(rabitq.encode_ex(codes, ex_bits), ex_bits, 80), codes)
+
+
+@pytest.mark.parametrize("num_bits,tolerance", [(1, 0.15), (5, 0.01)])
+def test_encoded_rows_estimate_distances(num_bits, tolerance):
+    """Factors written by the encoder make pylance's estimator come out near the true L2."""
+    rng = np.random.default_rng(num_bits)
+    dim = 64
+    q = rabitq.RabitQuantizer.train(dim, num_bits, seed=3)
+    centroid = rng.standard_normal(dim).astype(np.float32)
+    X = centroid + rng.standard_normal((200, dim)).astype(np.float32)
+    rows = rabitq.encode_rows(q, X - centroid, q.rotated(centroid[None, :]).repeat(200, 0))
+    table = rabitq.rows_table(q, np.arange(200, dtype=np.uint64), rows, [0], [200])
+    stored = q.stored_from_table(table, [0], [200], "mem")
+    assert np.array_equal(rabitq.stored_rows(stored, q.ex_bits), rows)
+    query = centroid + rng.standard_normal(dim).astype(np.float32)
+    rq, tab, qt, qmin, step, sum_q = q.query_tables(query)
+    top = _ivf.TopK(200)
+    dqc = float(((query - centroid) ** 2).sum())
+    _ivf.rq_scan(stored.codes, 0, 200, qt, qmin, step, tab, sum_q, stored.add, stored.scale,
+                 stored.error, stored.ex, stored.ex_add, stored.ex_scale, q.ex_bits, rq, dqc, 0.0,
+                 False, np.arange(200, dtype=np.uint64), np.zeros(0, np.uint8), False,
+                 -np.inf, np.inf, top)
+    ids, est, _ = top.result()
+    true = ((X[ids.astype(int)] - query) ** 2).sum(1)
+    err = np.abs(est - true).mean() / true.mean()
+    assert err < tolerance
