@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...index.core.planner import IndexPlan, plan
-from ...sql.sargable import OTHER, sargable
+from ...sql.sargable import OTHER
+from ...sql.sargable_shapes import shaped_sargable
 from ...table.rowids import MISSING_ADDRESS
 from ..core.indices import index_catalog
 from .row_lookup import row_id_index
@@ -46,7 +47,7 @@ def filter_terms(text: str, schema: pa.Schema):
         if hit is not None:
             _TREES.move_to_end(key)
             return hit
-    tree = sargable(text, schema)
+    tree = shaped_sargable(text, schema)
     with _TREES_LOCK:
         _TREES[key] = tree
         while len(_TREES) > MAX_TREES:
