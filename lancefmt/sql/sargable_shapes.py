@@ -22,7 +22,7 @@ from dataclasses import replace
 import pyarrow as pa
 
 from .sargable import All, Any, Equals, IsIn, Negate, Range, Term, sargable
-from .templates import _placeholder_number, shape_of
+from .templates import placeholder_number, shape_of
 
 MAX_SHAPES = 256
 _SHAPES: OrderedDict = OrderedDict()
@@ -33,24 +33,60 @@ _UNBOUND = object()  # a shape whose terms must be extracted text by text
 def shaped_sargable(text: str, schema: pa.Schema):
     """:func:`.sargable.sargable` of ``text``, through its shape when it can be (see module
     docstring)."""
-    found = shape_of(text)
+    found = _binding(text, schema)
     if found is None:
         return sargable(text, schema)
+    try:
+        return _bind(found[1], found[2])
+    except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):  # out of the column's range
+        return sargable(text, schema)
+
+
+def _binding(text: str, schema: pa.Schema):
+    """(shape key, the shape's terms, placeholder -> value) when ``text`` binds, else None."""
+    found = shape_of(text)
+    if found is None:
+        return None
     shape, values = found
     template = _template(shape, len(values), schema)
     if template is _UNBOUND:
-        return sargable(text, schema)
+        return None
     ints = {}
     for ph, literal in values:
         if not (_plain_integer(literal) and ph.isdigit()):
-            return sargable(text, schema)
+            return None
         ints[int(ph)] = int(literal)
     if len(set(ints.values())) != len(ints):
-        return sargable(text, schema)
+        return None
+    return (shape, schema), template, ints
+
+
+_TRANSLATED: OrderedDict = OrderedDict()  # shape keys a text of which was translated
+
+
+def note_translated(text: str, schema: pa.Schema) -> None:
+    """Record that ``text`` translated without error: texts binding to its shape differ from
+    it in integer values only, which fit their columns."""
+    found = _binding(text, schema)
+    if found is not None:
+        with _LOCK:
+            _TRANSLATED[found[0]] = True
+            while len(_TRANSLATED) > MAX_SHAPES:
+                _TRANSLATED.popitem(last=False)
+
+
+def translates_like_its_shape(text: str, schema: pa.Schema) -> bool:
+    """Whether ``text`` binds to a shape (see module docstring) a text of which translated
+    without error: its translation can wait until a scan needs it. Each of its values fits
+    the column it meets, and nothing else differs."""
+    found = _binding(text, schema)
+    if found is None or found[0] not in _TRANSLATED:
+        return False
     try:
-        return _bind(template, ints)
-    except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):  # out of the column's range
-        return sargable(text, schema)
+        _bind(found[1], found[2])
+    except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):
+        return False
+    return True
 
 
 def _plain_integer(literal: str) -> bool:
@@ -70,7 +106,7 @@ def _template(shape: str, count: int, schema: pa.Schema):
         tree = None
     found: list = []
     if tree is None or not _slots(tree, found) or \
-            sorted(found) != [int(_placeholder_number(k)) for k in range(count)]:
+            sorted(found) != [int(placeholder_number(k)) for k in range(count)]:
         tree = _UNBOUND
     with _LOCK:
         _SHAPES[key] = tree

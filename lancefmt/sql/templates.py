@@ -39,7 +39,7 @@ _MARK = "\u00a7"  # placeholder strings: '\u00a7<n>\u00a7'; numbers: 987650000<n
 MAX_SHAPES = 256
 
 
-def _placeholder_number(k: int) -> str:
+def placeholder_number(k: int) -> str:
     return f"98765{k:05d}"
 
 
@@ -57,7 +57,7 @@ def shape_of(text: str):
             values.append((ph, token[1:-1]))
             token = f"'{ph}'"
         elif kind == "num" and plain:
-            ph = _placeholder_number(len(values))
+            ph = placeholder_number(len(values))
             values.append((ph, token))
             token = ph
         out.append(text[pos:m.start()])
@@ -91,7 +91,7 @@ class ShapeParser:
         if tree is not None:
             tree = _Shape(tree)
             seen = [n.this for n in tree.root.find_all(exp.Literal)]
-            phs = {_placeholder_number(k) for k in range(count)} | \
+            phs = {placeholder_number(k) for k in range(count)} | \
                 {f"{_MARK}{k}{_MARK}" for k in range(count)}
             found = [s for s in seen if s in phs]
             if len(found) != count or len(set(found)) != count or \

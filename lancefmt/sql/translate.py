@@ -873,6 +873,11 @@ def parse_filter(text: str, schema: pa.Schema | None = None) -> pc.Expression:
     return expr
 
 
+def filter_is_parsed(text: str, schema: pa.Schema | None) -> bool:
+    """Whether :func:`parse_filter` holds the translation of ``text`` (it costs nothing now)."""
+    return (text, schema) in _FILTERS
+
+
 def parse_expression(text: str, schema: pa.Schema | None = None) -> pc.Expression:
     """A SQL value expression (``id * 2``, ``st.small``, ``upper(s)``) as a pyarrow Expression."""
     return parse_typed_expression(text, schema)[0]

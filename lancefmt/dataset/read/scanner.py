@@ -20,6 +20,8 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError, NotSupportedError
 from ...io.io_stats import totals as io_totals
 from ...jsonb.arrow import batch_decoder, user_schema
+from ...sql.sargable_shapes import note_translated, translates_like_its_shape
+from ...sql.translate import filter_is_parsed
 from .fts_scan import SCORE, FtsPlan
 from .index_scan import SelectedScan, direct_index_table, index_selection, scan_maker, selected_count
 from .nearest import NearestRequest, nearest_table
@@ -156,18 +158,30 @@ class LanceScanner(pads.Scanner):
             extras.append(ROW_ADDRESS)
         self._extras = tuple(x for x in extras if x not in (self._projection.schema.names
                                                              if self._projection.computed else ()))
-        self._spec = ScanSpec.build(schema, list(self._projection.read_columns), filter,
-                                    bool(with_row_id), bool(with_row_address), batch_size)
+        use_index = options.get("use_scalar_index")
+        self._use_index = True if use_index is None else bool(use_index)
+        spec_args = (schema, list(self._projection.read_columns), filter, bool(with_row_id),
+                     bool(with_row_address), batch_size)
+        self._spec_value = self._plain_spec = None
+        fresh = isinstance(filter, str) and not filter_is_parsed(filter, schema)
+        if fresh and self._deferrable(filter, schema, include_deleted_rows, fts_query):
+            # a new look-up key of a filter shape already translated: the filter's pyarrow
+            # expression is built only if a fragment must be scanned (an exact index answer
+            # over every fragment never needs it); columns are checked now
+            self._spec_args = spec_args
+            self._plain_spec = ScanSpec.build(*spec_args[:2], None, *spec_args[3:])
+        else:
+            self._spec_value = ScanSpec.build(*spec_args)
+            if fresh:
+                note_translated(filter, schema)
         if include_deleted_rows:   # deleted rows of live fragments, _rowid/_rowaddr null
-            self._spec = replace(self._spec, include_deleted=True)
+            self._spec_value = replace(self._spec_value, include_deleted=True)
         self._filter_text = filter if isinstance(filter, str) else None
         self._fragments = source.select_fragments(fragments)
         self._limit = None if limit is None else int(limit)
         self._offset = None if offset is None else int(offset)
         self._threads = threads
         self._stats_callback = options.get("scan_stats_callback")
-        use_index = options.get("use_scalar_index")
-        self._use_index = True if use_index is None else bool(use_index)
         self._selection = _UNSET
         self._fts = None
         if options.get("full_text_query") is not None:
@@ -181,6 +195,23 @@ class LanceScanner(pads.Scanner):
                                 fast_search=bool(options.get("fast_search")),
                                 score=not options.get("disable_scoring_autoprojection")
                                 or self._fts_order is not None and SCORE in self._fts_order)
+
+    def _deferrable(self, filter, schema, include_deleted, fts_query) -> bool:
+        return self._use_index and self._nearest is None and fts_query is None and \
+            not include_deleted and translates_like_its_shape(filter, schema)
+
+    @property
+    def _spec(self) -> ScanSpec:
+        """The scan's spec, the filter translated (on first use when it was deferred)."""
+        spec = self._spec_value
+        if spec is None:
+            spec = self._spec_value = ScanSpec.build(*self._spec_args)
+        return spec
+
+    @property
+    def _output_spec(self) -> ScanSpec:
+        """A spec with the scan's output columns and flags (the filter maybe untranslated)."""
+        return self._plain_spec if self._spec_value is None else self._spec_value
 
     # -- nearest ------------------------------------------------------------------------------
     def _plan_nearest(self, source, schema, nearest, columns, with_row_id, with_row_address, options):
@@ -306,7 +337,7 @@ class LanceScanner(pads.Scanner):
     def _read_schema(self) -> pa.Schema:
         if self._projection.computed:
             return self._projection.output_schema(self._extras)
-        return self._spec.output_schema(self._source.schema)
+        return self._output_spec.output_schema(self._source.schema)
 
     def _with_offsets_schema(self, schema: pa.Schema) -> pa.Schema:
         if self._offset_at is None:
@@ -331,12 +362,13 @@ class LanceScanner(pads.Scanner):
     def _direct(self):
         """An exact, small index answer gathered in one direct take (or None)."""
         sel = self.index_selection()
-        if sel is None or self._projection.computed or self._offset_at is not None or \
-                self._spec.include_deleted:
+        if sel is None or not sel.exact or self._projection.computed or \
+                self._offset_at is not None or self._output_spec.include_deleted:
             return None
         if not hasattr(self._source, "manifest_file"):
             return None
-        table = direct_index_table(self._source, sel, self._scanned_fragments(), self._spec)
+        # exact: the index answered every part of the filter (no _rowid/_rowaddr in it)
+        table = direct_index_table(self._source, sel, self._scanned_fragments(), self._output_spec)
         if table is None:
             return None
         start = self._offset or 0
@@ -359,7 +391,7 @@ class LanceScanner(pads.Scanner):
         direct = self._direct()
         if direct is not None:
             decode = batch_decoder(self._stored_schema())
-            out = direct.to_batches(self._spec.batch_size)
+            out = direct.to_batches(self._output_spec.batch_size)
             out = iter(out) if decode is None else map(decode, out)
             return rebatch(out, self._batch_size) if self._strict else out
         return self._batches(self._limit)

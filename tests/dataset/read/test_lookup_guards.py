@@ -139,3 +139,50 @@ def test_a_small_limit_skips_deleted_rows(tmp_path, kw):
     got = lancefmt.dataset(uri).to_table(**kw)
     assert got.equals(lance.dataset(uri).to_table(**kw))
     assert got.num_rows == kw["limit"]
+
+
+def test_a_new_key_of_a_known_filter_shape_is_neither_parsed_nor_translated(datasets):
+    """Issue 39: a look-up with a new key pays no filter walk. The index terms are bound into
+    its shape's terms, and the pyarrow filter is never built when the index answers every
+    fragment exactly. A filter error of the same shape still raises when the scanner is made."""
+    ours, theirs = datasets
+    ours.to_table(filter="id = 11")
+    ours.to_table(filter="id BETWEEN 11 AND 13")
+    for text in ("id = 12345", "id BETWEEN 400 AND 470"):
+        with CallCounter() as calls:
+            got = ours.to_table(filter=text)
+        assert got.equals(theirs.to_table(filter=text))
+        translating = [k for k in calls.counts if k[0] == "translate.py" and
+                       k[1] not in ("filter_is_parsed", "to_expression")]  # (of no filter)
+        assert not translating, translating
+        assert calls.matching("parser.py") == 0
+        assert calls.matching("sargable.py", "sargable") == 0
+    with CallCounter() as calls:  # rows to scan: the filter is translated then
+        assert ours.to_table(filter=f"id = {ROWS + 5}").num_rows == 0
+        assert ours.to_table(filter="id = 7", use_scalar_index=False).equals(
+            theirs.to_table(filter="id = 7"))
+        assert ours.count_rows("id = 29") == 1
+    assert calls.matching("translate.py", "parse_filter") >= 1
+    with pytest.raises(Exception) as e:
+        ours.to_table(filter="idx = 12")
+    assert "idx" in str(e.value)
+
+
+def test_a_deferred_filter_is_translated_when_rows_must_be_scanned(tmp_path):
+    """A new key of a known shape on a dataset whose newest fragment the index does not cover:
+    that fragment is scanned with the filter (built then), and the plan, the count and the
+    batches agree with pylance."""
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": np.arange(5_000), "v": np.arange(5_000) * 2.0}), uri)
+    lance.dataset(uri).create_scalar_index("id", "BTREE")
+    lance.write_dataset(pa.table({"id": np.arange(5_000, 6_000), "v": np.zeros(1_000)}), uri,
+                        mode="append")
+    ours, theirs = lancefmt.dataset(uri), lance.dataset(uri)
+    ours.to_table(filter="id = 1 OR id = 5001")
+    for text in ("id = 17 OR id = 5017", "id = 4999 OR id = 5999", "id = 6001 OR id = 3"):
+        scan = ours.scanner(filter=text)
+        assert scan.to_table().equals(theirs.to_table(filter=text)), text
+        assert ours.count_rows(text) == theirs.count_rows(text)
+        assert "ScalarIndexQuery" in ours.scanner(filter=text).explain_plan()
+        assert pa.Table.from_batches(list(ours.scanner(filter=text, batch_size=1).to_batches())) \
+            .equals(theirs.to_table(filter=text)), text
