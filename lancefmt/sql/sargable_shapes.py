@@ -79,6 +79,9 @@ def translates_like_its_shape(text: str, schema: pa.Schema) -> bool:
     """Whether ``text`` binds to a shape (see module docstring) a text of which translated
     without error: its translation can wait until a scan needs it. Each of its values fits
     the column it meets, and nothing else differs."""
+    key = (text, schema)
+    if key in _DEFERRABLE:
+        return True
     found = _binding(text, schema)
     if found is None or found[0] not in _TRANSLATED:
         return False
@@ -86,7 +89,15 @@ def translates_like_its_shape(text: str, schema: pa.Schema) -> bool:
         _bind(found[1], found[2])
     except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):
         return False
+    with _LOCK:  # a repeated text: one look-up
+        _DEFERRABLE[key] = True
+        while len(_DEFERRABLE) > MAX_TEXTS:
+            _DEFERRABLE.popitem(last=False)
     return True
+
+
+MAX_TEXTS = 512
+_DEFERRABLE: OrderedDict = OrderedDict()
 
 
 def _plain_integer(literal: str) -> bool:
