@@ -33,13 +33,54 @@ _UNBOUND = object()  # a shape whose terms must be extracted text by text
 def shaped_sargable(text: str, schema: pa.Schema):
     """:func:`.sargable.sargable` of ``text``, through its shape when it can be (see module
     docstring)."""
+    found = _bound(text, schema)
+    return sargable(text, schema) if found is None else found[1]
+
+
+def translates_like_its_shape(text: str, schema: pa.Schema) -> bool:
+    """Whether ``text`` binds to a shape (see module docstring) a text of which translated
+    without error: its translation can wait until a scan needs it. Each of its values fits
+    the column it meets, and nothing else differs."""
+    found = _bound(text, schema)
+    return found is not None and found[0] in _TRANSLATED
+
+
+def note_translated(text: str, schema: pa.Schema) -> None:
+    """Record that ``text`` translated without error: texts binding to its shape differ from
+    it in integer values only, which fit their columns."""
+    found = _bound(text, schema)
+    if found is not None:
+        with _LOCK:
+            _TRANSLATED[found[0]] = True
+            while len(_TRANSLATED) > MAX_SHAPES:
+                _TRANSLATED.popitem(last=False)
+
+
+_TRANSLATED: OrderedDict = OrderedDict()  # shape keys a text of which was translated
+MAX_TEXTS = 512
+_BOUND: OrderedDict = OrderedDict()  # (text, schema) -> (shape key, terms) or _UNBOUND
+
+
+def _bound(text: str, schema: pa.Schema):
+    """(shape key, ``text``'s terms bound into its shape's) or None (kept per text: a scanner
+    and the index selection of one look-up ask twice)."""
+    key = (text, schema)
+    with _LOCK:
+        hit = _BOUND.get(key)
+    if hit is not None:
+        return None if hit is _UNBOUND else hit
     found = _binding(text, schema)
-    if found is None:
-        return sargable(text, schema)
-    try:
-        return _bind(found[1], found[2])
-    except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):  # out of the column's range
-        return sargable(text, schema)
+    out = _UNBOUND
+    if found is not None:
+        try:
+            out = (found[0], _bind(found[1], found[2]))
+        except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):  # out of the column's range
+            pass
+    with _LOCK:
+        _BOUND[key] = out
+        while len(_BOUND) > MAX_TEXTS:
+            _BOUND.popitem(last=False)
+    return None if out is _UNBOUND else out
 
 
 def _binding(text: str, schema: pa.Schema):
@@ -59,45 +100,6 @@ def _binding(text: str, schema: pa.Schema):
     if len(set(ints.values())) != len(ints):
         return None
     return (shape, schema), template, ints
-
-
-_TRANSLATED: OrderedDict = OrderedDict()  # shape keys a text of which was translated
-
-
-def note_translated(text: str, schema: pa.Schema) -> None:
-    """Record that ``text`` translated without error: texts binding to its shape differ from
-    it in integer values only, which fit their columns."""
-    found = _binding(text, schema)
-    if found is not None:
-        with _LOCK:
-            _TRANSLATED[found[0]] = True
-            while len(_TRANSLATED) > MAX_SHAPES:
-                _TRANSLATED.popitem(last=False)
-
-
-def translates_like_its_shape(text: str, schema: pa.Schema) -> bool:
-    """Whether ``text`` binds to a shape (see module docstring) a text of which translated
-    without error: its translation can wait until a scan needs it. Each of its values fits
-    the column it meets, and nothing else differs."""
-    key = (text, schema)
-    if key in _DEFERRABLE:
-        return True
-    found = _binding(text, schema)
-    if found is None or found[0] not in _TRANSLATED:
-        return False
-    try:
-        _bind(found[1], found[2])
-    except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):
-        return False
-    with _LOCK:  # a repeated text: one look-up
-        _DEFERRABLE[key] = True
-        while len(_DEFERRABLE) > MAX_TEXTS:
-            _DEFERRABLE.popitem(last=False)
-    return True
-
-
-MAX_TEXTS = 512
-_DEFERRABLE: OrderedDict = OrderedDict()
 
 
 def _plain_integer(literal: str) -> bool:
