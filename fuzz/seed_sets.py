@@ -168,3 +168,90 @@ def index_files(root: str) -> list:
     base = os.path.join(root, "_indices")
     return sorted(os.path.relpath(os.path.join(d, n), root)
                   for d, _, names in os.walk(base) for n in names)
+
+
+# The vector index targets: per type, pylance's and lancefmt's build parameters (small: 300
+# rows of 16 dims, 2 partitions), and whether pylance's legacy single-file layout is seeded too.
+VECTOR_DIM = 16
+VECTOR_KINDS = {
+    "ivf_flat": ("IVF_FLAT", {}, False),
+    "ivf_pq": ("IVF_PQ", {"num_sub_vectors": 4}, True),
+    "ivf_sq": ("IVF_SQ", {}, False),
+    "ivf_hnsw_sq": ("IVF_HNSW_SQ", {"m": 8, "ef_construction": 40}, False),
+    "ivf_rq": ("IVF_RQ", {"num_bits": 1}, False),
+}
+
+
+def vector_columns(kind: str) -> list:
+    """The indexed columns of target ``index_<kind>``'s dataset: ``a`` pylance's index, ``b``
+    lancefmt's, and for IVF_PQ ``c``/``d`` the same in the legacy single-file layout."""
+    return ["a", "b", "c", "d"] if VECTOR_KINDS[kind][2] else ["a", "b"]
+
+
+def vector_query(n: int = VECTOR_DIM) -> np.ndarray:
+    return np.linspace(-1.0, 1.0, n, dtype=np.float32)
+
+
+def vector_dataset(kind: str):
+    """The seeding function of target ``index_<kind>`` (a vector type): 300 rows whose vector
+    columns hold the same values, each indexed by pylance or lancefmt (:func:`vector_columns`),
+    copied to ``index_<kind>_source``; each index file is a seed (first byte: which)."""
+    def seed(seeds_dir: str, put, scratch: str) -> None:
+        import lance
+
+        import lancefmt
+
+        index_type, params, legacy = VECTOR_KINDS[kind]
+        n, cols = 300, vector_columns(kind)
+        rng = np.random.default_rng(38)
+        vec = pa.FixedSizeListArray.from_arrays(
+            pa.array(rng.standard_normal(n * VECTOR_DIM).astype(np.float32)), VECTOR_DIM)
+        src = os.path.join(seeds_dir, f"index_{kind}_source")
+        shutil.rmtree(src, ignore_errors=True)
+        lance.write_dataset(pa.table({"id": np.arange(n), **{c: vec for c in cols}}), src,
+                            max_rows_per_file=200)
+        for c, lib, extra in (("a", lance, {}), ("b", lancefmt, {}),
+                              ("c", lance, {"index_file_version": "Legacy"}),
+                              ("d", lancefmt, {"index_file_version": "Legacy"}))[:len(cols)]:
+            lib.dataset(src).create_index(c, index_type, name=f"{c}_idx", num_partitions=2,
+                                          **params, **extra)
+        _put_index_files(src, put, {"a_idx": "pylance", "b_idx": "lancefmt",
+                                    "c_idx": "pylance-legacy", "d_idx": "lancefmt-legacy"})
+    return seed
+
+
+FTS_WORDS = ["lance", "format", "vector", "index", "query", "column", "fragment", "manifest",
+             "arrow", "rust", "python", "spark", "search", "token", "phrase", "file"]
+
+
+def inverted_dataset(seeds_dir: str, put, scratch: str) -> None:
+    """The seeding function of target ``index_inverted``: 300 short texts (a few nulls), ``a``
+    indexed by pylance and ``b`` by lancefmt, both with positions (phrase queries); ``c`` by
+    pylance and ``d`` by lancefmt without; copied to ``index_inverted_source``."""
+    import lance
+
+    import lancefmt
+
+    n = 300
+    rng = np.random.default_rng(38)
+    text = pa.array([None if i % 29 == 0 else " ".join(rng.choice(FTS_WORDS, 3 + i % 5))
+                     for i in range(n)])
+    src = os.path.join(seeds_dir, "index_inverted_source")
+    shutil.rmtree(src, ignore_errors=True)
+    lance.write_dataset(pa.table({"id": np.arange(n), **{c: text for c in "abcd"}}), src,
+                        max_rows_per_file=200)
+    for c, lib, pos in (("a", lance, True), ("b", lancefmt, True),
+                        ("c", lance, False), ("d", lancefmt, False)):
+        lib.dataset(src).create_scalar_index(c, "INVERTED", name=f"{c}_idx", with_position=pos)
+    _put_index_files(src, put, {"a_idx": "pylance", "b_idx": "lancefmt",
+                                "c_idx": "pylance-nopos", "d_idx": "lancefmt-nopos"})
+
+
+def _put_index_files(src: str, put, who_by_name: dict) -> None:
+    """Each index file of ``src`` as a seed (first byte: its place in :func:`index_files`),
+    named after who wrote it."""
+    import lancefmt
+
+    who = {d.segments[0].uuid: who_by_name[d.name] for d in lancefmt.dataset(src).describe_indices()}
+    for i, f in enumerate(index_files(src)):
+        put(f"{who[f.split('/')[1]]}-{i}", bytes([i]) + _read(os.path.join(src, f)))

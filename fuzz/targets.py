@@ -351,6 +351,57 @@ def _index_target(kind: str) -> "Target":
                   seed_sets.index_dataset(kind))
 
 
+class _SearchReplacer(_IndexReplacer):
+    """A vector or full-text index's file replaced, then searches through each index of the
+    dataset: plain, and with a prefilter whose rows the answer must keep to (at most ``k``)."""
+
+    K, PREFILTER, BOUND = 5, "id < 150", 150
+
+    def __init__(self, source: str, columns: list, queries: Callable[[str], list]):
+        self.columns, self.queries = columns, queries  # queries(column): (options, row limit)s
+        _DatasetReplacer.__init__(self, source)
+
+    def read(self) -> None:
+        import lancefmt
+
+        ds = lancefmt.dataset(self.uri)
+        for c in self.columns:
+            for opts, limit in self.queries(c):
+                for pre in (False, True):
+                    extra = {"filter": self.PREFILTER, "prefilter": True} if pre else {}
+                    try:
+                        ids = ds.to_table(columns=["id"], **opts, **extra).column("id").to_pylist()
+                    except LanceError:
+                        continue
+                    assert limit is None or len(ids) <= limit, f"{len(ids)} rows for k={limit}"
+                    assert not pre or all(i < self.BOUND for i in ids), "prefilter not kept"
+            ds.stats.index_stats(f"{c}_idx")
+
+
+def _vector_queries(column: str) -> list:
+    q, k = seed_sets.vector_query(), _SearchReplacer.K
+    return [({"nearest": {"column": column, "q": q, "k": k}}, k),
+            ({"nearest": {"column": column, "q": q, "k": k, "nprobes": 2, "refine_factor": 2}},
+             k)]
+
+
+def _inverted_queries(column: str) -> list:
+    from lancefmt.query import MatchQuery, PhraseQuery
+
+    k = _SearchReplacer.K
+    out = [({"full_text_query": MatchQuery("lance vector", column)}, None),
+           ({"full_text_query": MatchQuery("index", column), "limit": k}, k)]
+    if column in ("a", "b"):  # the indices with positions
+        out.append(({"full_text_query": PhraseQuery("lance format", column)}, None))
+    return out
+
+
+def _vector_target(kind: str) -> "Target":
+    return Target(lambda d: _SearchReplacer(os.path.join(d, f"index_{kind}_source"),
+                                            seed_sets.vector_columns(kind), _vector_queries),
+                  seed_sets.vector_dataset(kind))
+
+
 class Target(NamedTuple):
     """A fuzz target: ``build(seeds_dir)`` gives the function fuzzed (bytes -> None; raising
     only on a finding), ``seed(out_dir, scratch_dir)`` writes its seed files (None: the shared
@@ -387,6 +438,11 @@ TARGETS = {
     "namespace_manifest": Target(lambda d: _NamespaceManifest(), seed_sets.namespace_rows),
     # index files: one target per scalar type (a replaced file, then reads through the index)
     **{f"index_{kind}": _index_target(kind) for kind in seed_sets.INDEX_KINDS},
+    # vector indices: one target per type (IVF_PQ with pylance's legacy single file too)
+    **{f"index_{kind}": _vector_target(kind) for kind in seed_sets.VECTOR_KINDS},
+    "index_inverted": Target(lambda d: _SearchReplacer(
+        os.path.join(d, "index_inverted_source"), list("abcd"), _inverted_queries),
+        seed_sets.inverted_dataset),
 }
 
 

@@ -233,7 +233,7 @@ class InvertedIndex(LoadedIndex):
         if self._vocab is None:
             out = set()
             for p in self.partitions:
-                out.update(k.decode("utf-8") for k in p.token_map.keys())
+                out.update(k.decode("utf-8") for k in p.token_keys())
             self._vocab = sorted(out)
         return self._vocab
 

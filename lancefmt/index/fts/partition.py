@@ -77,23 +77,33 @@ class PartitionReader:
             if fmt.FST not in t.column_names or t.num_rows != 1:
                 raise self._bad(name, f"expected one row with {fmt.FST}, got {t.schema}")
             raw = t.column(fmt.FST)[0].as_py()
-            try:
-                m = ducer.Map(raw)
-                m.get(b"")  # touches the header
-            except Exception as e:  # noqa: BLE001 -- ducer raises plain exceptions
-                raise self._bad(name, f"bad token set ({e})") from None
-            self._tokens = m
+            self._tokens = self._fst(lambda: _opened(ducer.Map(raw)))
         return self._tokens
 
-    def token_id(self, token: str):
+    def _fst(self, call):
+        """``call()`` on the token map. On some corrupt bytes the fst crate panics, which
+        reaches Python as pyo3's PanicException, a BaseException: a CorruptFileError here."""
         try:
-            return self.token_map.get(token.encode("utf-8"))
-        except Exception as e:  # noqa: BLE001
-            raise self._bad(fmt.tokens_file(self.pid), f"bad token set ({e})") from None
+            return call()
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 -- ducer's errors and the crate's panics
+            if not isinstance(e, Exception) and type(e).__name__ != "PanicException":
+                raise
+            raise self._bad(fmt.tokens_file(self.pid),
+                            f"bad token set ({type(e).__name__}: {e})") from None
+
+    def token_id(self, token: str):
+        return self._fst(lambda: self.token_map.get(token.encode("utf-8")))
+
+    def token_keys(self) -> list:
+        """Every token's bytes, in key order."""
+        return self._fst(lambda: list(self.token_map.keys()))
 
     def all_tokens(self) -> list:
         """Every token, by id."""
-        items = sorted(((int(v), k.decode("utf-8")) for k, v in self.token_map.items()))
+        items = sorted((int(v), k.decode("utf-8"))
+                       for k, v in self._fst(lambda: list(self.token_map.items())))
         ids = [i for i, _ in items]
         if ids != list(range(len(ids))):
             raise self._bad(fmt.tokens_file(self.pid), "token ids are not 0..n-1")
@@ -219,6 +229,11 @@ class PartitionReader:
         cat = lambda xs, t: np.concatenate(xs).astype(t) if xs else np.empty(0, t)  # noqa: E731
         return Partition(tokens, rows, counts, elem, off, cat(docs, np.uint32), cat(freqs, np.uint32),
                          cat(pos, np.uint32) if with_positions else None)
+
+
+def _opened(m):
+    m.get(b"")  # touches the header
+    return m
 
 
 def text_metadata(store: IndexStore, name: str) -> dict:
@@ -355,6 +370,9 @@ class LegacyPartition:
 
     def token_id(self, token: str):
         return self._token_table().get(token)
+
+    def token_keys(self) -> list:
+        return sorted(self.token_map)
 
     def all_tokens(self) -> list:
         items = sorted((v, k) for k, v in self._token_table().items())

@@ -48,6 +48,9 @@ class HnswIndex(IvfIndex):
         node_ids = vid.to_numpy(zero_copy_only=False).astype(np.uint32)
         loffs = nb.offsets.to_numpy().astype(np.int64)
         values = nb.values.to_numpy(zero_copy_only=False).astype(np.uint32)
+        if loffs.size != len(nb) + 1 or len(vid) != len(nb) or (loffs.size and (
+                loffs[0] < 0 or loffs[-1] > values.size or (np.diff(loffs) < 0).any())):
+            raise CorruptFileError("graph neighbour lists out of order or past their values", path)
         self.graphs = []
         self.hnsw_params = {}
         for p, raw in enumerate(entries):
@@ -60,6 +63,9 @@ class HnswIndex(IvfIndex):
                 raise CorruptFileError(f"bad lance:hnsw entry {p} ({e})", path) from None
             start, count = int(offsets[p]), int(lengths[p])
             n = int(self.ivf.lengths[p])
+            if n and not 0 <= entry < n:  # the search kernel takes a node of the partition
+                raise CorruptFileError(f"partition {p}'s entry point {entry} is not one of its "
+                                       f"{n} nodes", path)
             if any(b < a for a, b in zip(level_offsets, level_offsets[1:])) or \
                     (level_offsets and (level_offsets[0] != 0 or level_offsets[-1] != count)) or \
                     start + count > reader.num_rows:

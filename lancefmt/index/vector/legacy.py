@@ -76,6 +76,9 @@ def load_legacy(store: IndexStore, msg, data, details=None) -> IvfIndex:
     w = q.width
     lengths = ivf.lengths
     total = int(lengths.sum())
+    if total * (w + 8) > len(data):  # before allocating: the partitions must fit the file
+        raise CorruptFileError(f"partitions of {total} rows in all, {total * (w + 8)} bytes, "
+                               f"past the data ({len(data)} bytes)", uri)
     codes = np.empty((total, w), np.uint8)
     row_ids = np.empty(total, np.uint64)
     at = 0

@@ -48,9 +48,12 @@ def from_tensor(msg: index_pb2.Tensor, path: str | None = None, ndim: int | None
     shape = tuple(int(s) for s in msg.shape)
     if ndim is not None and len(shape) != ndim:
         raise CorruptFileError(f"tensor of shape {list(shape)}, expected {ndim} dimensions", path)
-    count = 1
+    count, extent = 1, 1
     for s in shape:
         count *= s
+        extent *= max(s, 1)
+    if extent >= 1 << 31:  # an empty tensor's other dimensions: more than numpy can shape
+        raise CorruptFileError(f"tensor of shape {list(shape)}", path)
     if count * dtype.itemsize != len(msg.data):
         raise CorruptFileError(f"tensor of shape {list(shape)} holds {len(msg.data)} bytes", path)
     return np.frombuffer(msg.data, dtype=dtype).reshape(shape)

@@ -32,6 +32,12 @@ def test_tensor_round_trip_and_checks():
         tensor.from_tensor(msg, "x.idx")
     with pytest.raises(CorruptFileError):
         tensor.parse_tensor(b"\xff\xff\xff", "x.idx")
+    for shape in ([0, 1 << 31], [(1 << 32) - 1, 0, (1 << 32) - 1, (1 << 32) - 1]):  # empty, absurd
+        del msg.shape[:]
+        msg.shape.extend(shape)
+        msg.data = b""
+        with pytest.raises(CorruptFileError, match="tensor of shape"):
+            tensor.from_tensor(msg, "x.idx")
 
 
 def test_kmeans_finds_separated_clusters():
