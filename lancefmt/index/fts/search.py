@@ -355,12 +355,18 @@ def _probe(docs: np.ndarray, scored, live, need, boost) -> tuple:
     """Scores of the given documents (ascending) from the lists, by binary search."""
     score = np.zeros(docs.size, dtype=np.float32)
     count = np.zeros(docs.size, dtype=np.int32)
+    keys = {}
     for d, w, m in scored:
         if not d.size:
             continue
-        p = np.searchsorted(d, docs)
+        # the documents in the list's own type (positions of the partition's rows, which its
+        # doc ids also number): searching int64 keys in a uint32 list copied the list each time
+        k = keys.get(d.dtype)
+        if k is None:
+            k = keys[d.dtype] = docs.astype(d.dtype, copy=False)
+        p = np.searchsorted(d, k)
         ok = p < d.size
-        ok[ok] = d[p[ok]] == docs[ok]
+        ok[ok] = d[p[ok]] == k[ok]
         for _ in range(int(m)):
             score[ok] += w[p[ok]]
         count[ok] += 1
