@@ -279,24 +279,40 @@ def phrase_filter(const int64_t[::1] candidates, list tokens, const int64_t[::1]
 
 
 def sorted_member(const uint64_t[::1] a, const uint64_t[::1] b):
-    """For ascending ``a`` and ``b``: (mask of ``a`` found in ``b``, each one's place in
-    ``b``), by one merge pass."""
-    cdef Py_ssize_t i = 0, j = 0, na = a.shape[0], nb = b.shape[0]
+    """For ascending unique ``a`` and ``b``: (mask of ``a`` found in ``b``, each one's place in
+    ``b``), by one merge pass that gallops over ``b`` (a few probes into a long ``b`` touch
+    about ``log(len(b) / len(a))`` places each, near the last one, not all of ``b``)."""
+    cdef Py_ssize_t i = 0, j = 0, na = a.shape[0], nb = b.shape[0], lo, hi, mid, step
+    cdef uint64_t x
     mask = np.zeros(na, dtype=bool)
     pos = np.zeros(na, dtype=np.int64)
     cdef uint8_t[::1] mv = mask.view(np.uint8)
     cdef int64_t[::1] pv = pos
     with nogil:
         while i < na and j < nb:
-            if a[i] < b[j]:
-                i += 1
-            elif a[i] > b[j]:
-                j += 1
-            else:
+            x = a[i]
+            if b[j] < x:
+                lo = j          # b[lo] < x: gallop to a bound, then bisect (lo, hi]
+                step = 1
+                while lo + step < nb and b[lo + step] < x:
+                    lo += step
+                    step *= 2
+                hi = lo + step if lo + step < nb else nb
+                lo += 1
+                while lo < hi:
+                    mid = lo + (hi - lo) // 2
+                    if b[mid] < x:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                j = lo
+                if j >= nb:
+                    break
+            if b[j] == x:
                 mv[i] = 1
                 pv[i] = j
-                i += 1
                 j += 1
+            i += 1
     return mask, pos
 
 

@@ -494,11 +494,6 @@ def member(a: np.ndarray, b: np.ndarray) -> tuple:
     """For ascending unique ``a`` and ``b``: (mask of ``a`` in ``b``, their places in ``b``)."""
     if not b.size or not a.size:
         return np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int64)
-    if a.size * 32 < b.size:   # few probes: binary search
-        pos = np.searchsorted(b, a)
-        inside = pos < b.size
-        inside[inside] = b[pos[inside]] == a[inside]
-        return inside, pos
     return sorted_member(np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64))
 
 

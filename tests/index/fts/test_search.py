@@ -159,3 +159,18 @@ def test_combining_hits():
     assert mask.tolist() == (probe % 3 == 0).tolist()
     assert (big[pos[mask]] == probe[mask]).all()
     assert member(probe[:3], big)[0].tolist() == [True, False, False]
+
+
+@pytest.mark.parametrize("na,nb", [(0, 5), (5, 0), (3, 100_000), (2_000, 50_000), (40_000, 30_000),
+                                   (1, 1), (500, 500)])
+def test_sorted_member_gallops_to_numpy_s_answer(na, nb):
+    """The galloping merge equals numpy's membership for short and long probes alike."""
+    rng = np.random.default_rng(na * 7 + nb)
+    b = np.unique(rng.integers(0, 4 * max(nb, 1), nb, dtype=np.uint64))
+    a = np.unique(np.concatenate([rng.choice(b, min(na // 2, b.size), replace=False) if b.size else
+                                  np.array([], np.uint64),
+                                  rng.integers(0, 4 * max(nb, 1) + 10, na - na // 2, dtype=np.uint64)]
+                                 ).astype(np.uint64))
+    mask, pos = sorted_member(a, b)
+    assert mask.tolist() == np.isin(a, b).tolist()
+    assert (b[pos[mask]] == a[mask]).all()
