@@ -14,88 +14,13 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 
-
-cdef inline float fma_f32(float a, float b, float c) noexcept nogil:
-    return <float>(<double>a * <double>b + <double>c)
-
-
-cdef inline float l2_sub(const float* x, const float* y, Py_ssize_t dim) noexcept nogil:
-    """Lance's float32 L2 (see ``_distance.pyx`` for the two summation orders)."""
-    cdef float acc[8]
-    cdef float sums[16]
-    cdef float tail = 0.0, d, total = 0.0, a0, a1, a2, a3
-    cdef Py_ssize_t i, j, full
-    if dim <= 16:
-        full = dim - dim % 8
-        for j in range(8):
-            acc[j] = 0.0
-        for i in range(0, full, 8):
-            for j in range(8):
-                d = x[i + j] - y[i + j]
-                acc[j] = fma_f32(d, d, acc[j])
-        for i in range(full, dim):
-            d = x[i] - y[i]
-            tail += d * d
-        if full:
-            a0 = acc[0] + acc[4]
-            a1 = acc[1] + acc[5]
-            a2 = acc[2] + acc[6]
-            a3 = acc[3] + acc[7]
-            total = (a0 + a2) + (a1 + a3)
-        return total + tail
-    full = dim - dim % 16
-    for j in range(16):
-        sums[j] = 0.0
-    for i in range(full, dim):
-        d = x[i] - y[i]
-        tail += d * d
-    for i in range(0, full, 16):
-        for j in range(16):
-            d = x[i + j] - y[i + j]
-            sums[j] += d * d
-    for j in range(16):
-        total += sums[j]
-    return tail + total
-
-
-cdef inline float dot_sub(const float* x, const float* y, Py_ssize_t dim) noexcept nogil:
-    cdef float acc[8]
-    cdef float sums[16]
-    cdef float tail = 0.0, total = 0.0, a0, a1, a2, a3
-    cdef Py_ssize_t i, j, full
-    if dim <= 16:
-        full = dim - dim % 8
-        for j in range(8):
-            acc[j] = 0.0
-        for i in range(0, full, 8):
-            for j in range(8):
-                acc[j] = fma_f32(x[i + j], y[i + j], acc[j])
-        for i in range(full, dim):
-            tail += x[i] * y[i]
-        if full:
-            a0 = acc[0] + acc[4]
-            a1 = acc[1] + acc[5]
-            a2 = acc[2] + acc[6]
-            a3 = acc[3] + acc[7]
-            total = (a0 + a2) + (a1 + a3)
-        return total + tail
-    full = dim - dim % 16
-    for j in range(16):
-        sums[j] = 0.0
-    for i in range(full, dim):
-        tail += x[i] * y[i]
-    for i in range(0, full, 16):
-        for j in range(16):
-            sums[j] += x[i + j] * y[i + j]
-    for j in range(16):
-        total += sums[j]
-    return tail + total
+from ._lanes cimport dot_f32, l2_f32
 
 
 def pq_table(const float[::1] query, const float[::1] codebook_t, int m, int ncent, bint dot,
              float[::1] out):
     """``out[j * ncent + c]``: distance of the query's sub-vector ``j`` to centroid ``c`` of
-    sub-vector ``j`` (L2, or ``1 - dot``), summed as :func:`l2_sub` sums, computed for all
+    sub-vector ``j`` (L2, or ``1 - dot``), summed as ``l2_f32`` sums, computed for all
     centroids at once. ``codebook_t`` is the codebook transposed: ``[m][dim / m][ncent]``."""
     cdef Py_ssize_t dim = query.shape[0]
     cdef float* work
@@ -138,9 +63,9 @@ cdef void _pq_table_long(const float* query, Py_ssize_t dim, const float* codebo
             for i in range(sub):
                 buf[i] = codebook_t[(j * sub + i) * ncent + c]
             if dot:
-                v = 1.0 - dot_sub(&query[j * sub], buf, sub)
+                v = 1.0 - dot_f32(&query[j * sub], buf, sub)
             else:
-                v = l2_sub(&query[j * sub], buf, sub)
+                v = l2_f32(&query[j * sub], buf, sub)
             out[j * ncent + c] = v
 
 
