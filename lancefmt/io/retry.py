@@ -185,7 +185,8 @@ class RetryStats:
 
 async def with_retries(attempt, operation: str, uri: str | None, settings: StoreSettings,
                        stats: RetryStats | None = None, slot=None, on_retry=None,
-                       retry_statuses: tuple = (), resume=None, what: str | None = None):
+                       retry_statuses: tuple = (), resume=None, what: str | None = None,
+                       first: BaseException | None = None):
     """``await attempt()`` until it succeeds or a failure is final or a budget is spent; then a
     :class:`StorageError` naming ``operation``, ``uri`` and ``what`` (e.g. the byte range;
     ``__cause__``: the last error). ``slot`` is an async context manager held during each
@@ -193,7 +194,9 @@ async def with_retries(attempt, operation: str, uri: str | None, settings: Store
     retried for this operation (409 for a conditional put); ``on_retry(exc)`` is called before
     each retry. ``resume``: the read resumes a body cut short (``attempt`` keeps the bytes a
     :class:`ShortBody` carries and asks for the rest); ``resume()`` is called when it must start
-    over instead (the resumes of this download are spent), to drop what it kept."""
+    over instead (the resumes of this download are spent), to drop what it kept.
+    ``first``: how a first attempt made elsewhere (a scan thread's own GET) failed; it counts
+    and is handled as this loop's first attempt, so the budgets and sleeps are the same."""
     start = time.monotonic()
     backoff = Backoff()
     retries = body_retries = resumes = 0
@@ -203,6 +206,9 @@ async def with_retries(attempt, operation: str, uri: str | None, settings: Store
         if stats is not None:
             stats.add("attempts")
         try:
+            if first is not None:
+                failed, first = first, None
+                raise failed
             if slot is not None:
                 async with slot():
                     return await _timed(attempt, settings.request_timeout)

@@ -44,6 +44,7 @@ from ..errors import (
     StoragePermissionError,
 )
 from .options import DEFAULT_PROCESS_IO_LIMIT, Resolved
+from .permits import Permits
 from .ranges import plan_reads
 from .s3_ranged_get import NOT_HANDLED, RangedGets, usable
 from .retry import (
@@ -61,8 +62,9 @@ _loop_limits: dict = {}
 _loop_limits_lock = threading.Lock()
 
 
-def _process_limit(loop) -> asyncio.Semaphore:
-    """The process-wide cap on requests in flight (on this event loop)."""
+def _process_limit(loop) -> Permits | None:
+    """The process-wide cap on requests in flight (on this event loop, and threads sending
+    their own GETs beside it)."""
     sem = _loop_limits.get(id(loop))
     if sem is None:
         with _loop_limits_lock:
@@ -72,7 +74,7 @@ def _process_limit(loop) -> asyncio.Semaphore:
                     n = int(os.environ.get("LANCE_PROCESS_IO_THREADS_LIMIT", DEFAULT_PROCESS_IO_LIMIT))
                 except ValueError:
                     n = DEFAULT_PROCESS_IO_LIMIT
-                sem = asyncio.Semaphore(n) if n > 0 else None
+                sem = Permits(n) if n > 0 else None
                 _loop_limits.clear()  # one loop per process (fsspec's); after a fork, a new one
                 _loop_limits[id(loop)] = sem
     return sem
@@ -114,6 +116,39 @@ async def _read_body(resp) -> bytes:
     if announced is not None and len(data) != announced:
         raise ShortBody(len(data), announced, data if len(data) < announced else None)
     return data
+
+
+def _lean_answer(got):
+    """:meth:`S3Store._ranged_get`'s answer from the lean path's ``(status, body, range)``."""
+    status, data, content_range = got
+    if status == 416:
+        return None
+    return data, None if status == 200 else _total_of(content_range)
+
+
+def _range_data(got, at: int, end: int, kept: list) -> bytes:
+    """The bytes ``[start, end)`` of a ranged read from the answer to ``bytes=at-(end-1)``
+    (``kept``: what earlier answers cut short gave, ``start`` to ``at``); a short answer is
+    a :class:`ShortBody`, its bytes added to ``kept``."""
+    if got is None:
+        if kept:  # the object ended before the bytes already received
+            raise ShortBody(0, end - at)
+        return b""  # starts at or past the end, as pread
+    data, total = got
+    if total is None:  # the server ignored Range: the whole object came back
+        data = data[at:end]
+    elif len(data) < (expected := max(0, min(end, total) - at)):
+        if data:
+            kept.append(data)
+        raise ShortBody(len(data), expected)
+    else:
+        data = _exactly(data, expected)
+    return b"".join(kept) + data if kept else data
+
+
+def _range_answer(got, start: int, end: int, kept: list) -> bytes:
+    """:func:`_range_data` of a lean answer taken on a thread (:meth:`S3Store._fetch_one`)."""
+    return _range_data(_lean_answer(got), start, end, kept)
 
 
 def _exactly(data: bytes, expected: int) -> bytes:
@@ -201,22 +236,32 @@ class S3Store(FsspecStore):
             self._tuned_client = client
         return client
 
+    def _permits(self, loop) -> Permits:
+        sem = self._slots.get(id(loop))
+        if sem is None:
+            sem = self._slots.setdefault(id(loop), Permits(self.settings.io_parallelism))
+        return sem
+
     def _slot(self):
         """An async context manager for one request: the store's and the process's caps."""
         loop = asyncio.get_running_loop()
-        sem = self._slots.get(id(loop))
-        if sem is None:
-            sem = self._slots[id(loop)] = asyncio.Semaphore(self.settings.io_parallelism)
+        sem = self._permits(loop)
         proc = _process_limit(loop)
 
         @contextlib.asynccontextmanager
         async def held():
-            async with sem:
+            await sem.acquire()
+            try:
                 if proc is None:
                     yield
                 else:
-                    async with proc:
+                    await proc.acquire()
+                    try:
                         yield
+                    finally:
+                        proc.release()
+            finally:
+                sem.release()
 
         return held()
 
@@ -273,8 +318,63 @@ class S3Store(FsspecStore):
         plan = plan_reads(requests, self.settings.coalesce_gap, self.settings.max_iop_size)
         if not plan.fetches:
             return [b""] * len(requests)
-        fetched = self._run(self._fetch_all, plan.fetches)
+        if len(plan.fetches) == 1:
+            fetched = [self._fetch_one(plan.fetches[0])]
+        else:
+            fetched = self._run(self._fetch_all, plan.fetches)
         return plan.assemble(fetched)
+
+    def _fetch_one(self, f):
+        """One range, its first attempt sent by the calling thread itself where it can be.
+
+        Why: through the event loop a GET wakes four threads (the caller, the loop, a socket
+        thread, the loop again, then the caller), the GIL handed between them: on a one-column
+        scan that was a third of the client's CPU. The same request goes out here on the
+        blocking keep-alive socket, under the same caps (:class:`.permits.Permits`, never
+        waited for: without a free permit the read goes to the loop, which queues). A first
+        failure goes to the loop as that range's first attempt (:func:`.retry.with_retries`
+        ``first``): the same retries, sleeps, resumes and errors as a read sent from there.
+        Sent from the loop instead: no fresh presigned URL yet (the loop presigns), the
+        aiohttp client, or a call made on the loop's own thread."""
+        ranged = self._ranged
+        if ranged is None:
+            return self._run(self._get_range, f.uri, f.start, f.end)
+        loop = self.fs.loop
+        bucket, key = self._bucket_key(f.uri)
+        url = ranged.url_now(bucket, key)
+        if url is None or asyncio._get_running_loop() is not None:
+            return self._run(self._get_range, f.uri, f.start, f.end)
+        self._check_credentials("read_range", f.uri)
+        sem, proc = self._permits(loop), _process_limit(loop)
+        if not sem.try_acquire():
+            return self._run(self._get_range, f.uri, f.start, f.end)
+        if proc is not None and not proc.try_acquire():
+            sem.release()
+            return self._run(self._get_range, f.uri, f.start, f.end)
+        kept = []
+        began = time.monotonic()
+        try:
+            try:
+                got = ranged.get_now(url, bucket, key, f"bytes={f.start}-{f.end - 1}",
+                                     self._user_agent)
+            finally:
+                if proc is not None:
+                    proc.release()
+                sem.release()
+            if got is NOT_HANDLED:  # an answer the full client gives (403, 404, a redirect)
+                return self._run(self._get_range, f.uri, f.start, f.end, None, None, False)
+            timeout = self.settings.request_timeout
+            if timeout and time.monotonic() - began > timeout:  # as wait_for on the loop
+                raise asyncio.TimeoutError()
+            data = _range_answer(got, f.start, f.end, kept)
+        except ShortBody as e:
+            if e.data:
+                kept.append(e.data)
+            return self._run(self._get_range, f.uri, f.start, f.end, e, kept)
+        except Exception as e:  # noqa: BLE001 - the loop's retry policy judges it
+            return self._run(self._get_range, f.uri, f.start, f.end, e, kept)
+        self.stats.add("attempts")
+        return data
 
     async def _fetch_all(self, fetches):
         if len(fetches) == 1:
@@ -282,17 +382,14 @@ class S3Store(FsspecStore):
             return [await self._get_range(f.uri, f.start, f.end)]
         return await asyncio.gather(*(self._get_range(f.uri, f.start, f.end) for f in fetches))
 
-    async def _ranged_get(self, s3, bucket, key, range_header):
-        """One ranged GET (the lean path where it applies, else the client): ``(body, object
-        size)``, the size None when the server ignored Range and sent the whole object; None
-        when the range starts at or past the end (416)."""
-        if self._ranged is not None:
+    async def _ranged_get(self, s3, bucket, key, range_header, lean=True):
+        """One ranged GET (the lean path where it applies and ``lean``, else the client):
+        ``(body, object size)``, the size None when the server ignored Range and sent the whole
+        object; None when the range starts at or past the end (416)."""
+        if self._ranged is not None and lean:
             got = await self._ranged.get(s3, bucket, key, range_header, self._user_agent)
             if got is not NOT_HANDLED:
-                status, data, content_range = got
-                if status == 416:
-                    return None
-                return data, None if status == 200 else _total_of(content_range)
+                return _lean_answer(got)
         try:
             resp = await s3.get_object(Bucket=bucket, Key=key, Range=range_header,
                                        **self._read_kw)
@@ -303,39 +400,30 @@ class S3Store(FsspecStore):
         total = _content_total(resp)
         return await _read_body(resp), total
 
-    async def _get_range(self, uri, start, end):
+    async def _get_range(self, uri, start, end, first=None, kept=None, lean=True):
         """Bytes ``[start, end)`` (fewer only where the object ends first); a body shorter than
         that is resumed from the bytes received (then started over: :mod:`.retry`) and then an
-        error naming the range, never returned."""
+        error naming the range, never returned. ``first``, ``kept``: how the first attempt,
+        made by the caller's thread (:meth:`_fetch_one`), failed and the bytes it kept;
+        ``lean=False``: it had an answer for the full client, which the next attempt asks."""
         bucket, key = self._bucket_key(uri)
-        kept = []  # the range's first bytes, from answers cut short
+        kept = [] if kept is None else kept  # the range's first bytes, from answers cut short
+        client_next = [not lean]
 
         async def attempt():
             at = start + sum(map(len, kept))
+            lean_now, client_next[0] = not client_next[0], False
             try:
                 got = await self._ranged_get(await self._client(), bucket, key,
-                                             f"bytes={at}-{end - 1}")
+                                             f"bytes={at}-{end - 1}", lean_now)
             except ShortBody as e:
                 if e.data:
                     kept.append(e.data)
                 raise
-            if got is None:
-                if kept:  # the object ended before the bytes already received
-                    raise ShortBody(0, end - at)
-                return b""  # starts at or past the end, as pread
-            data, total = got
-            if total is None:  # the server ignored Range: the whole object came back
-                data = data[at:end]
-            elif len(data) < (expected := max(0, min(end, total) - at)):
-                if data:
-                    kept.append(data)
-                raise ShortBody(len(data), expected)
-            else:
-                data = _exactly(data, expected)
-            return b"".join(kept) + data if kept else data
+            return _range_data(got, at, end, kept)
 
         return await self._call("read_range", uri, attempt, resume=kept.clear,
-                                what=f"bytes {start}-{end - 1}")
+                                what=f"bytes {start}-{end - 1}", first=first)
 
     def read_tail(self, uri, n, size=None):
         if size is not None or n <= 0:

@@ -148,6 +148,23 @@ class RangedGets:
             weakref.finalize(self, self._sockets.close)
         return self._sockets
 
+    def url_now(self, bucket: str, key: str) -> str | None:
+        """The object's presigned URL if one is cached and fresh and the blocking sockets are
+        in use (a thread may then send the GET itself, :meth:`get_now`); else None (the GET
+        goes through the event loop, which presigns)."""
+        if self.disabled or not self.use_sockets or self._sockets is None:
+            return None
+        hit = self._urls.get((bucket, key))
+        if hit is None or time.monotonic() - hit[1] >= URL_REUSE:
+            return None
+        return hit[0]
+
+    def get_now(self, url: str, bucket: str, key: str, range_header: str, user_agent: str):
+        """:meth:`get` on the calling thread, with a URL from :meth:`url_now`."""
+        status, fields, body = self._sockets.get(
+            url, {"Range": range_header, "User-Agent": user_agent})
+        return self._answer(bucket, key, status, body, fields.get("content-range"))
+
     async def get(self, client, bucket: str, key: str, range_header: str, user_agent: str):
         """``(status, body, Content-Range)`` of a 206, 200 or 416 answer; :data:`NOT_HANDLED`
         for an answer the full client should give; botocore's ``ClientError`` for a retryable error
