@@ -193,3 +193,65 @@ def test_https_bodies_come_whole_on_a_kept_connection(tls_server, read_timeout):
     assert gets.get(url, {"Range": "bytes=0-"})[2] == big
     assert gets.get(url, {})[2] == b"again"
     assert server.connections == 1
+
+
+# -- a body received after one wake-up (_recv.recv_body_marked) ------------------------------------
+def _trickle(body: bytes, pieces: int, pause: float = 0.002):
+    """An answer whose body is sent in ``pieces`` writes, ``pause`` seconds apart."""
+    import time
+
+    head = b"HTTP/1.1 206 Partial Content\r\nContent-Length: %d\r\n\r\n" % len(body)
+
+    def send(conn):
+        conn.sendall(head)
+        step = -(-len(body) // pieces)
+        for off in range(0, len(body), step):
+            time.sleep(pause)
+            conn.sendall(body[off:off + step])
+
+    return send
+
+
+def test_a_trickled_body_wakes_the_reader_a_few_times_not_per_piece(server):
+    """Guard (a count, not a time): 64 writes of a 4 MB body wake the receiving thread a few
+    times (the receive mark is the rest of the body), not once per write; the connection is
+    then reused with its mark back at 1 (the next answer's head is read, no hang)."""
+    import resource
+
+    from lancefmt.io import socket_get
+
+    assert socket_get.MARKED
+    gets = SocketGets(5, 5)
+    url = f"http://127.0.0.1:{server.port}/b/k"
+    body = bytes(range(256)) * (4 << 12)
+    server.answers = [ok(b"warm"), _trickle(body, 64), ok(b"next")]
+    assert gets.get(url, {})[2] == b"warm"
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+    assert gets.get(url, {})[2] == body
+    woken = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - before
+    assert woken < 16, woken  # 64 or more when woken per write
+    assert gets.get(url, {})[2] == b"next"
+    assert server.connections == 1
+
+
+def test_a_marked_body_cut_short_or_stalled_keeps_what_arrived(server):
+    gets = SocketGets(5, 0.3)
+    url = f"http://127.0.0.1:{server.port}/b/k"
+    head = b"HTTP/1.1 206 Partial Content\r\nContent-Length: 100000\r\n\r\n"
+
+    def cut(conn):
+        conn.sendall(head + b"a" * 10)
+        conn.sendall(b"b" * 30_000)
+        return False  # closed with 69,990 bytes to come: the mark is never reached
+
+    def stall(conn):
+        conn.sendall(head + b"c" * 20_000)  # then nothing: the read timeout
+
+    server.answers = [cut, stall]
+    with pytest.raises(ShortBody) as e:
+        gets.get(url, {})
+    assert (e.value.got, e.value.data) == (30_010, b"a" * 10 + b"b" * 30_000)
+    with pytest.raises(ShortBody) as e:
+        gets.get(url, {})
+    assert e.value.data == b"c" * 20_000 and isinstance(e.value.__cause__, TimeoutError)
+    assert classify(e.value) == "body"
