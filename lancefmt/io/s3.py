@@ -13,9 +13,11 @@ blocking socket that receives the body into its final bytes, :mod:`.socket_get`)
 third less client CPU per request than the client, and half aiohttp's per MB.
 
 Concurrency: every request of a store runs on fsspec's event loop (one thread, shared by every
-s3fs file system of the process); :meth:`S3Store.read_many` sends a whole batch of ranges at
-once, at most ``io_parallelism`` (64, ``LANCE_IO_THREADS``) requests of the store in flight and
-``LANCE_PROCESS_IO_THREADS_LIMIT`` (128) in the process.
+s3fs file system of the process), but for the first attempt of a read that is one request,
+which the reading thread sends itself (:meth:`S3Store._fetch_one`); :meth:`S3Store.read_many`
+sends a whole batch of ranges at once, at most ``io_parallelism`` (64, ``LANCE_IO_THREADS``)
+requests of the store in flight and ``LANCE_PROCESS_IO_THREADS_LIMIT`` (128) in the process,
+counted by :class:`.permits.Permits` for the loop and those threads together.
 
 Why s3fs's async client rather than ``pyarrow.fs.S3FileSystem`` (``asv_bench/
 s3_client_compare.py``: moto behind the proxy at 20 ms per request, in a child process, one
