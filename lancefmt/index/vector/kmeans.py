@@ -90,6 +90,9 @@ def train_kmeans(data: np.ndarray, k: int, *, max_iters: int = 50, tolerance: fl
         loss = float(dists.astype(np.float64).sum())
         new, sizes = means(data, labels, k)
         _fill_empty(new, sizes, data, labels, dists, rng)
+        if metric == DOT:   # spherical, as pylance 14's dot centroids: unit vectors
+            norms = np.linalg.norm(new, axis=1, keepdims=True)
+            new = np.divide(new, norms, out=new, where=norms > 0)
         cents = new
         if prev is not None and prev > 0 and abs(prev - loss) / prev < tolerance:
             break
