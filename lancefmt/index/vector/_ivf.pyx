@@ -311,14 +311,16 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
             const uint8_t[::1] qtable, float qmin, float qrange, const float[::1] table,
             float sum_q, const float[::1] add, const float[::1] scale, const float[::1] err,
             const uint8_t[:, ::1] ex, const float[::1] ex_add, const float[::1] ex_scale,
-            int ex_bits, const float[::1] rq, float qf, float qerr, bint gate,
+            int ex_bits, const float[::1] rq, float am, float qf, float qerr, bint gate,
             const uint64_t[::1] row_ids, const uint8_t[::1] mask, bint use_mask,
             double dlo, double dhi, TopK top):
     """Score rows ``start .. start + n`` (one IVF_RQ partition) into ``top`` as pylance 14
     does: the binary inner product from the u8-quantized table for whole blocks of 32 rows
     (the float table for the rest), the 1-bit estimate, or with ``ex_bits`` the extended
     estimate, skipped (``gate``) when its lower bound cannot beat the heap. ``codes`` are
-    row-major bits (LSB first), ``ex`` one code per rotated dimension. Returns rows found."""
+    row-major bits (LSB first), ``ex`` one code per rotated dimension. A row's add factor
+    enters times ``am`` (1 for L2; pylance's dot estimate weighs it by q.c), then ``qf``
+    is added. Returns rows found."""
     cdef Py_ssize_t L = codes.shape[1], dim = rq.shape[0], blocks = n - n % 32
     cdef Py_ssize_t i, j, r, got = 0
     cdef unsigned int qsum
@@ -353,10 +355,10 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
                     c = codes[r, j]
                     bip += table[32 * j + (c & 15)] + table[32 * j + 16 + (c >> 4)]
             if ex_bits == 0:
-                v = (bip - half) * scale[r] + add[r] + qf
+                v = (bip - half) * scale[r] + add[r] * am + qf
             else:
                 if gate:
-                    lb = (bip - half) * scale[r] + add[r] + qf - err[r] * qerr
+                    lb = (bip - half) * scale[r] + add[r] * am + qf - err[r] * qerr
                     if lb >= dhi:
                         continue
                     if top.n == top.k and lb >= top.d[0]:
@@ -365,7 +367,7 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
                 exd = 0
                 for j in range(dim):
                     exd += rq[j] * <float>ex[r, j]
-                v = (code_scale * bip + exd + code_bias * sum_q) * ex_scale[r] + ex_add[r] + qf
+                v = (code_scale * bip + exd + code_bias * sum_q) * ex_scale[r] + ex_add[r] * am + qf
             if v != v or v < dlo or v >= dhi:
                 continue
             got += 1

@@ -12,7 +12,8 @@ residual, is compared with the codes; the factors absorb the centroid).
 
 A query is rotated once; the binary inner products come from a per-4-dimension table, which
 pylance quantizes to u8 for whole blocks of 32 rows, and so does :func:`_ivf.rq_scan`, so
-that distances and ties come out as pylance's.
+that distances and ties come out as pylance's. Dot indices store Lance's dot factors and are
+scored with pylance 14's dot estimate (:func:`_dot_terms`).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import pyarrow as pa
 
 from ...errors import CorruptFileError, InvalidArgumentError, NotSupportedError
 from . import _ivf
-from .distance import COSINE, L2
+from .distance import COSINE, DOT, L2, distances
 
 RABIT_CODE = "_rabit_codes"
 ADD = "__add_factors"
@@ -348,12 +349,15 @@ class RabitQuantizer:
         rq, table, qt, qmin, step, sum_q = self.query_tables(q)
         gate = self.ex_bits > 0 and stored.error.size > 0
         for part, start, n in probe.partitions(offsets, lengths):
-            diff = q - centroids[part].astype(np.float32)
-            dqc = float(np.dot(diff, diff))   # L2 (cosine: normalized query, L2 storage)
-            qerr = math.sqrt(max(dqc, 0.0)) if gate else 0.0
+            c = np.asarray(centroids[part:part + 1], np.float32)
+            if metric == DOT:
+                am, qf, qerr = _dot_terms(q, c, gate)
+            else:   # L2 (cosine: normalized query, L2 storage), by Lance's float32 kernel
+                am, qf = 1.0, float(distances(q, c, L2)[0])
+                qerr = math.sqrt(max(qf, 0.0)) if gate else 0.0
             got = _ivf.rq_scan(stored.codes, start, n, qt, qmin, step, table, sum_q,
                                stored.add, stored.scale, stored.error, stored.ex,
-                               stored.ex_add, stored.ex_scale, self.ex_bits, rq, dqc, qerr,
+                               stored.ex_add, stored.ex_scale, self.ex_bits, rq, am, qf, qerr,
                                gate, row_ids, probe.mask, probe.use_mask, probe.low,
                                probe.high, probe.top)
             probe.found += min(probe.k, got)
@@ -363,7 +367,21 @@ class RabitQuantizer:
         return {**self.meta, "index_type": "RQ"}
 
 
-SUPPORTED_METRICS = (L2, COSINE)
+SUPPORTED_METRICS = (L2, COSINE, DOT)
+
+
+def _dot_terms(q: np.ndarray, centroid: np.ndarray, gate: bool) -> tuple:
+    """(add weight, query term, query error) of a dot partition, as pylance 14 scores them.
+    With ``t = dist(q, c) - 1 = -q.c`` (float32) a row scores
+    ``(bip - sum_q / 2) * scale + add * (-t) + (1 + 2t)`` (its ex estimate alike), and the
+    lower bound that gates the ex estimate subtracts ``error * |q - (q.c) c|`` (c: a unit
+    centroid). Neither is in Lance's published source (which adds ``add - q.c`` and
+    ``|q - c|``); both were fitted to pylance 14's distances (to 1e-4) and answers."""
+    t = np.float32(distances(q, centroid, DOT)[0]) - np.float32(1)
+    q64, c64 = q.astype(np.float64), centroid[0].astype(np.float64)
+    qc = float(q64 @ c64)
+    qerr = math.sqrt(max(float(q64 @ q64) - qc * qc, 0.0)) if gate else 0.0
+    return float(-t), float(np.float32(1) + np.float32(2) * t), qerr
 
 
 # -- building -----------------------------------------------------------------------------------
@@ -403,8 +421,10 @@ def _best_levels(o: np.ndarray, ex_bits: int) -> np.ndarray:
 
 
 def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
-                rotated_centroids: np.ndarray) -> np.ndarray:
-    """The row matrix (see above) of ``residuals`` to centroids whose rotations are given."""
+                rotated_centroids: np.ndarray, metric: str = L2) -> np.ndarray:
+    """The row matrix (see above) of ``residuals`` to centroids whose rotations are given.
+    The factors are Lance's raw-query ones: for L2 they estimate |q - v|^2, for dot
+    1 - q.v (hence ``1 - r.c`` in the add factors, and half the scales and errors)."""
     q = quantizer
     r = np.asarray(residuals, np.float32)
     pr = r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]]
@@ -413,12 +433,15 @@ def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
     s = np.where(bits, 1.0, -1.0)
     r2 = (r.astype(np.float64) ** 2).sum(1)
     ip = (s * pr).sum(1)
+    dot = metric == DOT
+    w = 1.0 if dot else 2.0            # the residual term's weight in the distance
+    base = 1.0 - (pr * pc).sum(1) if dot else r2
     with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(ip != 0, -4.0 * r2 / ip, 0.0)
+        scale = np.where(ip != 0, -2.0 * w * r2 / ip, 0.0)
         a = ip / (math.sqrt(q.code_dim) * np.sqrt(r2))
-        err = np.where(np.abs(a) > 0, 2 * ERROR_BOUND * np.sqrt(r2) * np.sqrt(np.maximum(1 - a * a, 0))
+        err = np.where(np.abs(a) > 0, w * ERROR_BOUND * np.sqrt(r2) * np.sqrt(np.maximum(1 - a * a, 0))
                        / np.abs(a) / math.sqrt(max(q.code_dim - 1, 1)), 0.0)
-    add = r2 - 0.5 * scale * (s * pc).sum(1)
+    add = base - 0.5 * scale * (s * pc).sum(1)
     parts = [np.packbits(bits, axis=1, bitorder="little")]
     ex_add = ex_scale = np.zeros(r.shape[0])
     if q.ex_bits:
@@ -428,8 +451,8 @@ def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
         u = np.where(bits, k + 0.5, -(k + 0.5))
         uip = (u * pr).sum(1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ex_scale = np.where(uip != 0, -2.0 * r2 / uip, 0.0)
-        ex_add = r2 - ex_scale * (u * pc).sum(1)
+            ex_scale = np.where(uip != 0, -w * r2 / uip, 0.0)
+        ex_add = base - ex_scale * (u * pc).sum(1)
         parts.append(ex)
     factors = np.stack([add, scale, err, ex_add, ex_scale], axis=1).astype(np.float32)
     parts.append(factors.view(np.uint8).reshape(r.shape[0], 20))

@@ -156,27 +156,53 @@ def test_encode_ex_inverts_decode(ex_bits):
     assert np.array_equal(rabitq.decode_ex(rabitq.encode_ex(codes, ex_bits), ex_bits, 80), codes)
 
 
+@pytest.mark.parametrize("metric", ["l2", "dot"])
 @pytest.mark.parametrize("num_bits,tolerance", [(1, 0.15), (5, 0.01)])
-def test_encoded_rows_estimate_distances(num_bits, tolerance):
-    """Factors written by the encoder make pylance's estimator come out near the true L2."""
+def test_encoded_rows_estimate_distances(num_bits, tolerance, metric):
+    """Factors written by the encoder make Lance's raw-query estimator (add factor weight 1,
+    query term |q - c|^2 for L2, -q.c for dot) come out near the true distance."""
     rng = np.random.default_rng(num_bits)
     dim = 64
     q = rabitq.RabitQuantizer.train(dim, num_bits, seed=3)
     centroid = rng.standard_normal(dim).astype(np.float32)
+    centroid /= np.linalg.norm(centroid)
     X = centroid + rng.standard_normal((200, dim)).astype(np.float32)
-    rows = rabitq.encode_rows(q, X - centroid, q.rotated(centroid[None, :]).repeat(200, 0))
+    rows = rabitq.encode_rows(q, X - centroid, q.rotated(centroid[None, :]).repeat(200, 0), metric)
     table = rabitq.rows_table(q, np.arange(200, dtype=np.uint64), rows, [0], [200])
     stored = q.stored_from_table(table, [0], [200], "mem")
     assert np.array_equal(rabitq.stored_rows(stored, q.ex_bits), rows)
     query = centroid + rng.standard_normal(dim).astype(np.float32)
     rq, tab, qt, qmin, step, sum_q = q.query_tables(query)
     top = _ivf.TopK(200)
-    dqc = float(((query - centroid) ** 2).sum())
+    if metric == "l2":
+        qf = float(((query - centroid) ** 2).sum())
+        true_of = lambda V: ((V - query) ** 2).sum(1)  # noqa: E731
+    else:
+        qf = -float(query @ centroid)
+        true_of = lambda V: 1 - V @ query  # noqa: E731
     _ivf.rq_scan(stored.codes, 0, 200, qt, qmin, step, tab, sum_q, stored.add, stored.scale,
-                 stored.error, stored.ex, stored.ex_add, stored.ex_scale, q.ex_bits, rq, dqc, 0.0,
-                 False, np.arange(200, dtype=np.uint64), np.zeros(0, np.uint8), False,
+                 stored.error, stored.ex, stored.ex_add, stored.ex_scale, q.ex_bits, rq, 1.0, qf,
+                 0.0, False, np.arange(200, dtype=np.uint64), np.zeros(0, np.uint8), False,
                  -np.inf, np.inf, top)
     ids, est, _ = top.result()
-    true = ((X[ids.astype(int)] - query) ** 2).sum(1)
-    err = np.abs(est - true).mean() / true.mean()
+    true = true_of(X[ids.astype(int)])
+    # dot: the estimated term is (q - c).r, so its error is relative to |q - c| |r|
+    scale = np.abs(true).mean() if metric == "l2" else \
+        np.linalg.norm(query - centroid) * np.linalg.norm(X - centroid, axis=1).mean()
+    err = np.abs(est - true).mean() / scale
     assert err < tolerance
+
+
+def test_dot_terms_are_pylances_estimate():
+    """pylance 14's dot score ``(bip - sum_q/2) * scale + q.c * add + 1 - 2 q.c`` differs from
+    Lance's published ``... + add - q.c`` by ``(q.c - 1)(add - 1)``; the gate's query error
+    is the query's part orthogonal to the (unit) centroid."""
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal(16).astype(np.float32)
+    c /= np.linalg.norm(c)
+    q = rng.standard_normal(16).astype(np.float32) * 3
+    am, qf, qerr = rabitq._dot_terms(q, c[None, :], True)
+    qc = float(q @ c)
+    assert am == pytest.approx(qc, rel=1e-5) and qf == pytest.approx(1 - 2 * qc, rel=1e-5)
+    assert qerr == pytest.approx(np.linalg.norm(q - qc * c), rel=1e-5)
+    assert rabitq._dot_terms(q, c[None, :], False)[2] == 0.0
