@@ -10,9 +10,9 @@ range are applied as rows are pushed. Callers check every length and offset befo
 the loops below trust their arguments.
 """
 import numpy as np
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.math cimport sqrt
+from libc.math cimport isfinite, rintf, sqrt
 
 from ._lanes cimport dot_f32, l2_f32
 
@@ -307,6 +307,114 @@ def pq_search(const float[::1] query, const int64_t[::1] order, Py_ssize_t lo, P
     return probed, found
 
 
+cdef inline float ex_dot(const float* q, const uint8_t* e, Py_ssize_t dim) noexcept nogil:
+    """``sum q[j] * e[j]`` in 16 lanes (``j mod 16``, as Lance's kernels sum), then the lanes
+    pairwise: a fixed order the compiler vectorizes."""
+    cdef float acc[16]
+    cdef Py_ssize_t j, l, body = dim - dim % 16
+    for l in range(16):
+        acc[l] = 0
+    j = 0
+    while j < body:
+        for l in range(16):
+            acc[l] += q[j + l] * <float>e[j + l]
+        j += 16
+    for j in range(body, dim):
+        acc[j - body] += q[j] * <float>e[j]
+    for l in range(8):
+        acc[l] += acc[l + 8]
+    for l in range(4):
+        acc[l] += acc[l + 4]
+    return (acc[0] + acc[2]) + (acc[1] + acc[3])
+
+
+cdef void _fwht(float* x, Py_ssize_t n) noexcept nogil:
+    """Walsh-Hadamard butterflies in place (``n`` a power of two), numpy's order in rabitq."""
+    cdef Py_ssize_t h = 1, b, i
+    cdef float a, c
+    while h < n:
+        b = 0
+        while b < n:
+            for i in range(b, b + h):
+                a = x[i]
+                c = x[i + h]
+                x[i] = a + c
+                x[i + h] = a - c
+            b += 2 * h
+        h *= 2
+
+
+def rq_prepare(const float[::1] query, const uint8_t[::1] signs, float[::1] rq,
+               float[::1] table, uint8_t[::1] qtable):
+    """One query's rotation (Lance's fast rotation: four rounds of sign flips and scaled
+    Walsh-Hadamard transforms, as :func:`rabitq.fast_rotate` computes it), its table of
+    subset sums per 4 rotated dimensions and that table quantized to u8 as pylance does.
+    Returns (qmin, step, sum of the rotated query), each a float32 value."""
+    cdef Py_ssize_t code_dim = rq.shape[0], dim = query.shape[0], per, trunc, half, r, i, j
+    cdef Py_ssize_t lo, ntab = code_dim * 4, low
+    cdef float scale, a, b, qmin, qmax, rng, factor, sum_q = 0, v
+    cdef int bit
+    per = (code_dim + 7) // 8
+    if code_dim <= 0 or code_dim % 4 or signs.shape[0] < 4 * per or table.shape[0] < ntab or \
+            qtable.shape[0] < ntab:
+        raise ValueError("RQ query shapes differ")
+    trunc = 1
+    while trunc * 2 <= code_dim:
+        trunc *= 2
+    scale = <float>1.0 / <float>sqrt(<float>trunc)
+    with nogil:
+        for i in range(code_dim):
+            rq[i] = query[i] if i < dim else 0
+        for r in range(4):
+            for i in range(code_dim):
+                j = r * per * 8 + i
+                bit = (signs[j >> 3] >> (j & 7)) & 1
+                rq[i] = rq[i] * (<float>1.0 - <float>2.0 * <float>bit)
+            lo = 0 if trunc == code_dim or r % 2 == 0 else code_dim - trunc
+            _fwht(&rq[lo], trunc)
+            for i in range(lo, lo + trunc):
+                rq[i] = rq[i] * scale
+            if trunc != code_dim:
+                half = code_dim // 2
+                for i in range(half):
+                    a = rq[i]
+                    b = rq[i + half]
+                    rq[i] = a + b
+                    rq[i + half] = a - b
+        if trunc != code_dim:
+            for i in range(code_dim):
+                rq[i] = rq[i] * <float>0.25
+        for i in range(0, code_dim, 4):
+            table[4 * i] = 0
+            for j in range(1, 16):
+                low = 0
+                while not (j >> low) & 1:
+                    low += 1
+                table[4 * i + j] = table[4 * i + (j & (j - 1))] + rq[i + low]
+        qmin = table[0]
+        qmax = table[0]
+        for i in range(ntab):
+            if table[i] != table[i]:    # NaN: numpy's min and max are NaN
+                qmin = table[i]
+                qmax = table[i]
+                break
+            if table[i] < qmin:
+                qmin = table[i]
+            if table[i] > qmax:
+                qmax = table[i]
+        rng = qmax - qmin
+        factor = <float>255.0 / rng if rng != 0 else <float>1e39
+        for i in range(ntab):
+            if not (isfinite(rng) and isfinite(factor)):
+                qtable[i] = 0
+            else:
+                v = rintf((table[i] - qmin) * factor)
+                qtable[i] = 0 if v < 0 else (255 if v > 255 else <uint8_t>v)
+        for i in range(code_dim):
+            sum_q = sum_q + rq[i]
+    return qmin, <float>(rng / <float>255.0), sum_q
+
+
 def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
             const uint8_t[::1] qtable, float qmin, float qrange, const float[::1] table,
             float sum_q, const float[::1] add, const float[::1] scale, const float[::1] err,
@@ -328,6 +436,8 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
     cdef float code_scale = <float>(1 << ex_bits), code_bias = -(<float>(1 << ex_bits) - 0.5)
     cdef float sum_min = <float>(2 * L) * qmin
     cdef uint8_t c
+    cdef const uint8_t* row
+    cdef uint16_t* btab = NULL   # per code byte, its two nibbles' u8 entries summed
     if start < 0 or n < 0 or start + n > codes.shape[0] or row_ids.shape[0] < start + n or \
             add.shape[0] < start + n or scale.shape[0] < start + n or \
             table.shape[0] < 32 * L or qtable.shape[0] < 32 * L or dim < 8 * L or \
@@ -338,16 +448,29 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
         raise ValueError("RQ ex-code shapes differ")
     if gate and err.shape[0] < start + n:
         raise ValueError("RQ error factors missing")
+    if blocks >= 128 and L:
+        btab = <uint16_t*>malloc(L * 256 * sizeof(uint16_t))
+        if btab == NULL:
+            raise MemoryError()
     with nogil:
+        if btab != NULL:
+            for j in range(L):
+                for i in range(256):
+                    btab[256 * j + i] = qtable[32 * j + (i & 15)] + qtable[32 * j + 16 + (i >> 4)]
         for i in range(n):
             r = start + i
             if use_mask and not mask[r]:
                 continue
             if i < blocks:
                 qsum = 0
-                for j in range(L):
-                    c = codes[r, j]
-                    qsum += qtable[32 * j + (c & 15)] + qtable[32 * j + 16 + (c >> 4)]
+                row = &codes[r, 0]
+                if btab != NULL:
+                    for j in range(L):
+                        qsum += btab[256 * j + row[j]]
+                else:
+                    for j in range(L):
+                        c = row[j]
+                        qsum += qtable[32 * j + (c & 15)] + qtable[32 * j + 16 + (c >> 4)]
                 bip = <float>qsum * qrange + sum_min
             else:
                 bip = 0
@@ -364,9 +487,7 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
                     if top.n == top.k and lb >= top.d[0]:
                         got += 1
                         continue
-                exd = 0
-                for j in range(dim):
-                    exd += rq[j] * <float>ex[r, j]
+                exd = ex_dot(&rq[0], &ex[r, 0], dim)
                 v = (code_scale * bip + exd + code_bias * sum_q) * ex_scale[r] + ex_add[r] * am + qf
             if v != v or v < dlo or v >= dhi:
                 continue
@@ -374,6 +495,7 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
             if top.n == top.k and v > top.d[0]:
                 continue
             top._push(v, row_ids[r], r)
+    free(btab)
     top.seen += got
     return got
 

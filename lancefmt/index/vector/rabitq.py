@@ -323,24 +323,14 @@ class RabitQuantizer:
     def query_tables(self, query: np.ndarray):
         """(rotated query, float table, u8 table, its min, its step, sum of the rotated
         query) for one query: the table holds, per 4 rotated dimensions, the sum of the
-        query's values over each of the 16 subsets, built in Lance's order."""
-        rq = fast_rotate(np.asarray(query, np.float32)[None, :], self.signs, self.code_dim)[0]
-        seg = rq.reshape(-1, 4)
-        table = np.zeros((seg.shape[0], 16), np.float32)
-        for j in range(1, 16):
-            low = (j & -j).bit_length() - 1
-            table[:, j] = table[:, j & (j - 1)] + seg[:, low]
-        table = table.ravel()
-        qmin, qmax = np.float32(table.min()), np.float32(table.max())
-        rng = np.float32(qmax - qmin)
-        factor = np.float32(255.0) / rng if rng else np.float32(np.inf)
-        if not (math.isfinite(rng) and math.isfinite(factor)):
-            qt = np.zeros(table.size, np.uint8)
-        else:
-            qt = np.clip(np.rint((table - qmin) * factor), 0, 255).astype(np.uint8)
-        step = np.float32(rng / np.float32(255.0))
-        sum_q = np.cumsum(rq, dtype=np.float32)[-1]
-        return rq, table, qt, float(qmin), float(step), float(sum_q)
+        query's values over each of the 16 subsets, built in Lance's order (in Cython:
+        :func:`_ivf.rq_prepare`, the same float32 steps as :func:`fast_rotate`)."""
+        rq = np.empty(self.code_dim, np.float32)
+        table = np.empty(self.code_dim * 4, np.float32)
+        qt = np.empty(self.code_dim * 4, np.uint8)
+        qmin, step, sum_q = _ivf.rq_prepare(np.ascontiguousarray(query, np.float32), self.signs,
+                                            rq, table, qt)
+        return rq, table, qt, qmin, step, sum_q
 
     def search(self, stored: RabitStored, probe, centroids, offsets, lengths, row_ids,
                metric: str) -> None:
@@ -348,13 +338,15 @@ class RabitQuantizer:
         q = np.asarray(probe.query, np.float32)
         rq, table, qt, qmin, step, sum_q = self.query_tables(q)
         gate = self.ex_bits > 0 and stored.error.size > 0
+        cents = np.asarray(centroids, np.float32)
+        if metric == DOT:
+            ams, qfs, qerrs = _dot_terms(q, cents, gate)
+        else:   # L2 (cosine: normalized query, L2 storage), by Lance's float32 kernel
+            qfs = distances(q, cents, L2)
+            ams = np.ones_like(qfs)
+            qerrs = np.sqrt(np.maximum(qfs, 0)) if gate else np.zeros_like(qfs)
         for part, start, n in probe.partitions(offsets, lengths):
-            c = np.asarray(centroids[part:part + 1], np.float32)
-            if metric == DOT:
-                am, qf, qerr = _dot_terms(q, c, gate)
-            else:   # L2 (cosine: normalized query, L2 storage), by Lance's float32 kernel
-                am, qf = 1.0, float(distances(q, c, L2)[0])
-                qerr = math.sqrt(max(qf, 0.0)) if gate else 0.0
+            am, qf, qerr = float(ams[part]), float(qfs[part]), float(qerrs[part])
             got = _ivf.rq_scan(stored.codes, start, n, qt, qmin, step, table, sum_q,
                                stored.add, stored.scale, stored.error, stored.ex,
                                stored.ex_add, stored.ex_scale, self.ex_bits, rq, am, qf, qerr,
@@ -370,18 +362,21 @@ class RabitQuantizer:
 SUPPORTED_METRICS = (L2, COSINE, DOT)
 
 
-def _dot_terms(q: np.ndarray, centroid: np.ndarray, gate: bool) -> tuple:
-    """(add weight, query term, query error) of a dot partition, as pylance 14 scores them.
-    With ``t = dist(q, c) - 1 = -q.c`` (float32) a row scores
+def _dot_terms(q: np.ndarray, centroids: np.ndarray, gate: bool) -> tuple:
+    """(add weights, query terms, query errors) of every partition of a dot index, as
+    pylance 14 scores them. With ``t = dist(q, c) - 1 = -q.c`` (float32) a row scores
     ``(bip - sum_q / 2) * scale + add * (-t) + (1 + 2t)`` (its ex estimate alike), and the
     lower bound that gates the ex estimate subtracts ``error * |q - (q.c) c|`` (c: a unit
     centroid). Neither is in Lance's published source (which adds ``add - q.c`` and
     ``|q - c|``); both were fitted to pylance 14's distances (to 1e-4) and answers."""
-    t = np.float32(distances(q, centroid, DOT)[0]) - np.float32(1)
-    q64, c64 = q.astype(np.float64), centroid[0].astype(np.float64)
-    qc = float(q64 @ c64)
-    qerr = math.sqrt(max(float(q64 @ q64) - qc * qc, 0.0)) if gate else 0.0
-    return float(-t), float(np.float32(1) + np.float32(2) * t), qerr
+    t = distances(q, centroids, DOT) - np.float32(1)
+    if gate:
+        q64 = q.astype(np.float64)
+        qc = centroids.astype(np.float64) @ q64
+        qerr = np.sqrt(np.maximum(float(q64 @ q64) - qc * qc, 0.0))
+    else:
+        qerr = np.zeros(t.size)
+    return -t, np.float32(1) + np.float32(2) * t, qerr
 
 
 # -- building -----------------------------------------------------------------------------------

@@ -89,8 +89,35 @@ def test_scan_runs_once_per_probed_partition(rq_index, monkeypatch):
     calls = []
     real = _ivf.rq_scan
     monkeypatch.setattr(_ivf, "rq_scan", lambda *a: calls.append(a[2]) or real(*a))
+    prepared = []
+    real_prepare = _ivf.rq_prepare
+    monkeypatch.setattr(_ivf, "rq_prepare", lambda *a: prepared.append(1) or real_prepare(*a))
     hits = idx.search_vectors(X[7], 5, minimum_nprobes=2, maximum_nprobes=2)
     assert len(calls) == 2 and sum(calls) == 300 and 7 in hits.ids.tolist()
+    assert len(prepared) == 1   # the query is rotated and tabled once, not per partition
+
+
+@pytest.mark.parametrize("dim", [8, 24, 40, 128, 136])
+def test_cython_query_tables_equal_numpy_steps(dim):
+    """rq_prepare's rotation, tables and u8 quantization are bit for bit the numpy steps
+    (fast_rotate, subset sums, pylance's rounding), zero query included."""
+    q = rabitq.RabitQuantizer.train(dim, 5, seed=dim)
+    rng = np.random.default_rng(dim)
+    for x in (np.zeros(dim, np.float32), (rng.standard_normal(dim) * 30).astype(np.float32)):
+        rq, table, qt, qmin, step, sum_q = q.query_tables(x)
+        want = rabitq.fast_rotate(x[None, :], q.signs, dim)[0]
+        assert np.array_equal(rq, want)
+        seg = want.reshape(-1, 4)
+        t = np.zeros((seg.shape[0], 16), np.float32)
+        for j in range(1, 16):
+            t[:, j] = t[:, j & (j - 1)] + seg[:, (j & -j).bit_length() - 1]
+        assert np.array_equal(table, t.ravel())
+        lo, hi = np.float32(t.min()), np.float32(t.max())
+        assert qmin == lo and step == np.float32((hi - lo) / np.float32(255))
+        if hi > lo:
+            f = np.float32(255) / np.float32(hi - lo)
+            assert np.array_equal(qt, np.clip(np.rint((t.ravel() - lo) * f), 0, 255).astype(np.uint8))
+        assert sum_q == np.cumsum(want, dtype=np.float32)[-1]
 
 
 def damage(seg, tmp_path, change):
@@ -201,8 +228,8 @@ def test_dot_terms_are_pylances_estimate():
     c = rng.standard_normal(16).astype(np.float32)
     c /= np.linalg.norm(c)
     q = rng.standard_normal(16).astype(np.float32) * 3
-    am, qf, qerr = rabitq._dot_terms(q, c[None, :], True)
+    am, qf, qerr = (float(v[0]) for v in rabitq._dot_terms(q, c[None, :], True))
     qc = float(q @ c)
     assert am == pytest.approx(qc, rel=1e-5) and qf == pytest.approx(1 - 2 * qc, rel=1e-5)
     assert qerr == pytest.approx(np.linalg.norm(q - qc * c), rel=1e-5)
-    assert rabitq._dot_terms(q, c[None, :], False)[2] == 0.0
+    assert rabitq._dot_terms(q, c[None, :], False)[2][0] == 0.0
