@@ -503,30 +503,51 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
 def rq_best_levels(const float[:, ::1] unit, int ex_bits, int steps, uint8_t[:, ::1] out):
     """Per row of ``unit`` (absolute rotated residuals over their maximum), the magnitudes
     ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` have the largest cosine with the row,
-    over ``steps`` scales ``t`` in [0.5, 2^ex_bits]: ``k = min(floor(t * unit), top)``."""
-    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i, j, s
+    over ``steps`` scales ``t`` in [0.5, 2^ex_bits]: ``k = min(floor(t * unit), top)``. The
+    sums run in float, 8 lanes (vectorized); the first best scale wins."""
+    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i, j, s, l, body = dim - dim % 8
     cdef int top = (1 << ex_bits) - 1
-    cdef double t, ip, nn, cos, best, u
+    cdef float t, best_t, ip, nn, u, uu, topf = <float>((1 << ex_bits) - 1)
+    cdef double cos, best
+    cdef float ipl[8]
+    cdef float nnl[8]
     cdef int k
+    cdef const float* row
     if out.shape[0] < n or out.shape[1] < dim or steps < 2:
         raise ValueError("RQ level shapes differ")
     with nogil:
         for i in range(n):
+            row = &unit[i, 0]
             best = -1.0
+            best_t = 0.5
             for s in range(steps):
-                t = 0.5 + (top + 0.5) * s / (steps - 1)
+                t = <float>(0.5 + (top + 0.5) * s / (steps - 1))
+                for l in range(8):
+                    ipl[l] = 0
+                    nnl[l] = 0
+                j = 0
+                while j < body:
+                    for l in range(8):
+                        uu = <float>(<int>(t * row[j + l]))
+                        uu = (uu if uu < topf else topf) + <float>0.5
+                        ipl[l] += uu * row[j + l]
+                        nnl[l] += uu * uu
+                    j += 8
                 ip = 0
                 nn = 0
-                for j in range(dim):
-                    k = <int>(t * unit[i, j])
-                    if k > top:
-                        k = top
-                    u = k + 0.5
-                    ip += u * unit[i, j]
-                    nn += u * u
+                for l in range(8):
+                    ip += ipl[l]
+                    nn += nnl[l]
+                for j in range(body, dim):
+                    k = <int>(t * row[j])
+                    k = top if k > top else k
+                    uu = <float>k + <float>0.5
+                    ip += uu * row[j]
+                    nn += uu * uu
                 cos = ip / sqrt(nn)
                 if cos > best:
                     best = cos
-                    for j in range(dim):
-                        k = <int>(t * unit[i, j])
-                        out[i, j] = top if k > top else k
+                    best_t = t
+            for j in range(dim):
+                k = <int>(best_t * row[j])
+                out[i, j] = top if k > top else k

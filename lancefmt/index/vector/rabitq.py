@@ -26,6 +26,7 @@ import pyarrow as pa
 from ...errors import CorruptFileError, InvalidArgumentError, NotSupportedError
 from . import _ivf
 from .distance import COSINE, DOT, L2, distances
+from .ivf import in_parallel
 
 RABIT_CODE = "_rabit_codes"
 ADD = "__add_factors"
@@ -411,7 +412,8 @@ def _best_levels(o: np.ndarray, ex_bits: int) -> np.ndarray:
     m[m == 0] = 1
     unit = np.ascontiguousarray(o / m, np.float32)
     out = np.zeros(o.shape, np.uint8)
-    _ivf.rq_best_levels(unit, ex_bits, 4 * (1 << ex_bits), out)
+    in_parallel(unit.shape[0], lambda a, b: _ivf.rq_best_levels(unit[a:b], ex_bits,
+                                                                4 * (1 << ex_bits), out[a:b]))
     return out
 
 
