@@ -12,7 +12,8 @@ the loops below trust their arguments.
 import numpy as np
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.math cimport isfinite, rintf, sqrt
+from libc.math cimport fabs, isfinite, rintf, sqrt
+from libc.string cimport memcpy
 
 from ._lanes cimport dot_f32, l2_f32
 
@@ -500,54 +501,143 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
     return got
 
 
+cdef void best_levels_row(const float* row, Py_ssize_t dim, int ex_bits, int steps,
+                          uint8_t* out) noexcept nogil:
+    """One row of :func:`rq_best_levels`."""
+    cdef Py_ssize_t j, s, l, body = dim - dim % 8
+    cdef int top = (1 << ex_bits) - 1, k
+    cdef float t, best_t = 0.5, ip, nn, uu, topf = <float>((1 << ex_bits) - 1)
+    cdef double cos, best = -1.0
+    cdef float ipl[8]
+    cdef float nnl[8]
+    for s in range(steps):
+        t = <float>(0.5 + (top + 0.5) * s / (steps - 1))
+        for l in range(8):
+            ipl[l] = 0
+            nnl[l] = 0
+        j = 0
+        while j < body:
+            for l in range(8):
+                uu = <float>(<int>(t * row[j + l]))
+                uu = (uu if uu < topf else topf) + <float>0.5
+                ipl[l] += uu * row[j + l]
+                nnl[l] += uu * uu
+            j += 8
+        ip = 0
+        nn = 0
+        for l in range(8):
+            ip += ipl[l]
+            nn += nnl[l]
+        for j in range(body, dim):
+            uu = <float>(<int>(t * row[j]))
+            uu = (uu if uu < topf else topf) + <float>0.5
+            ip += uu * row[j]
+            nn += uu * uu
+        cos = ip / sqrt(nn)
+        if cos > best:
+            best = cos
+            best_t = t
+    for j in range(dim):
+        k = <int>(best_t * row[j])
+        out[j] = top if k > top else k
+
+
 def rq_best_levels(const float[:, ::1] unit, int ex_bits, int steps, uint8_t[:, ::1] out):
     """Per row of ``unit`` (absolute rotated residuals over their maximum), the magnitudes
     ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` have the largest cosine with the row,
     over ``steps`` scales ``t`` in [0.5, 2^ex_bits]: ``k = min(floor(t * unit), top)``. The
     sums run in float, 8 lanes (vectorized); the first best scale wins."""
-    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i, j, s, l, body = dim - dim % 8
-    cdef int top = (1 << ex_bits) - 1
-    cdef float t, best_t, ip, nn, u, uu, topf = <float>((1 << ex_bits) - 1)
-    cdef double cos, best
-    cdef float ipl[8]
-    cdef float nnl[8]
-    cdef int k
-    cdef const float* row
+    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i
     if out.shape[0] < n or out.shape[1] < dim or steps < 2:
         raise ValueError("RQ level shapes differ")
     with nogil:
         for i in range(n):
-            row = &unit[i, 0]
-            best = -1.0
-            best_t = 0.5
-            for s in range(steps):
-                t = <float>(0.5 + (top + 0.5) * s / (steps - 1))
-                for l in range(8):
-                    ipl[l] = 0
-                    nnl[l] = 0
-                j = 0
-                while j < body:
-                    for l in range(8):
-                        uu = <float>(<int>(t * row[j + l]))
-                        uu = (uu if uu < topf else topf) + <float>0.5
-                        ipl[l] += uu * row[j + l]
-                        nnl[l] += uu * uu
-                    j += 8
-                ip = 0
-                nn = 0
-                for l in range(8):
-                    ip += ipl[l]
-                    nn += nnl[l]
-                for j in range(body, dim):
-                    k = <int>(t * row[j])
-                    k = top if k > top else k
-                    uu = <float>k + <float>0.5
-                    ip += uu * row[j]
-                    nn += uu * uu
-                cos = ip / sqrt(nn)
-                if cos > best:
-                    best = cos
-                    best_t = t
+            best_levels_row(&unit[i, 0], dim, ex_bits, steps, &out[i, 0])
+
+
+def rq_encode(const double[:, ::1] pr, const double[:, ::1] pc, const double[::1] r2,
+              int ex_bits, bint dot, double error_bound, uint8_t[:, ::1] out):
+    """Each row's RaBitQ code in one pass (no temporaries): from its rotated residual ``pr``,
+    its centroid rotated ``pc`` and ``|r|^2``, the sign bits (LSB first), the extended codes
+    (levels by :func:`best_levels_row` over ``|pr| / max |pr|``; ``k`` for a positive value,
+    ``top - k`` otherwise) and Lance's raw-query factors (add, scale, error, ex add, ex scale)
+    as float32 bytes: L2 weighs the residual term 2 and adds from ``|r|^2``, dot weighs it 1
+    and adds from ``1 - r.c``. Sums in float64, as numpy did."""
+    cdef Py_ssize_t n = pr.shape[0], dim = pr.shape[1], i, j, b, nb = dim // 8
+    cdef Py_ssize_t width = nb + (dim if ex_bits else 0) + 20
+    cdef int top = (1 << ex_bits) - 1, steps = 4 * (1 << ex_bits)
+    cdef double w = 1.0 if dot else 2.0, ip, spc, prpc, scale, a, err, base, add, m, x, uu
+    cdef double uip, upc, ex_add, ex_scale, sd = sqrt(<double>dim), sd1 = sqrt(<double>(dim - 1 if dim > 1 else 1))
+    cdef float f[5]
+    cdef float* unit
+    cdef uint8_t* lev
+    cdef uint8_t* o
+    cdef uint8_t byte
+    if dim % 8 or pc.shape[0] != n or pc.shape[1] != dim or r2.shape[0] != n or \
+            out.shape[0] != n or out.shape[1] != width:
+        raise ValueError("RQ encode shapes differ")
+    unit = <float*>malloc(dim * sizeof(float))
+    lev = <uint8_t*>malloc(dim)
+    if unit == NULL or lev == NULL:
+        free(unit)
+        free(lev)
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            o = &out[i, 0]
+            ip = 0
+            spc = 0
+            prpc = 0
+            m = 0
             for j in range(dim):
-                k = <int>(best_t * row[j])
-                out[i, j] = top if k > top else k
+                x = pr[i, j]
+                if x > 0:
+                    ip += x
+                    spc += pc[i, j]
+                else:
+                    ip -= x
+                    spc -= pc[i, j]
+                prpc += x * pc[i, j]
+                if fabs(x) > m:
+                    m = fabs(x)
+            for j in range(nb):
+                byte = 0
+                for b in range(8):
+                    if pr[i, 8 * j + b] > 0:
+                        byte |= <uint8_t>(1 << b)
+                o[j] = byte
+            scale = -2.0 * w * r2[i] / ip if ip != 0 else 0.0
+            a = ip / (sd * sqrt(r2[i]))
+            err = w * error_bound * sqrt(r2[i]) * sqrt(max(1 - a * a, 0.0)) / fabs(a) / sd1 \
+                if fabs(a) > 0 else 0.0
+            base = 1.0 - prpc if dot else r2[i]
+            add = base - 0.5 * scale * spc
+            ex_add = 0
+            ex_scale = 0
+            if ex_bits:
+                if m == 0:
+                    m = 1
+                for j in range(dim):
+                    unit[j] = <float>(fabs(pr[i, j]) / m)
+                best_levels_row(unit, dim, ex_bits, steps, lev)
+                uip = 0
+                upc = 0
+                for j in range(dim):
+                    uu = lev[j] + 0.5
+                    if pr[i, j] > 0:
+                        o[nb + j] = lev[j]
+                    else:
+                        o[nb + j] = <uint8_t>(top - lev[j])
+                        uu = -uu
+                    uip += uu * pr[i, j]
+                    upc += uu * pc[i, j]
+                ex_scale = -w * r2[i] / uip if uip != 0 else 0.0
+                ex_add = base - ex_scale * upc
+            f[0] = <float>add
+            f[1] = <float>scale
+            f[2] = <float>err
+            f[3] = <float>ex_add
+            f[4] = <float>ex_scale
+            memcpy(&o[width - 20], f, 20)
+    free(unit)
+    free(lev)

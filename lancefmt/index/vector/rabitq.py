@@ -405,55 +405,22 @@ def pack_codes(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _best_levels(o: np.ndarray, ex_bits: int) -> np.ndarray:
-    """Per row, the magnitudes ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` point
-    closest to ``o`` (absolute rotated residuals): the best of a grid of scales."""
-    m = o.max(axis=1, keepdims=True)
-    m[m == 0] = 1
-    unit = np.ascontiguousarray(o / m, np.float32)
-    out = np.zeros(o.shape, np.uint8)
-    in_parallel(unit.shape[0], lambda a, b: _ivf.rq_best_levels(unit[a:b], ex_bits,
-                                                                4 * (1 << ex_bits), out[a:b]))
-    return out
-
-
 def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
                 rotated_centroids: np.ndarray, metric: str = L2) -> np.ndarray:
     """The row matrix (see above) of ``residuals`` to centroids whose rotations are given.
     The factors are Lance's raw-query ones: for L2 they estimate |q - v|^2, for dot
-    1 - q.v (hence ``1 - r.c`` in the add factors, and half the scales and errors)."""
+    1 - q.v (hence ``1 - r.c`` in the add factors, and half the scales and errors). The
+    rotation is one BLAS product; the rest is :func:`_ivf.rq_encode`, over the CPU's threads."""
     q = quantizer
     r = np.asarray(residuals, np.float32)
-    pr = r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]]
-    pc = np.asarray(rotated_centroids, np.float64)
-    bits = pr > 0
-    s = np.where(bits, 1.0, -1.0)
-    r2 = (r.astype(np.float64) ** 2).sum(1)
-    ip = (s * pr).sum(1)
-    dot = metric == DOT
-    w = 1.0 if dot else 2.0            # the residual term's weight in the distance
-    base = 1.0 - (pr * pc).sum(1) if dot else r2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(ip != 0, -2.0 * w * r2 / ip, 0.0)
-        a = ip / (math.sqrt(q.code_dim) * np.sqrt(r2))
-        err = np.where(np.abs(a) > 0, w * ERROR_BOUND * np.sqrt(r2) * np.sqrt(np.maximum(1 - a * a, 0))
-                       / np.abs(a) / math.sqrt(max(q.code_dim - 1, 1)), 0.0)
-    add = base - 0.5 * scale * (s * pc).sum(1)
-    parts = [np.packbits(bits, axis=1, bitorder="little")]
-    ex_add = ex_scale = np.zeros(r.shape[0])
-    if q.ex_bits:
-        k = _best_levels(np.abs(pr), q.ex_bits)
-        top = (1 << q.ex_bits) - 1
-        ex = np.where(bits, k, top - k).astype(np.uint8)
-        u = np.where(bits, k + 0.5, -(k + 0.5))
-        uip = (u * pr).sum(1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ex_scale = np.where(uip != 0, -w * r2 / uip, 0.0)
-        ex_add = base - ex_scale * (u * pc).sum(1)
-        parts.append(ex)
-    factors = np.stack([add, scale, err, ex_add, ex_scale], axis=1).astype(np.float32)
-    parts.append(factors.view(np.uint8).reshape(r.shape[0], 20))
-    return np.ascontiguousarray(np.concatenate(parts, axis=1))
+    pr = np.ascontiguousarray(r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]])
+    pc = np.ascontiguousarray(rotated_centroids, np.float64)
+    r64 = r.astype(np.float64)
+    r2 = np.ascontiguousarray(np.einsum("ij,ij->i", r64, r64))
+    out = np.empty((r.shape[0], q.row_width), np.uint8)
+    in_parallel(r.shape[0], lambda a, b: _ivf.rq_encode(pr[a:b], pc[a:b], r2[a:b], q.ex_bits,
+                                                        metric == DOT, ERROR_BOUND, out[a:b]))
+    return out
 
 
 def rows_table(quantizer: "RabitQuantizer", row_ids, rows: np.ndarray, offsets, lengths) -> pa.Table:

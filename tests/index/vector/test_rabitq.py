@@ -233,3 +233,48 @@ def test_dot_terms_are_pylances_estimate():
     assert am == pytest.approx(qc, rel=1e-5) and qf == pytest.approx(1 - 2 * qc, rel=1e-5)
     assert qerr == pytest.approx(np.linalg.norm(q - qc * c), rel=1e-5)
     assert rabitq._dot_terms(q, c[None, :], False)[2][0] == 0.0
+
+
+def _numpy_rows(q, r, pc, dot):
+    """The row matrix by numpy (the encoder's maths spelled out): sign bits, extended codes
+    from the levels, float32 factors."""
+    pr = r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]]
+    bits = pr > 0
+    s = np.where(bits, 1.0, -1.0)
+    r2 = (r.astype(np.float64) ** 2).sum(1)
+    ip = (s * pr).sum(1)
+    w = 1.0 if dot else 2.0
+    base = 1.0 - (pr * pc).sum(1) if dot else r2
+    scale = -2.0 * w * r2 / ip
+    a = ip / (np.sqrt(q.code_dim) * np.sqrt(r2))
+    err = w * rabitq.ERROR_BOUND * np.sqrt(r2) * np.sqrt(1 - a * a) / np.abs(a) / np.sqrt(q.code_dim - 1)
+    add = base - 0.5 * scale * (s * pc).sum(1)
+    parts = [np.packbits(bits, axis=1, bitorder="little")]
+    ex_add = ex_scale = np.zeros(r.shape[0])
+    if q.ex_bits:
+        o = np.abs(pr)
+        unit = np.ascontiguousarray(o / o.max(1, keepdims=True), np.float32)
+        k = np.zeros(unit.shape, np.uint8)
+        _ivf.rq_best_levels(unit, q.ex_bits, 4 << q.ex_bits, k)
+        top = (1 << q.ex_bits) - 1
+        parts.append(np.where(bits, k, top - k).astype(np.uint8))
+        u = np.where(bits, k + 0.5, -(k + 0.5))
+        ex_scale = -w * r2 / (u * pr).sum(1)
+        ex_add = base - ex_scale * (u * pc).sum(1)
+    f = np.stack([add, scale, err, ex_add, ex_scale], axis=1).astype(np.float32)
+    return np.concatenate(parts, axis=1), f
+
+
+@pytest.mark.parametrize("metric", ["l2", "dot"])
+@pytest.mark.parametrize("num_bits", [1, 3, 5])
+def test_cython_encoder_equals_numpy_maths(num_bits, metric):
+    rng = np.random.default_rng(num_bits)
+    q = rabitq.RabitQuantizer.train(32, num_bits, seed=2)
+    c = rng.standard_normal((3, 32)).astype(np.float32)
+    lab = rng.integers(0, 3, 300)
+    r = rng.standard_normal((300, 32)).astype(np.float32)
+    pc = q.rotated(c).astype(np.float64)[lab]
+    rows = rabitq.encode_rows(q, r, q.rotated(c)[lab], metric)
+    codes, factors = _numpy_rows(q, r, pc, metric == "dot")
+    assert np.array_equal(rows[:, :-20], codes)
+    np.testing.assert_allclose(rows[:, -20:].copy().view(np.float32), factors, rtol=1e-5, atol=1e-6)
