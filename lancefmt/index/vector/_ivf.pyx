@@ -501,45 +501,15 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
     return got
 
 
-cdef void best_levels_row(const float* row, Py_ssize_t dim, int ex_bits, int steps,
-                          uint8_t* out) noexcept nogil:
-    """One row of :func:`rq_best_levels`."""
-    cdef Py_ssize_t j, s, l, body = dim - dim % 8
-    cdef int top = (1 << ex_bits) - 1, k
-    cdef float t, best_t = 0.5, ip, nn, uu, topf = <float>((1 << ex_bits) - 1)
-    cdef double cos, best = -1.0
-    cdef float ipl[8]
-    cdef float nnl[8]
-    for s in range(steps):
-        t = <float>(0.5 + (top + 0.5) * s / (steps - 1))
-        for l in range(8):
-            ipl[l] = 0
-            nnl[l] = 0
-        j = 0
-        while j < body:
-            for l in range(8):
-                uu = <float>(<int>(t * row[j + l]))
-                uu = (uu if uu < topf else topf) + <float>0.5
-                ipl[l] += uu * row[j + l]
-                nnl[l] += uu * uu
-            j += 8
-        ip = 0
-        nn = 0
-        for l in range(8):
-            ip += ipl[l]
-            nn += nnl[l]
-        for j in range(body, dim):
-            uu = <float>(<int>(t * row[j]))
-            uu = (uu if uu < topf else topf) + <float>0.5
-            ip += uu * row[j]
-            nn += uu * uu
-        cos = ip / sqrt(nn)
-        if cos > best:
-            best = cos
-            best_t = t
-    for j in range(dim):
-        k = <int>(best_t * row[j])
-        out[j] = top if k > top else k
+cdef extern from "index/vector/rq_simd.h":
+    void lancefmt_rq_levels(const float *row, Py_ssize_t dim, int ex_bits, int steps,
+                            uint8_t *out) nogil
+
+
+cdef inline void best_levels_row(const float* row, Py_ssize_t dim, int ex_bits, int steps,
+                                 uint8_t* out) noexcept nogil:
+    """One row of :func:`rq_best_levels` (``rq_simd.h``: AVX2 where the CPU has it)."""
+    lancefmt_rq_levels(row, dim, ex_bits, steps, out)
 
 
 def rq_best_levels(const float[:, ::1] unit, int ex_bits, int steps, uint8_t[:, ::1] out):
