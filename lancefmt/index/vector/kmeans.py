@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from . import _kmeans
 from .distance import DOT, HAMMING
-from .ivf import nearest_centroids
+from .ivf import in_parallel, nearest_centroids
 
 
 class KMeansError(InvalidArgumentError):
@@ -51,7 +51,10 @@ def plus_plus(data: np.ndarray, k: int, rng) -> np.ndarray:
     cents = np.empty((k, data.shape[1]), np.float32)
     cents[0] = data[rng.integers(n)]
     d2 = np.full(n, np.inf)
-    _kmeans.update_min_dist(data, cents[0], d2)
+
+    def update(c):   # rows split over the CPU's threads (the kernel releases the GIL)
+        in_parallel(n, lambda a, b: _kmeans.update_min_dist(data[a:b], c, d2[a:b]))
+    update(cents[0])
     for i in range(1, k):
         total = d2.sum()
         if total <= 0:   # every row sits on a centroid already: any row will do
@@ -59,7 +62,7 @@ def plus_plus(data: np.ndarray, k: int, rng) -> np.ndarray:
             break
         pick = int(np.searchsorted(np.cumsum(d2), rng.random() * total))
         cents[i] = data[min(pick, n - 1)]
-        _kmeans.update_min_dist(data, cents[i], d2)
+        update(cents[i])
     return cents
 
 
