@@ -97,7 +97,8 @@ def train_kmeans(data: np.ndarray, k: int, *, max_iters: int = 50, tolerance: fl
             norms = np.linalg.norm(new, axis=1, keepdims=True)
             new = np.divide(new, norms, out=new, where=norms > 0)
         cents = new
-        if prev is not None and prev > 0 and abs(prev - loss) / prev < tolerance:
+        # relative to |prev|: a dot loss (sum of 1 - x.c) is often negative
+        if prev is not None and prev != 0 and abs(prev - loss) / abs(prev) < tolerance:
             break
         prev = loss
     return cents, loss

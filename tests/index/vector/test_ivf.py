@@ -180,3 +180,15 @@ def test_dot_kmeans_centroids_are_unit_vectors():
     np.testing.assert_allclose(np.linalg.norm(cents, axis=1), 1.0, rtol=1e-5)
     l2, _ = train_kmeans(X, 4, metric="l2", seed=1, max_iters=5)
     assert not np.allclose(np.linalg.norm(l2, axis=1), 1.0)
+
+
+def test_dot_kmeans_stops_at_tolerance_with_a_negative_loss(monkeypatch):
+    """A dot loss (sum of 1 - x.c) is negative for long vectors; k-means still stops once it
+    improves by less than the tolerance, rather than running every iteration."""
+    from lancefmt.index.vector import kmeans
+    X = np.random.default_rng(4).standard_normal((2000, 8)).astype(np.float32) * 10 + 5
+    calls = []
+    real = kmeans.nearest_centroids
+    monkeypatch.setattr(kmeans, "nearest_centroids", lambda *a: calls.append(1) or real(*a))
+    kmeans.train_kmeans(X, 4, metric="dot", seed=1, max_iters=50)
+    assert len(calls) < 50
