@@ -101,6 +101,14 @@ def build_hnsw(lib, path):
                                    replace=True, name="hnsw_idx")
 
 
+RQ_PARTITIONS = 256
+
+
+def build_rq(lib, path):
+    lib.dataset(path).create_index("vec", "IVF_RQ", num_partitions=RQ_PARTITIONS, replace=True,
+                                   name="rq_idx")
+
+
 def write_fixtures(root, rows=ROWS):
     import lance
 
@@ -271,7 +279,7 @@ def _line(label, o, p):
           f"{p.min() / o.min():.2f}x)", flush=True)
 
 
-PARTS = ("build", "exact", "query", "batch", "recall", "hnsw-build", "hnsw")
+PARTS = ("build", "exact", "query", "batch", "recall", "hnsw-build", "hnsw", "rq-build", "rq")
 
 
 def _indexed(path):
@@ -304,7 +312,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("rows", nargs="?", type=int, default=None, help="rows (same as --rows)")
     ap.add_argument("--rows", dest="rows_opt", type=int, default=200_000, help="rows (default 200,000)")
-    ap.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS), help="parts to run")
+    ap.add_argument("--only", nargs="+", choices=PARTS, help="parts to run (default: all but rq-build and rq)",
+                    default=[p for p in PARTS if not p.startswith("rq")])
     ap.add_argument("--reuse", action="store_true",
                     help="keep fixtures (and their indices) written by an earlier run of the same size")
     ap.add_argument("--builds", type=int, default=2, help="alternating IVF_PQ builds per library")
@@ -365,6 +374,33 @@ def main(argv=None):
             r_ours = recall(paths[who], lancefmt, qs, HNSW_NPROBES, exact=truth)
             r_peer = recall(paths[who], lance, qs, HNSW_NPROBES, exact=truth)
             print(f"IVF_HNSW_SQ recall@10 nprobes={HNSW_NPROBES}, {name} index: lancefmt {r_ours:.3f}  "
+                  f"pylance {r_peer:.3f}  (difference {r_ours - r_peer:+.3f})", flush=True)
+
+    if "rq" in only or "rq-build" in only:
+        _rq_parts(args, only, root, t, rows, q, qs, paths)
+
+
+def _rq_parts(args, only, root, t, rows, q, qs, paths):
+    """IVF_RQ (default 5 bits, 256 partitions): interleaved builds, single queries on both
+    libraries' indices, recall@10 of each library on each index."""
+    import lance
+
+    import lancefmt
+    for who in ("rq_ours", "rq_peer"):
+        paths[who], _ = _fixture(root, who, t, rows, args.reuse)
+    if "rq-build" in only or not (_indexed(paths["rq_ours"]) and _indexed(paths["rq_peer"])):
+        o, p = _ratios(lambda: build_rq(lancefmt, paths["rq_ours"]),
+                       lambda: build_rq(lance, paths["rq_peer"]), args.builds, 0)
+        _line(f"IVF_RQ build ({RQ_PARTITIONS})", o, p)
+    if "rq" in only:
+        for who, name in (("rq_peer", "pylance's"), ("rq_ours", "lancefmt's")):
+            _line(f"IVF_RQ query nprobes={NPROBES} k=10, {name}", *_ratios(*searchers(
+                paths[who], {"column": "vec", "q": q, "k": K, "nprobes": NPROBES}), args.repeat, 3))
+        truth = exact_ids(paths["rq_peer"], qs)
+        for who, name in (("rq_peer", "pylance's"), ("rq_ours", "lancefmt's")):
+            r_ours = recall(paths[who], lancefmt, qs, exact=truth)
+            r_peer = recall(paths[who], lance, qs, exact=truth)
+            print(f"IVF_RQ recall@10 nprobes={NPROBES}, {name} index: lancefmt {r_ours:.3f}  "
                   f"pylance {r_peer:.3f}  (difference {r_ours - r_peer:+.3f})", flush=True)
 
 

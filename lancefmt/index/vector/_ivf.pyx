@@ -10,9 +10,10 @@ range are applied as rows are pushed. Callers check every length and offset befo
 the loops below trust their arguments.
 """
 import numpy as np
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.math cimport sqrt
+from libc.math cimport fabs, isfinite, rintf, sqrt
+from libc.string cimport memcpy
 
 from ._lanes cimport dot_f32, l2_f32
 
@@ -307,18 +308,128 @@ def pq_search(const float[::1] query, const int64_t[::1] order, Py_ssize_t lo, P
     return probed, found
 
 
+cdef inline float ex_dot(const float* q, const uint8_t* e, Py_ssize_t dim) noexcept nogil:
+    """``sum q[j] * e[j]`` in 16 lanes (``j mod 16``, as Lance's kernels sum), then the lanes
+    pairwise: a fixed order the compiler vectorizes."""
+    cdef float acc[16]
+    cdef Py_ssize_t j, l, body = dim - dim % 16
+    for l in range(16):
+        acc[l] = 0
+    j = 0
+    while j < body:
+        for l in range(16):
+            acc[l] += q[j + l] * <float>e[j + l]
+        j += 16
+    for j in range(body, dim):
+        acc[j - body] += q[j] * <float>e[j]
+    for l in range(8):
+        acc[l] += acc[l + 8]
+    for l in range(4):
+        acc[l] += acc[l + 4]
+    return (acc[0] + acc[2]) + (acc[1] + acc[3])
+
+
+cdef void _fwht(float* x, Py_ssize_t n) noexcept nogil:
+    """Walsh-Hadamard butterflies in place (``n`` a power of two), numpy's order in rabitq."""
+    cdef Py_ssize_t h = 1, b, i
+    cdef float a, c
+    while h < n:
+        b = 0
+        while b < n:
+            for i in range(b, b + h):
+                a = x[i]
+                c = x[i + h]
+                x[i] = a + c
+                x[i + h] = a - c
+            b += 2 * h
+        h *= 2
+
+
+def rq_prepare(const float[::1] query, const uint8_t[::1] signs, float[::1] rq,
+               float[::1] table, uint8_t[::1] qtable):
+    """One query's rotation (Lance's fast rotation: four rounds of sign flips and scaled
+    Walsh-Hadamard transforms, as :func:`rabitq.fast_rotate` computes it), its table of
+    subset sums per 4 rotated dimensions and that table quantized to u8 as pylance does.
+    Returns (qmin, step, sum of the rotated query), each a float32 value."""
+    cdef Py_ssize_t code_dim = rq.shape[0], dim = query.shape[0], per, trunc, half, r, i, j
+    cdef Py_ssize_t lo, ntab = code_dim * 4, low
+    cdef float scale, a, b, qmin, qmax, rng, factor, sum_q = 0, v
+    cdef int bit
+    per = (code_dim + 7) // 8
+    if code_dim <= 0 or code_dim % 4 or signs.shape[0] < 4 * per or table.shape[0] < ntab or \
+            qtable.shape[0] < ntab:
+        raise ValueError("RQ query shapes differ")
+    trunc = 1
+    while trunc * 2 <= code_dim:
+        trunc *= 2
+    scale = <float>1.0 / <float>sqrt(<float>trunc)
+    with nogil:
+        for i in range(code_dim):
+            rq[i] = query[i] if i < dim else 0
+        for r in range(4):
+            for i in range(code_dim):
+                j = r * per * 8 + i
+                bit = (signs[j >> 3] >> (j & 7)) & 1
+                rq[i] = rq[i] * (<float>1.0 - <float>2.0 * <float>bit)
+            lo = 0 if trunc == code_dim or r % 2 == 0 else code_dim - trunc
+            _fwht(&rq[lo], trunc)
+            for i in range(lo, lo + trunc):
+                rq[i] = rq[i] * scale
+            if trunc != code_dim:
+                half = code_dim // 2
+                for i in range(half):
+                    a = rq[i]
+                    b = rq[i + half]
+                    rq[i] = a + b
+                    rq[i + half] = a - b
+        if trunc != code_dim:
+            for i in range(code_dim):
+                rq[i] = rq[i] * <float>0.25
+        for i in range(0, code_dim, 4):
+            table[4 * i] = 0
+            for j in range(1, 16):
+                low = 0
+                while not (j >> low) & 1:
+                    low += 1
+                table[4 * i + j] = table[4 * i + (j & (j - 1))] + rq[i + low]
+        qmin = table[0]
+        qmax = table[0]
+        for i in range(ntab):
+            if table[i] != table[i]:    # NaN: numpy's min and max are NaN
+                qmin = table[i]
+                qmax = table[i]
+                break
+            if table[i] < qmin:
+                qmin = table[i]
+            if table[i] > qmax:
+                qmax = table[i]
+        rng = qmax - qmin
+        factor = <float>255.0 / rng if rng != 0 else <float>1e39
+        for i in range(ntab):
+            if not (isfinite(rng) and isfinite(factor)):
+                qtable[i] = 0
+            else:
+                v = rintf((table[i] - qmin) * factor)
+                qtable[i] = 0 if v < 0 else (255 if v > 255 else <uint8_t>v)
+        for i in range(code_dim):
+            sum_q = sum_q + rq[i]
+    return qmin, <float>(rng / <float>255.0), sum_q
+
+
 def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
             const uint8_t[::1] qtable, float qmin, float qrange, const float[::1] table,
             float sum_q, const float[::1] add, const float[::1] scale, const float[::1] err,
             const uint8_t[:, ::1] ex, const float[::1] ex_add, const float[::1] ex_scale,
-            int ex_bits, const float[::1] rq, float qf, float qerr, bint gate,
+            int ex_bits, const float[::1] rq, float am, float qf, float qerr, bint gate,
             const uint64_t[::1] row_ids, const uint8_t[::1] mask, bint use_mask,
             double dlo, double dhi, TopK top):
     """Score rows ``start .. start + n`` (one IVF_RQ partition) into ``top`` as pylance 14
     does: the binary inner product from the u8-quantized table for whole blocks of 32 rows
     (the float table for the rest), the 1-bit estimate, or with ``ex_bits`` the extended
     estimate, skipped (``gate``) when its lower bound cannot beat the heap. ``codes`` are
-    row-major bits (LSB first), ``ex`` one code per rotated dimension. Returns rows found."""
+    row-major bits (LSB first), ``ex`` one code per rotated dimension. A row's add factor
+    enters times ``am`` (1 for L2; pylance's dot estimate weighs it by q.c), then ``qf``
+    is added. Returns rows found."""
     cdef Py_ssize_t L = codes.shape[1], dim = rq.shape[0], blocks = n - n % 32
     cdef Py_ssize_t i, j, r, got = 0
     cdef unsigned int qsum
@@ -326,6 +437,8 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
     cdef float code_scale = <float>(1 << ex_bits), code_bias = -(<float>(1 << ex_bits) - 0.5)
     cdef float sum_min = <float>(2 * L) * qmin
     cdef uint8_t c
+    cdef const uint8_t* row
+    cdef uint16_t* btab = NULL   # per code byte, its two nibbles' u8 entries summed
     if start < 0 or n < 0 or start + n > codes.shape[0] or row_ids.shape[0] < start + n or \
             add.shape[0] < start + n or scale.shape[0] < start + n or \
             table.shape[0] < 32 * L or qtable.shape[0] < 32 * L or dim < 8 * L or \
@@ -336,16 +449,29 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
         raise ValueError("RQ ex-code shapes differ")
     if gate and err.shape[0] < start + n:
         raise ValueError("RQ error factors missing")
+    if blocks >= 128 and L:
+        btab = <uint16_t*>malloc(L * 256 * sizeof(uint16_t))
+        if btab == NULL:
+            raise MemoryError()
     with nogil:
+        if btab != NULL:
+            for j in range(L):
+                for i in range(256):
+                    btab[256 * j + i] = qtable[32 * j + (i & 15)] + qtable[32 * j + 16 + (i >> 4)]
         for i in range(n):
             r = start + i
             if use_mask and not mask[r]:
                 continue
             if i < blocks:
                 qsum = 0
-                for j in range(L):
-                    c = codes[r, j]
-                    qsum += qtable[32 * j + (c & 15)] + qtable[32 * j + 16 + (c >> 4)]
+                row = &codes[r, 0]
+                if btab != NULL:
+                    for j in range(L):
+                        qsum += btab[256 * j + row[j]]
+                else:
+                    for j in range(L):
+                        c = row[j]
+                        qsum += qtable[32 * j + (c & 15)] + qtable[32 * j + 16 + (c >> 4)]
                 bip = <float>qsum * qrange + sum_min
             else:
                 bip = 0
@@ -353,56 +479,135 @@ def rq_scan(const uint8_t[:, ::1] codes, Py_ssize_t start, Py_ssize_t n,
                     c = codes[r, j]
                     bip += table[32 * j + (c & 15)] + table[32 * j + 16 + (c >> 4)]
             if ex_bits == 0:
-                v = (bip - half) * scale[r] + add[r] + qf
+                v = (bip - half) * scale[r] + add[r] * am + qf
             else:
                 if gate:
-                    lb = (bip - half) * scale[r] + add[r] + qf - err[r] * qerr
+                    lb = (bip - half) * scale[r] + add[r] * am + qf - err[r] * qerr
                     if lb >= dhi:
                         continue
                     if top.n == top.k and lb >= top.d[0]:
                         got += 1
                         continue
-                exd = 0
-                for j in range(dim):
-                    exd += rq[j] * <float>ex[r, j]
-                v = (code_scale * bip + exd + code_bias * sum_q) * ex_scale[r] + ex_add[r] + qf
+                exd = ex_dot(&rq[0], &ex[r, 0], dim)
+                v = (code_scale * bip + exd + code_bias * sum_q) * ex_scale[r] + ex_add[r] * am + qf
             if v != v or v < dlo or v >= dhi:
                 continue
             got += 1
             if top.n == top.k and v > top.d[0]:
                 continue
             top._push(v, row_ids[r], r)
+    free(btab)
     top.seen += got
     return got
+
+
+cdef extern from "index/vector/rq_simd.h":
+    void lancefmt_rq_levels(const float *row, Py_ssize_t dim, int ex_bits, int steps,
+                            uint8_t *out) nogil
+
+
+cdef inline void best_levels_row(const float* row, Py_ssize_t dim, int ex_bits, int steps,
+                                 uint8_t* out) noexcept nogil:
+    """One row of :func:`rq_best_levels` (``rq_simd.h``: AVX2 where the CPU has it)."""
+    lancefmt_rq_levels(row, dim, ex_bits, steps, out)
 
 
 def rq_best_levels(const float[:, ::1] unit, int ex_bits, int steps, uint8_t[:, ::1] out):
     """Per row of ``unit`` (absolute rotated residuals over their maximum), the magnitudes
     ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` have the largest cosine with the row,
-    over ``steps`` scales ``t`` in [0.5, 2^ex_bits]: ``k = min(floor(t * unit), top)``."""
-    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i, j, s
-    cdef int top = (1 << ex_bits) - 1
-    cdef double t, ip, nn, cos, best, u
-    cdef int k
+    over ``steps`` scales ``t`` in [0.5, 2^ex_bits]: ``k = min(floor(t * unit), top)``. The
+    sums run in float, 8 lanes (vectorized); the first best scale wins."""
+    cdef Py_ssize_t n = unit.shape[0], dim = unit.shape[1], i
     if out.shape[0] < n or out.shape[1] < dim or steps < 2:
         raise ValueError("RQ level shapes differ")
     with nogil:
         for i in range(n):
-            best = -1.0
-            for s in range(steps):
-                t = 0.5 + (top + 0.5) * s / (steps - 1)
-                ip = 0
-                nn = 0
+            best_levels_row(&unit[i, 0], dim, ex_bits, steps, &out[i, 0])
+
+
+def rq_encode(const double[:, ::1] pr, const double[:, ::1] pc, const double[::1] r2,
+              int ex_bits, bint dot, double error_bound, uint8_t[:, ::1] out):
+    """Each row's RaBitQ code in one pass (no temporaries): from its rotated residual ``pr``,
+    its centroid rotated ``pc`` and ``|r|^2``, the sign bits (LSB first), the extended codes
+    (levels by :func:`best_levels_row` over ``|pr| / max |pr|``; ``k`` for a positive value,
+    ``top - k`` otherwise) and Lance's raw-query factors (add, scale, error, ex add, ex scale)
+    as float32 bytes: L2 weighs the residual term 2 and adds from ``|r|^2``, dot weighs it 1
+    and adds from ``1 - r.c``. Sums in float64, as numpy did."""
+    cdef Py_ssize_t n = pr.shape[0], dim = pr.shape[1], i, j, b, nb = dim // 8
+    cdef Py_ssize_t width = nb + (dim if ex_bits else 0) + 20
+    cdef int top = (1 << ex_bits) - 1, steps = 4 * (1 << ex_bits)
+    cdef double w = 1.0 if dot else 2.0, ip, spc, prpc, scale, a, err, base, add, m, x, uu
+    cdef double uip, upc, ex_add, ex_scale, sd = sqrt(<double>dim), sd1 = sqrt(<double>(dim - 1 if dim > 1 else 1))
+    cdef float f[5]
+    cdef float* unit
+    cdef uint8_t* lev
+    cdef uint8_t* o
+    cdef uint8_t byte
+    if dim % 8 or pc.shape[0] != n or pc.shape[1] != dim or r2.shape[0] != n or \
+            out.shape[0] != n or out.shape[1] != width:
+        raise ValueError("RQ encode shapes differ")
+    unit = <float*>malloc(dim * sizeof(float))
+    lev = <uint8_t*>malloc(dim)
+    if unit == NULL or lev == NULL:
+        free(unit)
+        free(lev)
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            o = &out[i, 0]
+            ip = 0
+            spc = 0
+            prpc = 0
+            m = 0
+            for j in range(dim):
+                x = pr[i, j]
+                if x > 0:
+                    ip += x
+                    spc += pc[i, j]
+                else:
+                    ip -= x
+                    spc -= pc[i, j]
+                prpc += x * pc[i, j]
+                if fabs(x) > m:
+                    m = fabs(x)
+            for j in range(nb):
+                byte = 0
+                for b in range(8):
+                    if pr[i, 8 * j + b] > 0:
+                        byte |= <uint8_t>(1 << b)
+                o[j] = byte
+            scale = -2.0 * w * r2[i] / ip if ip != 0 else 0.0
+            a = ip / (sd * sqrt(r2[i]))
+            err = w * error_bound * sqrt(r2[i]) * sqrt(max(1 - a * a, 0.0)) / fabs(a) / sd1 \
+                if fabs(a) > 0 else 0.0
+            base = 1.0 - prpc if dot else r2[i]
+            add = base - 0.5 * scale * spc
+            ex_add = 0
+            ex_scale = 0
+            if ex_bits:
+                if m == 0:
+                    m = 1
                 for j in range(dim):
-                    k = <int>(t * unit[i, j])
-                    if k > top:
-                        k = top
-                    u = k + 0.5
-                    ip += u * unit[i, j]
-                    nn += u * u
-                cos = ip / sqrt(nn)
-                if cos > best:
-                    best = cos
-                    for j in range(dim):
-                        k = <int>(t * unit[i, j])
-                        out[i, j] = top if k > top else k
+                    unit[j] = <float>(fabs(pr[i, j]) / m)
+                best_levels_row(unit, dim, ex_bits, steps, lev)
+                uip = 0
+                upc = 0
+                for j in range(dim):
+                    uu = lev[j] + 0.5
+                    if pr[i, j] > 0:
+                        o[nb + j] = lev[j]
+                    else:
+                        o[nb + j] = <uint8_t>(top - lev[j])
+                        uu = -uu
+                    uip += uu * pr[i, j]
+                    upc += uu * pc[i, j]
+                ex_scale = -w * r2[i] / uip if uip != 0 else 0.0
+                ex_add = base - ex_scale * upc
+            f[0] = <float>add
+            f[1] = <float>scale
+            f[2] = <float>err
+            f[3] = <float>ex_add
+            f[4] = <float>ex_scale
+            memcpy(&o[width - 20], f, 20)
+    free(unit)
+    free(lev)

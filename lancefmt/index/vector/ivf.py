@@ -207,9 +207,13 @@ def early_pruning(sorted_dists: np.ndarray, k: int) -> int:
     return int(np.searchsorted(sorted_dists, threshold, side="right"))
 
 
-def probe_counts(sorted_dists: np.ndarray, k: int, minimum: int, maximum: int | None):
-    """(partitions probed first, most partitions probed) for one query."""
+def probe_counts(sorted_dists: np.ndarray, k: int, minimum: int, maximum: int | None,
+                 metric: str = L2):
+    """(partitions probed first, most partitions probed) for one query. pylance 14 probes
+    every partition up to the maximum for a dot index (its answers match only then)."""
     total = sorted_dists.size
     hi = total if maximum is None else min(int(maximum), total)
+    if metric == DOT:
+        return hi, hi
     lo = max(int(minimum), early_pruning(sorted_dists, k))
     return min(lo, hi), hi

@@ -168,8 +168,8 @@ def train_quantizer(kind: str, metric: str, ivf: IvfModel, sample: np.ndarray, p
         return ProductQuantizer.train(train, int(m), bits, max_iters=int(params.get("max_iters", 50)),
                                       seed=params.get("seed"))
     if kind == "IVF_RQ":
-        if metric not in (L2, COSINE):
-            raise InvalidArgumentError(f"lancefmt builds IVF_RQ for l2 and cosine, not {metric}")
+        if metric not in (L2, COSINE, DOT):
+            raise InvalidArgumentError(f"lancefmt builds IVF_RQ for l2, cosine and dot, not {metric}")
         return RabitQuantizer.train(dim, int(params.get("num_bits", 5)), params.get("seed"),
                                     params.get("rq_signs"))
     raise InvalidArgumentError(f"lancefmt cannot build {kind} indices yet")
@@ -196,7 +196,8 @@ def encode_all(ivf: IvfModel, quantizer, metric: str, parts) -> tuple:
                 c = quantizer.scale(xf)
             elif isinstance(quantizer, RabitQuantizer):
                 y = np.asarray(xf, np.float32)
-                c = encode_rows(quantizer, y - ivf.centroids[lab], quantizer.rotated(ivf.centroids)[lab])
+                c = encode_rows(quantizer, y - ivf.centroids[lab], quantizer.rotated(ivf.centroids)[lab],
+                                metric)
             else:
                 c = np.asarray(xf if metric == COSINE else x)
             labels.append(lab)

@@ -190,7 +190,7 @@ class IvfIndex(LoadedIndex):
         HNSW beam width (HNSW sub-indices only)."""
         q = self.prepare_query(query)
         parts, pdist = self.ivf.ranked_partitions(q, self.metric)
-        lo, hi = probe_counts(pdist, k, minimum_nprobes, maximum_nprobes)
+        lo, hi = probe_counts(pdist, k, minimum_nprobes, maximum_nprobes, self.metric)
         use_mask = mask is not None
         m = mask if use_mask else _EMPTY_MASK
         if use_mask and m.size < self.num_rows:

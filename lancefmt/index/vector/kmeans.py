@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from . import _kmeans
 from .distance import DOT, HAMMING
-from .ivf import nearest_centroids
+from .ivf import in_parallel, nearest_centroids
 
 
 class KMeansError(InvalidArgumentError):
@@ -51,7 +51,10 @@ def plus_plus(data: np.ndarray, k: int, rng) -> np.ndarray:
     cents = np.empty((k, data.shape[1]), np.float32)
     cents[0] = data[rng.integers(n)]
     d2 = np.full(n, np.inf)
-    _kmeans.update_min_dist(data, cents[0], d2)
+
+    def update(c):   # rows split over the CPU's threads (the kernel releases the GIL)
+        in_parallel(n, lambda a, b: _kmeans.update_min_dist(data[a:b], c, d2[a:b]))
+    update(cents[0])
     for i in range(1, k):
         total = d2.sum()
         if total <= 0:   # every row sits on a centroid already: any row will do
@@ -59,7 +62,7 @@ def plus_plus(data: np.ndarray, k: int, rng) -> np.ndarray:
             break
         pick = int(np.searchsorted(np.cumsum(d2), rng.random() * total))
         cents[i] = data[min(pick, n - 1)]
-        _kmeans.update_min_dist(data, cents[i], d2)
+        update(cents[i])
     return cents
 
 
@@ -90,8 +93,12 @@ def train_kmeans(data: np.ndarray, k: int, *, max_iters: int = 50, tolerance: fl
         loss = float(dists.astype(np.float64).sum())
         new, sizes = means(data, labels, k)
         _fill_empty(new, sizes, data, labels, dists, rng)
+        if metric == DOT:   # spherical, as pylance 14's dot centroids: unit vectors
+            norms = np.linalg.norm(new, axis=1, keepdims=True)
+            new = np.divide(new, norms, out=new, where=norms > 0)
         cents = new
-        if prev is not None and prev > 0 and abs(prev - loss) / prev < tolerance:
+        # relative to |prev|: a dot loss (sum of 1 - x.c) is often negative
+        if prev is not None and prev != 0 and abs(prev - loss) / abs(prev) < tolerance:
             break
         prev = loss
     return cents, loss

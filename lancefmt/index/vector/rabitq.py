@@ -12,7 +12,8 @@ residual, is compared with the codes; the factors absorb the centroid).
 
 A query is rotated once; the binary inner products come from a per-4-dimension table, which
 pylance quantizes to u8 for whole blocks of 32 rows, and so does :func:`_ivf.rq_scan`, so
-that distances and ties come out as pylance's.
+that distances and ties come out as pylance's. Dot indices store Lance's dot factors and are
+scored with pylance 14's dot estimate (:func:`_dot_terms`).
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ import pyarrow as pa
 
 from ...errors import CorruptFileError, InvalidArgumentError, NotSupportedError
 from . import _ivf
-from .distance import COSINE, L2
+from .distance import COSINE, DOT, L2, distances
+from .ivf import in_parallel
 
 RABIT_CODE = "_rabit_codes"
 ADD = "__add_factors"
@@ -322,24 +324,14 @@ class RabitQuantizer:
     def query_tables(self, query: np.ndarray):
         """(rotated query, float table, u8 table, its min, its step, sum of the rotated
         query) for one query: the table holds, per 4 rotated dimensions, the sum of the
-        query's values over each of the 16 subsets, built in Lance's order."""
-        rq = fast_rotate(np.asarray(query, np.float32)[None, :], self.signs, self.code_dim)[0]
-        seg = rq.reshape(-1, 4)
-        table = np.zeros((seg.shape[0], 16), np.float32)
-        for j in range(1, 16):
-            low = (j & -j).bit_length() - 1
-            table[:, j] = table[:, j & (j - 1)] + seg[:, low]
-        table = table.ravel()
-        qmin, qmax = np.float32(table.min()), np.float32(table.max())
-        rng = np.float32(qmax - qmin)
-        factor = np.float32(255.0) / rng if rng else np.float32(np.inf)
-        if not (math.isfinite(rng) and math.isfinite(factor)):
-            qt = np.zeros(table.size, np.uint8)
-        else:
-            qt = np.clip(np.rint((table - qmin) * factor), 0, 255).astype(np.uint8)
-        step = np.float32(rng / np.float32(255.0))
-        sum_q = np.cumsum(rq, dtype=np.float32)[-1]
-        return rq, table, qt, float(qmin), float(step), float(sum_q)
+        query's values over each of the 16 subsets, built in Lance's order (in Cython:
+        :func:`_ivf.rq_prepare`, the same float32 steps as :func:`fast_rotate`)."""
+        rq = np.empty(self.code_dim, np.float32)
+        table = np.empty(self.code_dim * 4, np.float32)
+        qt = np.empty(self.code_dim * 4, np.uint8)
+        qmin, step, sum_q = _ivf.rq_prepare(np.ascontiguousarray(query, np.float32), self.signs,
+                                            rq, table, qt)
+        return rq, table, qt, qmin, step, sum_q
 
     def search(self, stored: RabitStored, probe, centroids, offsets, lengths, row_ids,
                metric: str) -> None:
@@ -347,13 +339,18 @@ class RabitQuantizer:
         q = np.asarray(probe.query, np.float32)
         rq, table, qt, qmin, step, sum_q = self.query_tables(q)
         gate = self.ex_bits > 0 and stored.error.size > 0
+        cents = np.asarray(centroids, np.float32)
+        if metric == DOT:
+            ams, qfs, qerrs = _dot_terms(q, cents, gate)
+        else:   # L2 (cosine: normalized query, L2 storage), by Lance's float32 kernel
+            qfs = distances(q, cents, L2)
+            ams = np.ones_like(qfs)
+            qerrs = np.sqrt(np.maximum(qfs, 0)) if gate else np.zeros_like(qfs)
         for part, start, n in probe.partitions(offsets, lengths):
-            diff = q - centroids[part].astype(np.float32)
-            dqc = float(np.dot(diff, diff))   # L2 (cosine: normalized query, L2 storage)
-            qerr = math.sqrt(max(dqc, 0.0)) if gate else 0.0
+            am, qf, qerr = float(ams[part]), float(qfs[part]), float(qerrs[part])
             got = _ivf.rq_scan(stored.codes, start, n, qt, qmin, step, table, sum_q,
                                stored.add, stored.scale, stored.error, stored.ex,
-                               stored.ex_add, stored.ex_scale, self.ex_bits, rq, dqc, qerr,
+                               stored.ex_add, stored.ex_scale, self.ex_bits, rq, am, qf, qerr,
                                gate, row_ids, probe.mask, probe.use_mask, probe.low,
                                probe.high, probe.top)
             probe.found += min(probe.k, got)
@@ -363,7 +360,24 @@ class RabitQuantizer:
         return {**self.meta, "index_type": "RQ"}
 
 
-SUPPORTED_METRICS = (L2, COSINE)
+SUPPORTED_METRICS = (L2, COSINE, DOT)
+
+
+def _dot_terms(q: np.ndarray, centroids: np.ndarray, gate: bool) -> tuple:
+    """(add weights, query terms, query errors) of every partition of a dot index, as
+    pylance 14 scores them. With ``t = dist(q, c) - 1 = -q.c`` (float32) a row scores
+    ``(bip - sum_q / 2) * scale + add * (-t) + (1 + 2t)`` (its ex estimate alike), and the
+    lower bound that gates the ex estimate subtracts ``error * |q - (q.c) c|`` (c: a unit
+    centroid). Neither is in Lance's published source (which adds ``add - q.c`` and
+    ``|q - c|``); both were fitted to pylance 14's distances (to 1e-4) and answers."""
+    t = distances(q, centroids, DOT) - np.float32(1)
+    if gate:
+        q64 = q.astype(np.float64)
+        qc = centroids.astype(np.float64) @ q64
+        qerr = np.sqrt(np.maximum(float(q64 @ q64) - qc * qc, 0.0))
+    else:
+        qerr = np.zeros(t.size)
+    return -t, np.float32(1) + np.float32(2) * t, qerr
 
 
 # -- building -----------------------------------------------------------------------------------
@@ -391,49 +405,22 @@ def pack_codes(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _best_levels(o: np.ndarray, ex_bits: int) -> np.ndarray:
-    """Per row, the magnitudes ``k`` (0 .. 2^ex_bits - 1) whose codes ``k + 0.5`` point
-    closest to ``o`` (absolute rotated residuals): the best of a grid of scales."""
-    m = o.max(axis=1, keepdims=True)
-    m[m == 0] = 1
-    unit = np.ascontiguousarray(o / m, np.float32)
-    out = np.zeros(o.shape, np.uint8)
-    _ivf.rq_best_levels(unit, ex_bits, 4 * (1 << ex_bits), out)
-    return out
-
-
 def encode_rows(quantizer: "RabitQuantizer", residuals: np.ndarray,
-                rotated_centroids: np.ndarray) -> np.ndarray:
-    """The row matrix (see above) of ``residuals`` to centroids whose rotations are given."""
+                rotated_centroids: np.ndarray, metric: str = L2) -> np.ndarray:
+    """The row matrix (see above) of ``residuals`` to centroids whose rotations are given.
+    The factors are Lance's raw-query ones: for L2 they estimate |q - v|^2, for dot
+    1 - q.v (hence ``1 - r.c`` in the add factors, and half the scales and errors). The
+    rotation is one BLAS product; the rest is :func:`_ivf.rq_encode`, over the CPU's threads."""
     q = quantizer
     r = np.asarray(residuals, np.float32)
-    pr = r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]]
-    pc = np.asarray(rotated_centroids, np.float64)
-    bits = pr > 0
-    s = np.where(bits, 1.0, -1.0)
-    r2 = (r.astype(np.float64) ** 2).sum(1)
-    ip = (s * pr).sum(1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(ip != 0, -4.0 * r2 / ip, 0.0)
-        a = ip / (math.sqrt(q.code_dim) * np.sqrt(r2))
-        err = np.where(np.abs(a) > 0, 2 * ERROR_BOUND * np.sqrt(r2) * np.sqrt(np.maximum(1 - a * a, 0))
-                       / np.abs(a) / math.sqrt(max(q.code_dim - 1, 1)), 0.0)
-    add = r2 - 0.5 * scale * (s * pc).sum(1)
-    parts = [np.packbits(bits, axis=1, bitorder="little")]
-    ex_add = ex_scale = np.zeros(r.shape[0])
-    if q.ex_bits:
-        k = _best_levels(np.abs(pr), q.ex_bits)
-        top = (1 << q.ex_bits) - 1
-        ex = np.where(bits, k, top - k).astype(np.uint8)
-        u = np.where(bits, k + 0.5, -(k + 0.5))
-        uip = (u * pr).sum(1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ex_scale = np.where(uip != 0, -2.0 * r2 / uip, 0.0)
-        ex_add = r2 - ex_scale * (u * pc).sum(1)
-        parts.append(ex)
-    factors = np.stack([add, scale, err, ex_add, ex_scale], axis=1).astype(np.float32)
-    parts.append(factors.view(np.uint8).reshape(r.shape[0], 20))
-    return np.ascontiguousarray(np.concatenate(parts, axis=1))
+    pr = np.ascontiguousarray(r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]])
+    pc = np.ascontiguousarray(rotated_centroids, np.float64)
+    r64 = r.astype(np.float64)
+    r2 = np.ascontiguousarray(np.einsum("ij,ij->i", r64, r64))
+    out = np.empty((r.shape[0], q.row_width), np.uint8)
+    in_parallel(r.shape[0], lambda a, b: _ivf.rq_encode(pr[a:b], pc[a:b], r2[a:b], q.ex_bits,
+                                                        metric == DOT, ERROR_BOUND, out[a:b]))
+    return out
 
 
 def rows_table(quantizer: "RabitQuantizer", row_ids, rows: np.ndarray, offsets, lengths) -> pa.Table:

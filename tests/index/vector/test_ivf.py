@@ -69,6 +69,9 @@ def test_probe_counts_follow_lances_early_pruning():
     assert probe_counts(d, 10, 1, None) == (3, 5)
     assert probe_counts(d, 10, 1, 2) == (2, 2)
     assert probe_counts(d, 100, 5, None) == (5, 5)
+    # a dot index: every partition up to the maximum, as pylance 14 probes them
+    assert probe_counts(-d, 1, 1, None, "dot") == (5, 5)
+    assert probe_counts(d, 10, 1, 3, "dot") == (3, 3)
 
 
 def test_sq_scales_like_lance_and_prints_bounds_like_serde():
@@ -167,3 +170,25 @@ def test_inconsistent_files_are_corrupt_and_named(tmp_path):
     with pytest.raises(CorruptFileError, match="auxiliary.idx") as e:
         IvfIndex.load(IndexStore(str(tmp_path / "seg")))
     assert "do not cover" in str(e.value)
+
+
+def test_dot_kmeans_centroids_are_unit_vectors():
+    """pylance 14 trains dot IVF centroids of unit length (spherical k-means); so does lancefmt."""
+    from lancefmt.index.vector.kmeans import train_kmeans
+    X = np.random.default_rng(3).standard_normal((600, 8)).astype(np.float32) * 5
+    cents, _ = train_kmeans(X, 4, metric="dot", seed=1, max_iters=5)
+    np.testing.assert_allclose(np.linalg.norm(cents, axis=1), 1.0, rtol=1e-5)
+    l2, _ = train_kmeans(X, 4, metric="l2", seed=1, max_iters=5)
+    assert not np.allclose(np.linalg.norm(l2, axis=1), 1.0)
+
+
+def test_dot_kmeans_stops_at_tolerance_with_a_negative_loss(monkeypatch):
+    """A dot loss (sum of 1 - x.c) is negative for long vectors; k-means still stops once it
+    improves by less than the tolerance, rather than running every iteration."""
+    from lancefmt.index.vector import kmeans
+    X = np.random.default_rng(4).standard_normal((2000, 8)).astype(np.float32) * 10 + 5
+    calls = []
+    real = kmeans.nearest_centroids
+    monkeypatch.setattr(kmeans, "nearest_centroids", lambda *a: calls.append(1) or real(*a))
+    kmeans.train_kmeans(X, 4, metric="dot", seed=1, max_iters=50)
+    assert len(calls) < 50

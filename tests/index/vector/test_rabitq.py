@@ -89,8 +89,35 @@ def test_scan_runs_once_per_probed_partition(rq_index, monkeypatch):
     calls = []
     real = _ivf.rq_scan
     monkeypatch.setattr(_ivf, "rq_scan", lambda *a: calls.append(a[2]) or real(*a))
+    prepared = []
+    real_prepare = _ivf.rq_prepare
+    monkeypatch.setattr(_ivf, "rq_prepare", lambda *a: prepared.append(1) or real_prepare(*a))
     hits = idx.search_vectors(X[7], 5, minimum_nprobes=2, maximum_nprobes=2)
     assert len(calls) == 2 and sum(calls) == 300 and 7 in hits.ids.tolist()
+    assert len(prepared) == 1   # the query is rotated and tabled once, not per partition
+
+
+@pytest.mark.parametrize("dim", [8, 24, 40, 128, 136])
+def test_cython_query_tables_equal_numpy_steps(dim):
+    """rq_prepare's rotation, tables and u8 quantization are bit for bit the numpy steps
+    (fast_rotate, subset sums, pylance's rounding), zero query included."""
+    q = rabitq.RabitQuantizer.train(dim, 5, seed=dim)
+    rng = np.random.default_rng(dim)
+    for x in (np.zeros(dim, np.float32), (rng.standard_normal(dim) * 30).astype(np.float32)):
+        rq, table, qt, qmin, step, sum_q = q.query_tables(x)
+        want = rabitq.fast_rotate(x[None, :], q.signs, dim)[0]
+        assert np.array_equal(rq, want)
+        seg = want.reshape(-1, 4)
+        t = np.zeros((seg.shape[0], 16), np.float32)
+        for j in range(1, 16):
+            t[:, j] = t[:, j & (j - 1)] + seg[:, (j & -j).bit_length() - 1]
+        assert np.array_equal(table, t.ravel())
+        lo, hi = np.float32(t.min()), np.float32(t.max())
+        assert qmin == lo and step == np.float32((hi - lo) / np.float32(255))
+        if hi > lo:
+            f = np.float32(255) / np.float32(hi - lo)
+            assert np.array_equal(qt, np.clip(np.rint((t.ravel() - lo) * f), 0, 255).astype(np.uint8))
+        assert sum_q == np.cumsum(want, dtype=np.float32)[-1]
 
 
 def damage(seg, tmp_path, change):
@@ -156,27 +183,98 @@ def test_encode_ex_inverts_decode(ex_bits):
     assert np.array_equal(rabitq.decode_ex(rabitq.encode_ex(codes, ex_bits), ex_bits, 80), codes)
 
 
+@pytest.mark.parametrize("metric", ["l2", "dot"])
 @pytest.mark.parametrize("num_bits,tolerance", [(1, 0.15), (5, 0.01)])
-def test_encoded_rows_estimate_distances(num_bits, tolerance):
-    """Factors written by the encoder make pylance's estimator come out near the true L2."""
+def test_encoded_rows_estimate_distances(num_bits, tolerance, metric):
+    """Factors written by the encoder make Lance's raw-query estimator (add factor weight 1,
+    query term |q - c|^2 for L2, -q.c for dot) come out near the true distance."""
     rng = np.random.default_rng(num_bits)
     dim = 64
     q = rabitq.RabitQuantizer.train(dim, num_bits, seed=3)
     centroid = rng.standard_normal(dim).astype(np.float32)
+    centroid /= np.linalg.norm(centroid)
     X = centroid + rng.standard_normal((200, dim)).astype(np.float32)
-    rows = rabitq.encode_rows(q, X - centroid, q.rotated(centroid[None, :]).repeat(200, 0))
+    rows = rabitq.encode_rows(q, X - centroid, q.rotated(centroid[None, :]).repeat(200, 0), metric)
     table = rabitq.rows_table(q, np.arange(200, dtype=np.uint64), rows, [0], [200])
     stored = q.stored_from_table(table, [0], [200], "mem")
     assert np.array_equal(rabitq.stored_rows(stored, q.ex_bits), rows)
     query = centroid + rng.standard_normal(dim).astype(np.float32)
     rq, tab, qt, qmin, step, sum_q = q.query_tables(query)
     top = _ivf.TopK(200)
-    dqc = float(((query - centroid) ** 2).sum())
+    if metric == "l2":
+        qf = float(((query - centroid) ** 2).sum())
+        true_of = lambda V: ((V - query) ** 2).sum(1)  # noqa: E731
+    else:
+        qf = -float(query @ centroid)
+        true_of = lambda V: 1 - V @ query  # noqa: E731
     _ivf.rq_scan(stored.codes, 0, 200, qt, qmin, step, tab, sum_q, stored.add, stored.scale,
-                 stored.error, stored.ex, stored.ex_add, stored.ex_scale, q.ex_bits, rq, dqc, 0.0,
-                 False, np.arange(200, dtype=np.uint64), np.zeros(0, np.uint8), False,
+                 stored.error, stored.ex, stored.ex_add, stored.ex_scale, q.ex_bits, rq, 1.0, qf,
+                 0.0, False, np.arange(200, dtype=np.uint64), np.zeros(0, np.uint8), False,
                  -np.inf, np.inf, top)
     ids, est, _ = top.result()
-    true = ((X[ids.astype(int)] - query) ** 2).sum(1)
-    err = np.abs(est - true).mean() / true.mean()
+    true = true_of(X[ids.astype(int)])
+    # dot: the estimated term is (q - c).r, so its error is relative to |q - c| |r|
+    scale = np.abs(true).mean() if metric == "l2" else \
+        np.linalg.norm(query - centroid) * np.linalg.norm(X - centroid, axis=1).mean()
+    err = np.abs(est - true).mean() / scale
     assert err < tolerance
+
+
+def test_dot_terms_are_pylances_estimate():
+    """pylance 14's dot score ``(bip - sum_q/2) * scale + q.c * add + 1 - 2 q.c`` differs from
+    Lance's published ``... + add - q.c`` by ``(q.c - 1)(add - 1)``; the gate's query error
+    is the query's part orthogonal to the (unit) centroid."""
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal(16).astype(np.float32)
+    c /= np.linalg.norm(c)
+    q = rng.standard_normal(16).astype(np.float32) * 3
+    am, qf, qerr = (float(v[0]) for v in rabitq._dot_terms(q, c[None, :], True))
+    qc = float(q @ c)
+    assert am == pytest.approx(qc, rel=1e-5) and qf == pytest.approx(1 - 2 * qc, rel=1e-5)
+    assert qerr == pytest.approx(np.linalg.norm(q - qc * c), rel=1e-5)
+    assert rabitq._dot_terms(q, c[None, :], False)[2][0] == 0.0
+
+
+def _numpy_rows(q, r, pc, dot):
+    """The row matrix by numpy (the encoder's maths spelled out): sign bits, extended codes
+    from the levels, float32 factors."""
+    pr = r.astype(np.float64) @ q.rotation_matrix()[:r.shape[1]]
+    bits = pr > 0
+    s = np.where(bits, 1.0, -1.0)
+    r2 = (r.astype(np.float64) ** 2).sum(1)
+    ip = (s * pr).sum(1)
+    w = 1.0 if dot else 2.0
+    base = 1.0 - (pr * pc).sum(1) if dot else r2
+    scale = -2.0 * w * r2 / ip
+    a = ip / (np.sqrt(q.code_dim) * np.sqrt(r2))
+    err = w * rabitq.ERROR_BOUND * np.sqrt(r2) * np.sqrt(1 - a * a) / np.abs(a) / np.sqrt(q.code_dim - 1)
+    add = base - 0.5 * scale * (s * pc).sum(1)
+    parts = [np.packbits(bits, axis=1, bitorder="little")]
+    ex_add = ex_scale = np.zeros(r.shape[0])
+    if q.ex_bits:
+        o = np.abs(pr)
+        unit = np.ascontiguousarray(o / o.max(1, keepdims=True), np.float32)
+        k = np.zeros(unit.shape, np.uint8)
+        _ivf.rq_best_levels(unit, q.ex_bits, 4 << q.ex_bits, k)
+        top = (1 << q.ex_bits) - 1
+        parts.append(np.where(bits, k, top - k).astype(np.uint8))
+        u = np.where(bits, k + 0.5, -(k + 0.5))
+        ex_scale = -w * r2 / (u * pr).sum(1)
+        ex_add = base - ex_scale * (u * pc).sum(1)
+    f = np.stack([add, scale, err, ex_add, ex_scale], axis=1).astype(np.float32)
+    return np.concatenate(parts, axis=1), f
+
+
+@pytest.mark.parametrize("metric", ["l2", "dot"])
+@pytest.mark.parametrize("num_bits", [1, 3, 5])
+def test_cython_encoder_equals_numpy_maths(num_bits, metric):
+    rng = np.random.default_rng(num_bits)
+    q = rabitq.RabitQuantizer.train(32, num_bits, seed=2)
+    c = rng.standard_normal((3, 32)).astype(np.float32)
+    lab = rng.integers(0, 3, 300)
+    r = rng.standard_normal((300, 32)).astype(np.float32)
+    pc = q.rotated(c).astype(np.float64)[lab]
+    rows = rabitq.encode_rows(q, r, q.rotated(c)[lab], metric)
+    codes, factors = _numpy_rows(q, r, pc, metric == "dot")
+    assert np.array_equal(rows[:, :-20], codes)
+    np.testing.assert_allclose(rows[:, -20:].copy().view(np.float32), factors, rtol=1e-5, atol=1e-6)
