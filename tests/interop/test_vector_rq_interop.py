@@ -9,6 +9,7 @@ import pytest
 
 import lance
 import lancefmt
+from ranked_answers import assert_same_ranking
 
 D = 32
 
@@ -24,9 +25,7 @@ def clustered(rng, n, start=0):
 def same_answers(pl, lf, nearest, **kw):
     a = pl.to_table(nearest=nearest, columns=["id", "_distance"], **kw)
     b = lf.to_table(nearest=nearest, columns=["id", "_distance"], **kw)
-    assert a["id"].to_pylist() == b["id"].to_pylist()
-    np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(),
-                               rtol=1e-4, atol=1e-3)
+    assert_same_ranking(a, b, rtol=1e-4, atol=1e-3)
     return a["id"].to_pylist()
 
 
