@@ -521,6 +521,52 @@ def client_cpu_split(fn, runs: int = 10) -> tuple[float, float, float]:
     return io / runs, http / runs, max(0.0, total - io - http) / runs
 
 
+def scan_timeline(fn, runs: int = 12) -> dict:
+    """Where a lancefmt read's wall time goes against the rig's: medians over ``runs`` of
+    ``fn()`` of when its ranged reads were sent (first, last), answered (first, last) and when
+    it returned, in ms from its call, and how long it ran after its last read's answer. All of a one-column scan's reads sent before the first
+    answer and the call returning just after the last leaves nothing to the client: the
+    rest is the rig serving (issue 37)."""
+    import statistics
+    import threading
+    import time
+
+    from lancefmt.io import s3 as s3mod
+
+    marks, lock = [], threading.Lock()
+    fetch = s3mod.S3Store._fetch_one
+
+    def timed(store, f):
+        sent = time.perf_counter()
+        try:
+            return fetch(store, f)
+        finally:
+            with lock:
+                marks.append((sent, time.perf_counter()))
+
+    fn()
+    rows = {k: [] for k in ("reads", "first sent", "last sent", "first done", "last done",
+                            "returned", "after the last read")}
+    s3mod.S3Store._fetch_one = timed
+    try:
+        for _ in range(runs):
+            marks.clear()
+            t0 = time.perf_counter()
+            fn()
+            end = time.perf_counter()
+            sent, done = [m[0] for m in marks], [m[1] for m in marks]
+            rows["reads"].append(len(marks))
+            if not marks:
+                continue
+            for k, v in (("first sent", min(sent)), ("last sent", max(sent)),
+                         ("first done", min(done)), ("last done", max(done)), ("returned", end)):
+                rows[k].append((v - t0) * 1e3)
+            rows["after the last read"].append((end - max(done)) * 1e3)
+    finally:
+        s3mod.S3Store._fetch_one = fetch
+    return {k: statistics.median(v) if v else float("nan") for k, v in rows.items()}
+
+
 def main():  # pragma: no cover - a one-shot report
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=ROWS)
@@ -534,6 +580,8 @@ def main():  # pragma: no cover - a one-shot report
                     help="also lancefmt's client CPU split: event loop / HTTP threads / others")
     ap.add_argument("--gb", action="store_true", help="also the 1 GB scan at 0 ms latency")
     ap.add_argument("--bytes", action="store_true", help="also the byte path alone (CPU per MB)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="also when lancefmt's one-column scan sends and gets its reads")
     ap.add_argument("--ops", default="", help="only these operations (comma-separated: open, "
                     "take, full, one-column)")
     args = ap.parse_args()
@@ -576,6 +624,11 @@ def main():  # pragma: no cover - a one-shot report
                 loop, http, rest = client_cpu_split(pair["lancefmt"])
                 print(f"{'':>21} lancefmt client CPU: event loop {loop * 1e3:6.1f} ms, HTTP "
                       f"threads {http * 1e3:6.1f} ms, other threads {rest * 1e3:6.1f} ms")
+        if args.timeline:
+            got = scan_timeline(w.projected["lancefmt"], args.repeat)
+            print(f"{version} one-column scan timeline (lancefmt, medians, ms from the call): "
+                  + ", ".join(f"{k} {v:.1f}" if k != "reads" else f"{v:.0f} reads on the "
+                              "calling threads" for k, v in got.items()))
     env.proxy.stop()
     if args.gb:
         for version in versions:

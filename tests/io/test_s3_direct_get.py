@@ -191,6 +191,30 @@ def test_a_one_column_scan_hands_nothing_to_the_loop(env, monkeypatch):
     assert not [n for n in started if n.startswith("lancefmt-http")]
 
 
+@pytest.mark.parametrize("columns", [["b"], None])
+def test_a_scan_has_all_its_gets_in_flight_at_once(env, columns):
+    """Guard for a scan's wall time on a store: every file's read is sent before any answer
+    comes back (one round, not waves behind the readahead, the permits or one file after
+    another), and a warm scan sends nothing but them. Counted by the proxy, which holds every
+    answer for its latency, so requests sent in waves would never all be in flight at once."""
+    e, bucket = env
+    uri = f"s3://{bucket}/round-{uuid.uuid4().hex[:6]}"
+    files = 6
+    t = pa.table({"a": pa.array(range(120_000), pa.int64()),
+                  "b": pa.array(range(120_000), pa.float64())})  # 160 KB a column and file
+    lancefmt.write_dataset(t, uri, storage_options=e.pylance_options(), max_rows_per_file=20_000)
+    ds = lancefmt.dataset(uri, storage_options=e.pylance_options())
+    want = t if columns is None else t.select(columns)
+    e.proxy.reset(latency=0.3)
+    assert ds.to_table(columns=columns).equals(want)  # the first: each file's tail, then data
+    assert e.proxy.counts() == {"GET": 2 * files}
+    assert e.proxy.max_in_flight == files
+    e.proxy.reset()
+    assert ds.to_table(columns=columns).equals(want)
+    assert e.proxy.counts() == {"GET": files}  # no metadata read again
+    assert e.proxy.max_in_flight == files
+
+
 # -- Permits alone ------------------------------------------------------------------------------
 def test_permits_are_shared_between_threads_and_a_loop():
     p = Permits(2)
