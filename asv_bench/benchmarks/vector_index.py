@@ -327,7 +327,8 @@ def main(argv=None):
     paths, fresh = {}, {}
     # the IVF_PQ copies are written (and indexed) only for the parts that use them
     ivf_pq = only & {"build", "exact", "query", "batch", "recall"}
-    for who in ("ours", "peer") if ivf_pq else ():
+    hnsw = only & {"hnsw", "hnsw-build"}
+    for who in (("ours", "peer") if ivf_pq else ()) + (("hnsw_ours", "hnsw_peer") if hnsw else ()):
         paths[who], fresh[who] = _fixture(root, who, t, rows, args.reuse)
     print(f"{rows:,} x {DIM} float32, {CLUSTERS} clusters; fixtures in {time.perf_counter() - t0:.0f} s; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
@@ -355,9 +356,7 @@ def main(argv=None):
             r_peer = recall(paths[who], lance, qs, exact=truth)
             print(f"recall@10 nprobes={NPROBES}, {name} index: lancefmt {r_ours:.3f}  pylance {r_peer:.3f}"
                   f"  (difference {r_ours - r_peer:+.3f})", flush=True)
-    if "hnsw" in only or "hnsw-build" in only:
-        for who in ("hnsw_ours", "hnsw_peer"):
-            paths[who], fresh[who] = _fixture(root, who, t, rows, args.reuse)
+    if hnsw:
         hp = args.hnsw_partitions
         if "hnsw-build" in only or not (_indexed(paths["hnsw_ours"]) and _indexed(paths["hnsw_peer"])):
             o, p = _ratios(lambda: build_hnsw(lancefmt, paths["hnsw_ours"], hp),
