@@ -96,8 +96,8 @@ HNSW_PARTITIONS = 64
 HNSW_NPROBES = 8
 
 
-def build_hnsw(lib, path):
-    lib.dataset(path).create_index("vec", "IVF_HNSW_SQ", num_partitions=HNSW_PARTITIONS,
+def build_hnsw(lib, path, partitions=HNSW_PARTITIONS):
+    lib.dataset(path).create_index("vec", "IVF_HNSW_SQ", num_partitions=partitions,
                                    replace=True, name="hnsw_idx")
 
 
@@ -321,6 +321,10 @@ def main(argv=None):
     ap.add_argument("--batch-repeat", type=int, default=3, help="alternating 1,000-query batches")
     ap.add_argument("--exact-repeat", type=int, default=5, help="alternating exact searches")
     ap.add_argument("--queries", type=int, default=QUERIES, help="queries for recall")
+    ap.add_argument("--hnsw-partitions", type=int, default=HNSW_PARTITIONS,
+                    help=f"IVF partitions of the IVF_HNSW_SQ indices (default {HNSW_PARTITIONS})")
+    ap.add_argument("--hnsw-builds", type=int, default=1,
+                    help="alternating IVF_HNSW_SQ builds per library (hnsw-build)")
     args = ap.parse_args(argv)
     rows = args.rows or args.rows_opt
     only = set(args.only)
@@ -330,11 +334,14 @@ def main(argv=None):
     cached = []
     t = lambda: cached[0] if cached else cached.append(table(rows)) or cached[0]  # noqa: E731
     paths, fresh = {}, {}
-    for who in ("ours", "peer"):
+    # the IVF_PQ copies are written (and indexed) only for the parts that use them
+    ivf_pq = only & {"build", "exact", "query", "batch", "recall"}
+    hnsw = only & {"hnsw", "hnsw-build"}
+    for who in (("ours", "peer") if ivf_pq else ()) + (("hnsw_ours", "hnsw_peer") if hnsw else ()):
         paths[who], fresh[who] = _fixture(root, who, t, rows, args.reuse)
     print(f"{rows:,} x {DIM} float32, {CLUSTERS} clusters; fixtures in {time.perf_counter() - t0:.0f} s; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-    if "build" in only or not (_indexed(paths["ours"]) and _indexed(paths["peer"])):
+    if "build" in only or (ivf_pq and not (_indexed(paths["ours"]) and _indexed(paths["peer"]))):
         o, p = _ratios(lambda: build_ours(paths["ours"]), lambda: build_peer(paths["peer"]),
                        args.builds, 0)
         _line(f"IVF_PQ build ({PARTITIONS}/{SUB_VECTORS})", o, p)
@@ -358,13 +365,12 @@ def main(argv=None):
             r_peer = recall(paths[who], lance, qs, exact=truth)
             print(f"recall@10 nprobes={NPROBES}, {name} index: lancefmt {r_ours:.3f}  pylance {r_peer:.3f}"
                   f"  (difference {r_ours - r_peer:+.3f})", flush=True)
-    if "hnsw" in only or "hnsw-build" in only:
-        for who in ("hnsw_ours", "hnsw_peer"):
-            paths[who], fresh[who] = _fixture(root, who, t, rows, args.reuse)
+    if hnsw:
+        hp = args.hnsw_partitions
         if "hnsw-build" in only or not (_indexed(paths["hnsw_ours"]) and _indexed(paths["hnsw_peer"])):
-            o, p = _ratios(lambda: build_hnsw(lancefmt, paths["hnsw_ours"]),
-                           lambda: build_hnsw(lance, paths["hnsw_peer"]), 1, 0)
-            _line(f"IVF_HNSW_SQ build ({HNSW_PARTITIONS})", o, p)
+            o, p = _ratios(lambda: build_hnsw(lancefmt, paths["hnsw_ours"], hp),
+                           lambda: build_hnsw(lance, paths["hnsw_peer"], hp), args.hnsw_builds, 0)
+            _line(f"IVF_HNSW_SQ build ({hp} partitions)", o, p)
     if "hnsw" in only:
         for who, name in (("hnsw_peer", "pylance's"), ("hnsw_ours", "lancefmt's")):
             _line(f"HNSW query nprobes={HNSW_NPROBES} k=10, {name}", *_ratios(*searchers(

@@ -1,7 +1,8 @@
 """Building the HNSW graphs of an IVF_HNSW_* segment and writing ``index.idx`` (the format is
 described in :mod:`.hnsw`). Graphs are built from the full-precision vectors (so their quality
-does not depend on the quantizer), one partition per task on a thread pool; the Cython kernel
-(:func:`._hnsw.build`) runs without the GIL.
+does not depend on the quantizer), one partition at a time per core on a thread pool, largest
+first; the Cython kernel (:func:`._hnsw.build`) inserts every node without the GIL, so the
+Python work is a constant per partition.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pyarrow as pa
 from ...errors import InvalidArgumentError
 from . import _hnsw
 from .distance import COSINE, DOT
-from .ivf import IvfModel, in_parallel
+from .ivf import IvfModel, each_in_parallel
 from .layout import INDEX_FILE
 from .quantizers import normalize, storage_metric
 
@@ -45,16 +46,16 @@ def build_graphs(vectors: np.ndarray, offsets, lengths, metric: str, params: dic
     graphs = [None] * len(offsets)
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, 1 << 31, len(offsets))
-    work = [i for i in range(len(offsets)) if lengths[i]]
+    # largest partitions first: a graph's cost grows faster than its rows
+    work = sorted((i for i in range(len(offsets)) if lengths[i]), key=lambda i: -int(lengths[i]))
 
-    def run(s, e):
-        for i in work[s:e]:
-            o, n = int(offsets[i]), int(lengths[i])
-            levels = _hnsw.random_levels(n, hp["m"], hp["max_level"], int(seeds[i]))
-            graphs[i] = _hnsw.build(x[o:o + n], kernel_metric, hp["m"], hp["ef_construction"],
-                                    hp["max_level"], levels)
+    def run(i):
+        o, n = int(offsets[i]), int(lengths[i])
+        levels = _hnsw.random_levels(n, hp["m"], hp["max_level"], int(seeds[i]))
+        graphs[i] = _hnsw.build(x[o:o + n], kernel_metric, hp["m"], hp["ef_construction"],
+                                hp["max_level"], levels)
 
-    in_parallel(len(work), run, min_rows=1)
+    each_in_parallel(work, run)
     return graphs
 
 

@@ -12,6 +12,7 @@ were found, never more than ``maximum_nprobes``.
 from __future__ import annotations
 
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -145,6 +146,29 @@ def in_parallel(n: int, fn, min_rows: int = 8192) -> None:
         return
     step = -(-n // workers)
     futures = [_pool().submit(fn, s, min(n, s + step)) for s in range(0, n, step)]
+    for f in futures:
+        f.result()
+
+
+def each_in_parallel(items, fn) -> None:
+    """``fn(item)`` for every item, on the pool's threads (one per core), each thread taking
+    the next item when it is done with one: items of uneven cost (IVF partitions) keep every
+    core busy until the last few. Listed costliest first, they finish together."""
+    queue = deque(items)
+    workers = max(1, min(os.cpu_count() or 1, len(queue)))
+
+    def drain():
+        while True:
+            try:
+                item = queue.popleft()
+            except IndexError:
+                return
+            fn(item)
+
+    if workers <= 1:
+        drain()
+        return
+    futures = [_pool().submit(drain) for _ in range(workers)]
     for f in futures:
         f.result()
 
