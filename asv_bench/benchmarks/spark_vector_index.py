@@ -6,9 +6,11 @@ The fixture is ``vector_index``'s clustered vectors (``ROWS`` x 128 float32, wri
 at 2.2 in ``FRAGMENTS`` fragments); each run builds IVF_PQ (256 partitions, 16 sub-vectors)
 on a copy made of hard links (the data files are never written). The driver trains the model
 on a sample; ``rows_per_task`` gives one encoding task per fragment, spread over the
-executors; the driver merges the tasks' segments and commits once. A run reports the build's
-wall time, the driver's training part, the tasks each executor completed, and the session's
-start-up (not counted). pylance builds in one process, so there is no pylance column here;
+executors (each task codes on as many threads as it has cores: one here); the driver merges
+the tasks' segments and commits once. A run reports the build's wall time split into the
+driver's training, the executors' encoding tasks (from submitting them to their last result)
+and the merge and commit, the tasks each executor completed, and the session's start-up (not
+counted). pylance builds in one process, so there is no pylance column here;
 ``--reference`` adds lancefmt's own one-process ``create_index`` of the same copy.
 
 On a machine with few cores, N above the core count cannot help: say how many cores ran it.
@@ -66,20 +68,22 @@ def child(executors: int, path: str, rows_per_task: int) -> None:
     from local_cluster_child import executor_tasks, wait_for_executors
 
     from lancefmt.dataset.indices import vector_create
-    from lancefmt.spark import local_session
+    from lancefmt.spark import indexing, local_session
     from lancefmt.spark.indexing import create_vector_index
 
-    train = {"seconds": 0.0}
-    real = vector_create.train_shared_model
+    spent = {"train": 0.0, "encode": 0.0}
 
-    def timed_train(*a, **kw):
-        t = time.monotonic()
-        try:
-            return real(*a, **kw)
-        finally:
-            train["seconds"] += time.monotonic() - t
+    def timed(key, real):
+        def run(*a, **kw):
+            t = time.monotonic()
+            try:
+                return real(*a, **kw)
+            finally:
+                spent[key] += time.monotonic() - t
+        return run
 
-    vector_create.train_shared_model = timed_train
+    vector_create.train_shared_model = timed("train", vector_create.train_shared_model)
+    indexing.run_tasks = timed("encode", indexing.run_tasks)  # the executors' tasks
     t0 = time.monotonic()
     spark = local_session(f"local-cluster[{executors},1,2048]", "lancefmt-vector-scaling", conf={
         "spark.driver.memory": "2g", "spark.executor.memory": "2g",
@@ -97,7 +101,8 @@ def child(executors: int, path: str, rows_per_task: int) -> None:
     finally:
         spark.stop()
     print(json.dumps({"executors": executors, "seconds": round(seconds, 1),
-                      "train_seconds": round(train["seconds"], 1),
+                      "train_seconds": round(spent["train"], 1),
+                      "encode_seconds": round(spent["encode"], 1),
                       "startup_seconds": round(startup, 1), "segments": segments,
                       "tasks": {e: after[e][0] - before.get(e, (0, 0))[0] for e in after}}),
           flush=True)
@@ -146,9 +151,10 @@ def main(argv=None) -> None:
             path = linked_copy(base, f"run-{n}")
             res = run(n, path, per_task)
             shutil.rmtree(path, ignore_errors=True)
+            rest = res['seconds'] - res['train_seconds'] - res['encode_seconds']
             print(f"local-cluster[{n},1,2048]: build {res['seconds']:.1f} s (driver training "
-                  f"{res['train_seconds']:.1f} s, encode + merge + commit "
-                  f"{res['seconds'] - res['train_seconds']:.1f} s), tasks per executor "
+                  f"{res['train_seconds']:.1f} s, executors encoding {res['encode_seconds']:.1f} s, "
+                  f"merge + commit {rest:.1f} s), tasks per executor "
                   f"{res['tasks']}, {res['segments']} segment; load average "
                   f"{os.getloadavg()[0]:.1f}", flush=True)
         if args.reference:

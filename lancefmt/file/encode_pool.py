@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import InvalidArgumentError
 from ..io import carry_scope
+from ..io.cores import cores
 
 MAX_THREADS = 4
 THREAD_PREFIX = "lancefmt-encode"
@@ -42,8 +43,8 @@ def _thread_count() -> int:
     if chosen is not None:
         return chosen
     raw = os.environ.get("LANCEFMT_WRITE_THREADS", "").strip()
-    if not raw:
-        return max(1, min(MAX_THREADS, os.cpu_count() or 1))
+    if not raw:  # the cores this process may use (a Spark task's share: io/cores.py)
+        return max(1, min(MAX_THREADS, cores()))
     try:
         count = int(raw)
     except ValueError:

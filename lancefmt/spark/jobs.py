@@ -128,11 +128,13 @@ class StagedJob:
     @contextlib.contextmanager
     def task(self):
         """A task's writing: live while it runs, refused once the job is closed; its files
-        are durable when it returns (the driver commits them)."""
+        are durable when it returns (the driver commits them). Its CPU-bound work keeps to
+        the task's cores (:mod:`.task_cores`)."""
         from ..file.encode_pool import encode_threads
+        from .task_cores import task_cores
         from .writer import task_encode_threads
 
-        with io_scope():  # the task's barrier answers for its own files (io/uploads.py)
+        with io_scope(), task_cores():  # the task's barrier answers for its own files (io/uploads.py)
             with staged_task(self.staging, self.storage_options, require_open=True), \
                     encode_threads(task_encode_threads()):
                 yield self.staging

@@ -37,6 +37,7 @@ from ..sql import to_expression
 from .filters import filter_to_term, split_filters
 from .options import TARGET_BATCH_BYTES, ReadOptions
 from .schema import METADATA_COLUMNS, BatchCaster, arrow_schema
+from .task_cores import task_cores
 
 MIN_BATCH_ROWS = 8192
 MAX_BATCH_ROWS = 1 << 17
@@ -209,13 +210,14 @@ class LanceReader(DataSourceReader):
         limit = self.options.max_batch_bytes
         # Spark turns an empty partition list (a dataset without rows) into one InputPartition(None)
         selections = getattr(partition, "selections", {})
-        for fragment, start, stop in getattr(partition, "pieces", ()):
-            chosen = selections.get(fragment.fragment_id)
-            batches = fragment.to_batches(start=start, stop=stop, **args) if chosen is None else \
-                selected_batches(fragment, start, stop, chosen, args)
-            for batch in batches:
-                if batch.num_rows:
-                    yield from _split(caster(batch), limit)
+        with task_cores():  # the scan's threads: the task's cores, not the host's
+            for fragment, start, stop in getattr(partition, "pieces", ()):
+                chosen = selections.get(fragment.fragment_id)
+                batches = fragment.to_batches(start=start, stop=stop, **args) if chosen is None \
+                    else selected_batches(fragment, start, stop, chosen, args)
+                for batch in batches:
+                    if batch.num_rows:
+                        yield from _split(caster(batch), limit)
 
 
 # Rows a partition carries per fragment an index answered; above it the executor scans the

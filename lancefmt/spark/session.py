@@ -27,6 +27,8 @@ _NOISE = re.compile(
     r"Setting default log level to|To adjust logging level use|resolves to a loopback address|"
     r"Set SPARK_LOCAL_IP if you need")
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+ARROW_BATCH_ROWS = 131072
+ARROW_BATCH_BYTES = 64 << 20
 
 
 def _worker_environment() -> None:
@@ -93,6 +95,11 @@ def local_session(master: str = "local[*]", app_name: str = "lancefmt", conf: di
         "spark.sql.python.filterPushdown.enabled": str(bool(filter_pushdown)).lower(),
         # executor Python workers fork from a daemon that has lancefmt imported already
         "spark.python.daemon.module": "lancefmt.spark.daemon",
+        # the Arrow batches a Python sink's tasks receive: 10,000 rows by default; fewer,
+        # larger batches cost the Python workers less (docs/performance.md, Spark write),
+        # and the byte cap keeps wide rows (vectors) from making huge ones
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
+        "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES),
     }
     if quiet:
         if master.startswith("local"):

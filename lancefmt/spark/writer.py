@@ -122,6 +122,7 @@ class LanceWriter(DataSourceArrowWriter):
     def write(self, iterator):
         from ..dataset import write_fragments
         from ..file.encode_pool import encode_threads
+        from .task_cores import task_cores
 
         caster = BatchCaster(self.schema)
         counted = [0]
@@ -137,7 +138,7 @@ class LanceWriter(DataSourceArrowWriter):
         if self.mode == CREATE and self.bases:
             kwargs["initial_bases"] = self.bases
         threads = self.options.encode_threads or task_encode_threads()
-        with encode_threads(threads):
+        with encode_threads(threads), task_cores():
             fragments = write_fragments(reader, self.options.uri,
                                         mode="append" if self.mode == APPEND else "overwrite",
                                         storage_options=self.options.storage_options,
@@ -214,19 +215,11 @@ def task_encode_threads() -> int | None:
     ``LANCEFMT_WRITE_THREADS``) outside a task or when that variable is set."""
     import os
 
+    from .task_cores import task_cpus
+
     if os.environ.get("LANCEFMT_WRITE_THREADS"):
         return None
-    try:
-        from pyspark import TaskContext
-    except ImportError:
-        return None
-    ctx = TaskContext.get()
-    if ctx is None:
-        return None
-    try:
-        return max(1, int(ctx.cpus()))
-    except (AttributeError, TypeError, ValueError):
-        return None
+    return task_cpus()
 
 
 def _task_number() -> int:

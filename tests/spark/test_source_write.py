@@ -116,14 +116,16 @@ def test_failed_task_leaves_no_version_and_no_files(spark, tmp_path):
     uri = str(tmp_path / "ds")
     lancefmt.write_dataset(pa.table({"id": pa.array([0], pa.int64()), "small": pa.array([1], pa.uint8())}), uri)
     before = all_files(tmp_path)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "100")
     try:
         df = spark.range(0, 4_000, numPartitions=4).selectExpr(
             "id", "CASE WHEN id = 3950 THEN 300 ELSE id % 200 END AS small")
         with pytest.raises(Exception, match="small"):
             df.write.format("lance").mode("append").option("max_rows_per_file", 100).save(uri)
     finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.set(key, old)
     assert lancefmt.dataset(uri).version == 1
     assert all_files(tmp_path) == before
 
@@ -142,13 +144,15 @@ def test_failed_upstream_leaves_no_version_and_no_files(spark, tmp_path):
             raise ValueError("boom at 1990")
         return x
 
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "100")
     try:
         df = spark.range(0, 2_000, numPartitions=2).select(F.udf(explode, LongType())("id").alias("id"))
         with pytest.raises(Exception, match="boom at 1990"):
             df.write.format("lance").mode("append").option("max_rows_per_file", 100).save(uri)
     finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.set(key, old)
     assert lancefmt.dataset(uri).version == 1
     assert all_files(tmp_path) == before
 
@@ -279,3 +283,16 @@ def test_tasks_encode_on_their_own_cores_unless_told(spark, monkeypatch):
     assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(probe).collect() == [cpus, cpus]
     monkeypatch.setenv("LANCEFMT_WRITE_THREADS", "3")
     assert task_encode_threads() is None
+
+
+def test_local_session_sends_sinks_large_arrow_batches(spark):
+    """``local_session`` raises Spark's 10,000 rows per Arrow batch handed to Python (a sink's
+    tasks pay per batch received): the batches a Python task receives, counted."""
+    from lancefmt.spark.session import ARROW_BATCH_ROWS
+
+    def sizes(batches):
+        yield pa.record_batch({"rows": pa.array([b.num_rows for b in batches], pa.int64())})
+
+    rows = ARROW_BATCH_ROWS + 1000
+    got = spark.range(0, rows, numPartitions=1).mapInArrow(sizes, "rows long").collect()
+    assert [r.rows for r in got] == [ARROW_BATCH_ROWS, 1000]

@@ -45,3 +45,61 @@ def test_spark_builds_a_vector_index_in_one_commit(spark, tmp_path, kind, kw):
         assert ds.to_table(nearest=nearest, columns=["id"])["id"].to_pylist() == ann or kind != "IVF_PQ"
         got.append(len(set(ann) & set(exact)) / 10)
     assert np.mean(got) >= (0.5 if kind == "IVF_PQ" else 0.8)
+
+
+def _encode_probe(item, staging):
+    """Encode one group's segment as an executor task does, and count the threads that ran the
+    PQ coding kernel; also the cores and scan threads this process allowed meanwhile."""
+    import threading
+
+    from lancefmt.dataset.read.scan import default_threads
+    from lancefmt.index.vector import _kmeans
+    from lancefmt.io.cores import cores
+    from lancefmt.spark.indexing import encode_on_executor
+    from lancefmt.spark.task_cores import task_cpus
+
+    real, seen = _kmeans.pq_encode, set()
+
+    def counted(*args):
+        seen.add(threading.get_ident())
+        return real(*args)
+
+    _kmeans.pq_encode = counted
+    try:
+        segment = encode_on_executor(item, staging)
+    finally:
+        _kmeans.pq_encode = real
+    return {"segment": segment, "coding_threads": len(seen), "cores": cores(),
+            "scan_threads": default_threads(), "task_cpus": task_cpus()}
+
+
+def test_executor_tasks_encode_on_their_own_cores(spark, tmp_path):
+    """A task's vector coding (and its scans) run on as many threads as Spark gave the task
+    cores (``spark.task.cpus``), not on every core of the host; the driver is not limited."""
+    from lancefmt.dataset.indices.vector_create import plan_vector_build, train_shared_model
+    from lancefmt.io.cores import core_limit
+    from lancefmt.spark.jobs import Pinned, StagedJob, run_tasks
+
+    uri = str(tmp_path / "ds")
+    table, _ = clustered(40_000)
+    lancefmt.write_dataset(table, uri, max_rows_per_file=20_000)
+    pinned = Pinned.latest(uri)
+    snapshot = pinned.snapshot()
+    req = plan_vector_build(snapshot, "vec", "IVF_PQ", None, "L2",
+                            {"num_partitions": 4, "num_sub_vectors": 4})
+    params = {**req.params, **train_shared_model(snapshot, req)}
+    params.pop("index_type"), params.pop("metric")
+    items = [(pinned, "vec", "IVF_PQ", "vec_idx", "L2", [f], params) for f in (0, 1)]
+    cpus = int(spark.sparkContext.getConf().get("spark.task.cpus", "1"))
+    job = StagedJob(pinned).open()
+    try:
+        on_executors = run_tasks(spark, job, items, _encode_probe, "index")
+        with core_limit(3), job.task() as staging:  # the driver: its own choice of cores
+            on_driver = _encode_probe(items[0], staging)
+    finally:
+        job.abort()
+    assert [(r["task_cpus"], r["cores"], r["coding_threads"], r["scan_threads"])
+            for r in on_executors] == [(cpus, cpus, cpus, cpus)] * 2
+    assert (on_driver["task_cpus"], on_driver["cores"], on_driver["coding_threads"],
+            on_driver["scan_threads"]) == (None, 3, 3, 3)
+    assert [list(r["segment"].fragment_ids) for r in on_executors + [on_driver]] == [[0], [1], [0]]

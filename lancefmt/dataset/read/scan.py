@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from ...encoding.pool_memory import pool_empty
 from ...errors import CorruptFileError, InvalidArgumentError
+from ...io.cores import cores, limited
 from ...sql import referenced_columns, to_expression
 from ...table.rowids import fill_range
 from ...table.deletion import DeletionVector, deletion_file_kind, read_deletion_file
@@ -57,29 +58,16 @@ def is_remote(ctx: ScanContext | None) -> bool:
         b.path.startswith(REMOTE_SCHEMES) for b in ctx.base_paths)
 
 
-_CPUS: list = []
-
-
-def _cpus() -> int:
-    """The machine's cores, asked once (``os.cpu_count`` reads ``/sys`` each time: 17 us,
-    a fiftieth of an indexed look-up)."""
-    if not _CPUS:
-        _CPUS.append(os.cpu_count() or 2)
-    return _CPUS[0]
-
-
-def _forget_cpus_after_fork() -> None:  # a forked child may run on other cores
-    _CPUS.clear()
-
-
 def default_threads(ctx: ScanContext | None = None) -> int:
     """Fragments scanned at once. Local files are CPU-bound once cached: one thread per core
-    (at least two, so I/O and decoding overlap). Object stores are latency-bound: many
-    requests in flight."""
-    cpus = _cpus()
+    (at least two, so I/O and decoding overlap), or exactly the cores of a Spark task's share
+    (:func:`~lancefmt.io.cores.core_limit`). Object stores are latency-bound: many requests in
+    flight."""
     if is_remote(ctx):
         return 16
-    return max(2, min(8, cpus))
+    if limited():
+        return min(8, cores())
+    return max(2, min(8, cores()))
 
 
 _POOLS: dict = {}
@@ -97,7 +85,6 @@ def scan_pool(threads: int) -> ThreadPoolExecutor:
 
 def _forget_pools_after_fork() -> None:  # a forked child has none of the parent's threads
     _POOLS.clear()
-    _forget_cpus_after_fork()
 
 
 if hasattr(os, "register_at_fork"):

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..._proto import index_pb2
 from ...errors import CorruptFileError
+from ...io.cores import cores
 from . import _kmeans
 from .distance import COSINE, DOT, HAMMING, L2, distances
 from .tensor import from_tensor, to_tensor
@@ -124,8 +125,7 @@ _POOL = None
 def _pool():
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1)),
-                                   thread_name_prefix="lancefmt-kmeans")
+        _POOL = ThreadPoolExecutor(8, thread_name_prefix="lancefmt-kmeans")  # threads start as used
     return _POOL
 
 
@@ -139,15 +139,20 @@ if hasattr(os, "register_at_fork"):
 
 
 def in_parallel(n: int, fn, min_rows: int = 8192) -> None:
-    """``fn(start, stop)`` over row ranges on the pool (the kernels release the GIL)."""
-    workers = max(1, min(os.cpu_count() or 1, n // min_rows))
+    """``fn(start, stop)`` over row ranges on the pool (the kernels release the GIL): one range
+    per core this process may use (:func:`~lancefmt.io.cores.cores`: a Spark task's share), the
+    first on the calling thread."""
+    workers = max(1, min(cores(), 8, n // min_rows))
     if workers <= 1:
         fn(0, n)
         return
     step = -(-n // workers)
-    futures = [_pool().submit(fn, s, min(n, s + step)) for s in range(0, n, step)]
-    for f in futures:
-        f.result()
+    futures = [_pool().submit(fn, s, min(n, s + step)) for s in range(step, n, step)]
+    try:
+        fn(0, min(n, step))
+    finally:
+        for f in futures:
+            f.result()
 
 
 def each_in_parallel(items, fn) -> None:
