@@ -27,8 +27,9 @@ from .hnsw_build import NEIGHBORS, VECTOR_ID
 from .ivf_index import IvfIndex, metadata_json
 from .quantizers import ProductQuantizer, ScalarQuantizer, storage_metric
 
-# below this share of a partition's rows allowed by a prefilter, pylance searches them flat
-FLAT_SHARE = 0.1
+# a prefilter allowing fewer than ``n * FLAT_PERCENT // 100`` of a partition's n rows (integer
+# division, as Lance's ``remained < len * 10 / 100``) makes pylance score them flat
+FLAT_PERCENT = 10
 
 
 # -- searching --------------------------------------------------------------------------------
@@ -110,7 +111,7 @@ class HnswIndex(IvfIndex):
             if g is None:
                 continue
             mask = p.mask[start:start + n] if p.use_mask else p.mask
-            if p.use_mask and int(mask.sum()) < n * FLAT_SHARE:
+            if p.use_mask and int(mask.sum()) < n * FLAT_PERCENT // 100:
                 # few rows allowed: pylance scores them all instead of walking the graph
                 self._flat_partition(p, part, start, n)
                 continue
