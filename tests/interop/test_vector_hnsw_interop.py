@@ -81,6 +81,23 @@ def test_hnsw_answers_equal_pylances_on_its_graph(pylance_graph, ef, where):
         assert exact_hits < len(queries)   # the beam is narrow enough to miss some answers
 
 
+@pytest.mark.parametrize("ef,refine", [(9, None), (10, None), (15, 2), (20, 2)])
+def test_hnsw_beam_narrower_than_k_is_refused_as_pylance(pylance_graph, ef, refine):
+    """pylance refuses ``ef`` below k times the refine factor (a ValueError: ArrowInvalid
+    there, InvalidArgumentError here) and answers otherwise."""
+    uri, queries = pylance_graph
+    nearest = {"column": "vec", "q": queries[0], "k": 10, "nprobes": 2, "ef": ef,
+               "refine_factor": refine}
+    got = []
+    for lib in (lance, lancefmt):
+        try:
+            got.append(lib.dataset(uri).to_table(nearest=nearest, columns=["id"]).num_rows)
+        except ValueError as e:
+            assert "ef must be greater than or equal to k" in str(e)
+            got.append("refused")
+    assert got[0] == got[1] == ("refused" if ef < 10 * (refine or 1) else 10), got
+
+
 def test_hnsw_maintenance(tmp_path):
     rng = np.random.default_rng(23)
     uri = str(tmp_path / "ds")

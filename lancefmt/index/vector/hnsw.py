@@ -20,7 +20,7 @@ import json
 
 import numpy as np
 
-from ...errors import CorruptFileError
+from ...errors import CorruptFileError, InvalidArgumentError
 from . import _hnsw, _ivf
 from .distance import COSINE, DOT
 from .hnsw_build import NEIGHBORS, VECTOR_ID
@@ -104,7 +104,9 @@ class HnswIndex(IvfIndex):
         offsets, lengths = self.ivf.offsets, self.ivf.lengths
         # pylance 14's default beam is k + k/2, k counting the refine factor (its answers for
         # k = 5, 10, 20 equal those of ef = 7, 15, 30 on 90 of 90 queries; ef = 40 on 12-43)
-        ef = max(p.ef if p.ef else p.k + p.k // 2, p.k)
+        ef = p.ef if p.ef else p.k + p.k // 2
+        if ef < p.k:   # pylance refuses a beam narrower than k (times the refine factor)
+            raise InvalidArgumentError("ef must be greater than or equal to k")
         smetric = storage_metric(self.metric)
         for part, start, n in p.partitions(offsets, lengths):
             g = self.graphs[part]
