@@ -13,8 +13,8 @@ to the query come from the partition's storage, chosen by ``kind``:
   per-query distance table (``table``).
 
 :func:`search` is Lance's: from the entry point a greedy walk down the upper levels, then a
-beam search of width ``ef`` on level 0 (candidates whose distance exceeds the current ``ef``
-best are not followed); ``mask`` (one byte per node) and the distance range decide which
+beam search of width ``ef`` on level 0 (a neighbour farther than the current ``ef``-th best,
+re-read after every neighbour, is not followed; the search stops at a candidate farther than it); ``mask`` (one byte per node) and the distance range decide which
 nodes may be answers, as in Lance's beam search. :func:`build` inserts nodes one by one
 (Malkov & Yashunin, with Lance's neighbour heuristic: a candidate is kept when it is nearer the
 node than to every neighbour kept so far, the list then filled to three quarters with the
@@ -253,6 +253,11 @@ cdef int beam(Space* s, Level* lv, uint32_t ep, float ep_d, Py_ssize_t ef, uint3
                 continue
             visited[nb] = stamp
             d = qdist(s, nb)
+            # the farthest result is re-read for every neighbour (Lance's beam search, Algorithm 2
+            # of the HNSW paper): read once per expanded node, it is stale once ``results``
+            # fills up during the node's loop, and neighbours between the stale and the true
+            # farthest distance are dropped (pylance answered 5 of 40 queries differently)
+            far = results.d[0] if results.n else <float>1e38
             if d <= far or results.n < ef:
                 if (mask == NULL or mask[nb]) and d >= lo and d < hi:
                     if results.n < ef:
@@ -621,6 +626,7 @@ cdef void _beam_adj(Builder* b, Adj* a, uint32_t ep, float ep_d, Py_ssize_t ef) 
         VEC_MANY(s.query, s.fvec, b.batch, nn, s.dim, s.metric, b.batch_d)
         for j in range(nn):
             d = b.batch_d[j]
+            far = results.d[0] if results.n else <float>1e38   # refreshed, as in :func:`beam`
             if d <= far or results.n < ef:
                 nb = b.batch[j]
                 if results.n < ef:

@@ -20,15 +20,16 @@ import json
 
 import numpy as np
 
-from ...errors import CorruptFileError
+from ...errors import CorruptFileError, InvalidArgumentError
 from . import _hnsw, _ivf
 from .distance import COSINE, DOT
 from .hnsw_build import NEIGHBORS, VECTOR_ID
 from .ivf_index import IvfIndex, metadata_json
 from .quantizers import ProductQuantizer, ScalarQuantizer, storage_metric
 
-# below this share of a partition's rows allowed by a prefilter, pylance searches them flat
-FLAT_SHARE = 0.1
+# a prefilter allowing fewer than ``n * FLAT_PERCENT // 100`` of a partition's n rows (integer
+# division, as Lance's ``remained < len * 10 / 100``) makes pylance score them flat
+FLAT_PERCENT = 10
 
 
 # -- searching --------------------------------------------------------------------------------
@@ -103,14 +104,16 @@ class HnswIndex(IvfIndex):
         offsets, lengths = self.ivf.offsets, self.ivf.lengths
         # pylance 14's default beam is k + k/2, k counting the refine factor (its answers for
         # k = 5, 10, 20 equal those of ef = 7, 15, 30 on 90 of 90 queries; ef = 40 on 12-43)
-        ef = max(p.ef if p.ef else p.k + p.k // 2, p.k)
+        ef = p.ef if p.ef else p.k + p.k // 2
+        if ef < p.k:   # pylance refuses a beam narrower than k (times the refine factor)
+            raise InvalidArgumentError("ef must be greater than or equal to k")
         smetric = storage_metric(self.metric)
         for part, start, n in p.partitions(offsets, lengths):
             g = self.graphs[part]
             if g is None:
                 continue
             mask = p.mask[start:start + n] if p.use_mask else p.mask
-            if p.use_mask and int(mask.sum()) < n * FLAT_SHARE:
+            if p.use_mask and int(mask.sum()) < n * FLAT_PERCENT // 100:
                 # few rows allowed: pylance scores them all instead of walking the graph
                 self._flat_partition(p, part, start, n)
                 continue
