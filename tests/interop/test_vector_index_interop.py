@@ -212,7 +212,9 @@ def test_half_and_double_vectors_both_ways(tmp_path, dtype, kind, kw):
         if "HNSW" in kind:  # pylance builds graphs on threads: a walk may differ by a tie
             assert recall(ids_of(b), ids_of(a)) >= 0.85, builder.__name__
             continue
-        assert_same_ranking(a, b, rtol=1e-3)   # PQ codes tie: tied rows come in either order
+        # PQ codes tie (tied rows come in either order); half-precision vectors leave pylance's
+        # distance a few float16 roundings (epsilon 9.8e-4) from lancefmt's float32 one
+        assert_same_ranking(a, b, rtol=4e-3 if dtype == np.float16 else 1e-3)
 
 
 @pytest.mark.parametrize("kind", ["IVF_PQ", "IVF_FLAT", "IVF_SQ"])
