@@ -372,15 +372,8 @@ def main(argv=None):
                            lambda: build_hnsw(lance, paths["hnsw_peer"], hp), args.hnsw_builds, 0)
             _line(f"IVF_HNSW_SQ build ({hp} partitions)", o, p)
     if "hnsw" in only:
-        for who, name in (("hnsw_peer", "pylance's"), ("hnsw_ours", "lancefmt's")):
-            _line(f"HNSW query nprobes={HNSW_NPROBES} k=10, {name}", *_ratios(*searchers(
-                paths[who], {"column": "vec", "q": q, "k": K, "nprobes": HNSW_NPROBES}), args.repeat, 3))
-        truth = exact_ids(paths["hnsw_peer"], qs)
-        for who, name in (("hnsw_peer", "pylance's"), ("hnsw_ours", "lancefmt's")):
-            r_ours = recall(paths[who], lancefmt, qs, HNSW_NPROBES, exact=truth)
-            r_peer = recall(paths[who], lance, qs, HNSW_NPROBES, exact=truth)
-            print(f"IVF_HNSW_SQ recall@10 nprobes={HNSW_NPROBES}, {name} index: lancefmt {r_ours:.3f}  "
-                  f"pylance {r_peer:.3f}  (difference {r_ours - r_peer:+.3f})", flush=True)
+        _query_and_recall("HNSW", "IVF_HNSW_SQ", paths["hnsw_peer"], paths["hnsw_ours"], HNSW_NPROBES,
+                          q, qs, args.repeat)
 
     if "rq" in only or "rq-build" in only:
         _rq_parts(args, only, root, t, rows, q, qs, paths)
@@ -399,15 +392,26 @@ def _rq_parts(args, only, root, t, rows, q, qs, paths):
                        lambda: build_rq(lance, paths["rq_peer"]), args.builds, 0)
         _line(f"IVF_RQ build ({RQ_PARTITIONS})", o, p)
     if "rq" in only:
-        for who, name in (("rq_peer", "pylance's"), ("rq_ours", "lancefmt's")):
-            _line(f"IVF_RQ query nprobes={NPROBES} k=10, {name}", *_ratios(*searchers(
-                paths[who], {"column": "vec", "q": q, "k": K, "nprobes": NPROBES}), args.repeat, 3))
-        truth = exact_ids(paths["rq_peer"], qs)
-        for who, name in (("rq_peer", "pylance's"), ("rq_ours", "lancefmt's")):
-            r_ours = recall(paths[who], lancefmt, qs, exact=truth)
-            r_peer = recall(paths[who], lance, qs, exact=truth)
-            print(f"IVF_RQ recall@10 nprobes={NPROBES}, {name} index: lancefmt {r_ours:.3f}  "
-                  f"pylance {r_peer:.3f}  (difference {r_ours - r_peer:+.3f})", flush=True)
+        _query_and_recall("IVF_RQ", "IVF_RQ", paths["rq_peer"], paths["rq_ours"], NPROBES, q, qs,
+                          args.repeat)
+
+
+def _query_and_recall(query_label, recall_label, peer_path, ours_path, nprobes, q, qs, repeat):
+    """Single queries timed on both libraries' indices, then recall@10 of each library on each
+    index against pylance's exact answers."""
+    import lance
+
+    import lancefmt
+    indices = ((peer_path, "pylance's"), (ours_path, "lancefmt's"))
+    for path, name in indices:
+        _line(f"{query_label} query nprobes={nprobes} k=10, {name}", *_ratios(*searchers(
+            path, {"column": "vec", "q": q, "k": K, "nprobes": nprobes}), repeat, 3))
+    truth = exact_ids(peer_path, qs)
+    for path, name in indices:
+        r_ours = recall(path, lancefmt, qs, nprobes, exact=truth)
+        r_peer = recall(path, lance, qs, nprobes, exact=truth)
+        print(f"{recall_label} recall@10 nprobes={nprobes}, {name} index: lancefmt {r_ours:.3f}  "
+              f"pylance {r_peer:.3f}  (difference {r_ours - r_peer:+.3f})", flush=True)
 
 
 if __name__ == "__main__":
