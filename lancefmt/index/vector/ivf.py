@@ -156,11 +156,12 @@ def in_parallel(n: int, fn, min_rows: int = 8192) -> None:
 
 
 def each_in_parallel(items, fn) -> None:
-    """``fn(item)`` for every item, on the pool's threads (one per core), each thread taking
-    the next item when it is done with one: items of uneven cost (IVF partitions) keep every
-    core busy until the last few. Listed costliest first, they finish together."""
+    """``fn(item)`` for every item, on the pool's threads (one per core this process may use,
+    :func:`~lancefmt.io.cores.cores`), each thread taking the next item when it is done with
+    one: items of uneven cost (IVF partitions) keep every core busy until the last few. Listed
+    costliest first, they finish together."""
     queue = deque(items)
-    workers = max(1, min(os.cpu_count() or 1, len(queue)))
+    workers = max(1, min(cores(), 8, len(queue)))
 
     def drain():
         while True:

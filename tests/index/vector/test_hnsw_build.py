@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lancefmt.index.vector import _hnsw, hnsw_build, ivf
+from lancefmt.io.cores import core_limit
 
 
 def clustered(rng, n, dim=16, k=8):
@@ -80,7 +81,6 @@ def test_kernel_python_calls_do_not_grow_with_rows():
 def test_build_graphs_python_calls_per_partition_are_constant(monkeypatch):
     """Partitions of 50 rows or of 1,000: the same Python calls (one thread, so the profiler
     sees them all), and one kernel call per non-empty partition."""
-    monkeypatch.setattr(ivf.os, "cpu_count", lambda: 1)
     rng = np.random.default_rng(8)
     built = []
     real = _hnsw.build
@@ -99,7 +99,9 @@ def test_build_graphs_python_calls_per_partition_are_constant(monkeypatch):
         x = clustered(rng, 4 * rows)
         offsets = np.array([0, 1, 2, 2, 3]) * rows
         lengths = np.array([rows, rows, 0, rows, rows])
-        calls.append(python_calls(lambda: hnsw_build.build_graphs(x, offsets, lengths, "l2", {"m": 6}, 3)))
+        with core_limit(1):
+            calls.append(python_calls(
+                lambda: hnsw_build.build_graphs(x, offsets, lengths, "l2", {"m": 6}, 3)))
     assert calls[0] == calls[1]
     assert sorted(built) == [50] * 4 + [1000] * 4
 
@@ -116,3 +118,18 @@ def test_each_in_parallel_runs_every_item_once_on_the_pool():
     assert sorted(seen) == list(range(40))
     ivf.each_in_parallel([], work)
     assert len(seen) == 40
+
+
+def test_each_in_parallel_keeps_to_the_process_core_share():
+    """Inside a Spark task's share (``core_limit``) the partitions are built on that many
+    threads, not one per core of the host."""
+    threads = set()
+    lock = threading.Lock()
+
+    def work(_):
+        with lock:
+            threads.add(threading.get_ident())
+
+    with core_limit(1):
+        ivf.each_in_parallel(range(64), work)
+    assert len(threads) == 1
